@@ -1,0 +1,172 @@
+"""The one error family of mail.
+
+Library code raises subclasses of :class:`MAILError`; each boundary translates them once
+(the server through one exception handler and :func:`http_status_for`, the client by
+mapping transport errors to :class:`MAILClientError`, the runtime by turning agent-visible
+failures into MAIL system messages).
+
+Tree::
+
+    MAILError
+    ├── ConfigurationError            mail.toml / environment is wrong
+    ├── SwarmDefinitionError          swarms.json or a template is wrong (names swarm, agent, field)
+    ├── InvalidMessageError           a message or payload breaks the protocol (names the field)
+    ├── TaskError
+    │   ├── TaskNotFoundError         no such task for this caller
+    │   ├── TaskStateError            the task cannot take this request in its state
+    │   └── TaskTimeoutError          waiting for a task took longer than allowed
+    ├── AuthError
+    │   ├── AuthenticationError       no, malformed or unknown credentials
+    │   └── PermissionDeniedError     valid credentials, wrong role
+    ├── RemoteSwarmError
+    │   └── RemoteSwarmUnavailableError   peer unknown, inactive, unreachable or failing
+    ├── StorageError                  the store could not read or write
+    └── MAILClientError               an HTTP call made by MAILClient failed (status, detail)
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "MAILError",
+    "ConfigurationError",
+    "SwarmDefinitionError",
+    "InvalidMessageError",
+    "TaskError",
+    "TaskNotFoundError",
+    "TaskStateError",
+    "TaskTimeoutError",
+    "AuthError",
+    "AuthenticationError",
+    "PermissionDeniedError",
+    "RemoteSwarmError",
+    "RemoteSwarmUnavailableError",
+    "StorageError",
+    "MAILClientError",
+    "http_status_for",
+]
+
+
+class MAILError(Exception):
+    """Base of every error raised by mail."""
+
+
+class ConfigurationError(MAILError):
+    """Configuration (mail.toml, environment, CLI flags) is missing or invalid."""
+
+
+class SwarmDefinitionError(MAILError):
+    """A swarm definition is invalid.
+
+    ``swarm``, ``agent`` and ``field`` locate the problem when known; they are also part
+    of the message so a log line alone says what to fix.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        swarm: str | None = None,
+        agent: str | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.swarm = swarm
+        self.agent = agent
+        self.field = field
+        where = [
+            f"{label} '{value}'"
+            for label, value in (("swarm", swarm), ("agent", agent), ("field", field))
+            if value is not None
+        ]
+        super().__init__(f"{', '.join(where)}: {message}" if where else message)
+
+
+class InvalidMessageError(MAILError):
+    """A MAIL message or interswarm payload breaks the protocol; ``field`` names where."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        self.field = field
+        super().__init__(f"{field}: {message}" if field else message)
+
+
+class TaskError(MAILError):
+    """A task-level request failed."""
+
+
+class TaskNotFoundError(TaskError):
+    """No task with this id exists for this caller."""
+
+    def __init__(self, task_id: str) -> None:
+        self.task_id = task_id
+        super().__init__(f"task '{task_id}' not found")
+
+
+class TaskStateError(TaskError):
+    """The task exists but cannot take this request in its current state."""
+
+
+class TaskTimeoutError(TaskError):
+    """Waiting for a task took longer than the allowed time."""
+
+
+class AuthError(MAILError):
+    """Authentication or authorization failed."""
+
+
+class AuthenticationError(AuthError):
+    """Credentials are missing, malformed or unknown."""
+
+
+class PermissionDeniedError(AuthError):
+    """Credentials are valid but do not grant this operation."""
+
+
+class RemoteSwarmError(MAILError):
+    """A remote swarm could not be reached or answered with an error."""
+
+
+class RemoteSwarmUnavailableError(RemoteSwarmError):
+    """The remote swarm is unknown, inactive, unreachable, slow or failing."""
+
+
+class StorageError(MAILError):
+    """The task store could not read or write."""
+
+
+class MAILClientError(MAILError):
+    """An HTTP call made by the client failed.
+
+    ``status`` is the HTTP status (``None`` when no response arrived) and ``detail`` the
+    server's explanation or the transport error text.
+    """
+
+    def __init__(self, detail: str, *, status: int | None = None) -> None:
+        self.status = status
+        self.detail = detail
+        prefix = f"HTTP {status}: " if status is not None else ""
+        super().__init__(f"{prefix}{detail}")
+
+
+_HTTP_STATUS: dict[type[MAILError], int] = {
+    ConfigurationError: 500,
+    SwarmDefinitionError: 422,
+    InvalidMessageError: 422,
+    TaskNotFoundError: 404,
+    TaskStateError: 409,
+    TaskTimeoutError: 504,
+    AuthenticationError: 401,
+    # The contract answers 401 for a wrong role, as the original does.
+    PermissionDeniedError: 401,
+    RemoteSwarmUnavailableError: 502,
+    RemoteSwarmError: 502,
+    StorageError: 503,
+    MAILClientError: 502,
+}
+
+
+def http_status_for(error: MAILError) -> int:
+    """Return the HTTP status the server answers for ``error`` (500 when unmapped)."""
+    for cls in type(error).__mro__:
+        status = _HTTP_STATUS.get(cls)
+        if status is not None:
+            return status
+    return 500
