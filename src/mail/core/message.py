@@ -482,7 +482,7 @@ def message_priority(message: MAILMessage) -> int:
 def get_recipients(payload: MAILPayload) -> list[MAILAddress]:
     """Return the recipient list of any payload (``recipient`` becomes a one-item list)."""
     if "recipients" in payload:
-        return payload["recipients"]
+        return cast(MAILBroadcast, payload)["recipients"]
     return [payload["recipient"]]
 
 
