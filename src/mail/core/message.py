@@ -635,7 +635,8 @@ def _check_str(value: Any, field: str, *, nullable: bool = False, non_empty: boo
 
 
 def _check_uuid(value: Any, field: str) -> None:
-    if not isinstance(value, str) or _UUID_RE.match(value) is None:
+    # fullmatch: ``$`` alone would also accept a trailing newline.
+    if not isinstance(value, str) or _UUID_RE.fullmatch(value) is None:
         raise _fail(field, f"must be a uuid string, got {value!r}")
 
 
@@ -694,6 +695,15 @@ def _check_payload(payload: Any, msg_type: str, field: str) -> None:
         raise _fail(f"{field}.routing_info", "must be an object or null")
 
 
+def _check_contributor(value: Any, field: str) -> None:
+    _check_str(value, field, non_empty=True)
+    try:
+        parse_task_contributor(value)
+    except InvalidMessageError as e:
+        # parse_task_contributor names ``task_contributors``; name the actual field.
+        raise _fail(field, f"must be of the form 'role:id@swarm', got {value!r}") from e
+
+
 def validate_message(message: Any) -> MAILMessage:
     """Check that ``message`` is a well-formed :class:`MAILMessage` and return it.
 
@@ -705,7 +715,8 @@ def validate_message(message: Any) -> MAILMessage:
     _check_uuid(message["id"], "id")
     _check_timestamp(message["timestamp"], "timestamp")
     msg_type = message["msg_type"]
-    if msg_type not in _PAYLOAD_SHAPES:
+    # isinstance first: an unhashable msg_type (a list) must not raise TypeError.
+    if not isinstance(msg_type, str) or msg_type not in _PAYLOAD_SHAPES:
         raise _fail("msg_type", f"must be one of {', '.join(_PAYLOAD_SHAPES)}, got {msg_type!r}")
     _check_payload(message["message"], msg_type, "message")
     return cast(MAILMessage, message)
@@ -730,14 +741,12 @@ def validate_interswarm_message(message: Any) -> MAILInterswarmMessage:
         )
     _check_payload(message["payload"], msg_type, "payload")
     _check_str(message.get("auth_token"), "auth_token", nullable=True)
-    _check_str(message["task_owner"], "task_owner", non_empty=True)
-    parse_task_contributor(message["task_owner"])
+    _check_contributor(message["task_owner"], "task_owner")
     contributors = message["task_contributors"]
     if not isinstance(contributors, list):
         raise _fail("task_contributors", "must be a list of 'role:id@swarm' strings")
     for i, contributor in enumerate(contributors):
-        _check_str(contributor, f"task_contributors[{i}]")
-        parse_task_contributor(contributor)
+        _check_contributor(contributor, f"task_contributors[{i}]")
     metadata = message.get("metadata")
     if metadata is not None and not isinstance(metadata, dict):
         raise _fail("metadata", "must be an object or null")

@@ -1,0 +1,399 @@
+"""One agent turn: call the agent, record its output, run its tool calls.
+
+Each MAIL tool has one handler in :data:`HANDLERS`; any other tool name is an action.
+Adding a MAIL tool means writing one handler and adding one line to the table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from mail.core._system_messages import Subject, build_help
+from mail.core.events import EventName
+from mail.core.message import (
+    MAILMessage,
+    build_mail_xml,
+    create_agent_address,
+    make_broadcast,
+    make_broadcast_complete,
+    parse_agent_address,
+)
+from mail.core.tasks import MAILTask, PendingBreakpoint, TaskState
+from mail.core.tools import (
+    MAIL_TOOL_NAMES,
+    AgentToolCall,
+    convert_call_to_mail_message,
+    normalize_breakpoint_tool_call,
+)
+from mail.errors import InvalidMessageError
+
+if TYPE_CHECKING:
+    from mail.core.agents import AgentCore
+    from mail.core.runtime import MAILRuntime
+
+__all__ = ["HANDLERS", "TurnContext", "TurnRunner", "MAX_AGENT_RETRIES"]
+
+logger = logging.getLogger("mail.runtime")
+
+#: How many times an agent that failed on a user or system message is re-prompted
+#: before its task fails.
+MAX_AGENT_RETRIES = 1
+
+_BUILTIN_TOOLS = frozenset({"web_search_call", "code_interpreter_call"})
+
+
+@dataclass(slots=True)
+class TurnContext:
+    """What the handlers of one turn share."""
+
+    task: MAILTask
+    agent: str
+    core: AgentCore
+    trigger: MAILMessage
+    history: list[dict[str, Any]]
+    stop: bool = False
+    action_ran: bool = False
+    action_errors: list[tuple[str, str]] = field(default_factory=list)
+
+    def result(self, call: AgentToolCall, content: str) -> None:
+        self.history.append(call.create_response_msg(content))
+
+
+Handler = Callable[["TurnRunner", TurnContext, AgentToolCall], Awaitable[None]]
+
+
+class TurnRunner:
+    """Runs agent turns for one runtime."""
+
+    def __init__(self, runtime: MAILRuntime) -> None:
+        self.rt = runtime
+
+    async def run(
+        self, task: MAILTask, agent: str, message: MAILMessage, xml: dict[str, str]
+    ) -> None:
+        """Run ``agent`` on ``message`` (already rendered as ``xml``) within ``task``."""
+        rt = self.rt
+        core = rt.agents[agent]
+        history = rt.agent_histories.setdefault(f"{task.task_id}::{agent}", [])
+        task.agents.add(agent)
+        payload = message["message"]
+        if payload["subject"] != Subject.ACTION_COMPLETE_BROADCAST:
+            history.append(xml)
+        try:
+            _text, calls = await core.function(history, self._tool_choice(core, message))
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # noqa: BLE001  # an agent's failure is reported, never fatal to the loop
+            logger.warning("agent %s failed in task %s: %s", agent, task.task_id, e)
+            self._agent_failed(
+                task, agent, message, f"agent {agent} raised {type(e).__name__}: {e}"
+            )
+            return
+        if not calls:
+            self._agent_failed(task, agent, message, f"agent {agent} returned no tool calls")
+            return
+        task.agent_failures.pop(agent, None)
+        first = calls[0]
+        if first.completion:
+            history.append(first.completion)
+        else:
+            history.extend(first.responses)
+        self._emit_tool_calls(task, agent, calls)
+        await self._process(TurnContext(task, agent, core, message, history), calls)
+
+    def _tool_choice(self, core: AgentCore, message: MAILMessage) -> str | dict[str, Any]:
+        payload = message["message"]
+        if (
+            payload["subject"] == Subject.MAXIMUM_STEPS_REACHED
+            and payload["sender"]["address_type"] == "system"
+        ):
+            if core.tool_format == "completions":
+                return {"type": "function", "function": {"name": "task_complete"}}
+            return {"type": "function", "name": "task_complete"}
+        return "auto" if self.rt.mode == "manual" else "required"
+
+    def _emit_tool_calls(self, task: MAILTask, agent: str, calls: list[AgentToolCall]) -> None:
+        reasoning_ref: str | None = None
+        for call in calls:
+            extra: dict[str, Any] = {
+                "tool_name": call.tool_name,
+                "tool_args": call.tool_args,
+                "tool_call_id": call.tool_call_id,
+            }
+            if call.reasoning:
+                extra["reasoning"] = "\n\n".join(call.reasoning)
+                reasoning_ref = call.tool_call_id
+            elif reasoning_ref is not None:
+                extra["reasoning_ref"] = reasoning_ref
+            if call.preamble:
+                extra["preamble"] = call.preamble
+            task.log.emit(EventName.TOOL_CALL, f"agent {agent} called {call.tool_name}", extra)
+
+    async def _process(self, ctx: TurnContext, calls: list[AgentToolCall]) -> None:
+        breakpoints = [c for c in calls if c.tool_name in self.rt.breakpoint_tools]
+        rest = [c for c in calls if c.tool_name not in self.rt.breakpoint_tools]
+        for i, call in enumerate(rest):
+            handler = HANDLERS.get(call.tool_name, TurnRunner._action)
+            if call.tool_name in MAIL_TOOL_NAMES and call.tool_name in self.rt.excluded_tools(
+                ctx.agent
+            ):
+                handler = TurnRunner._excluded
+            await handler(self, ctx, call)
+            if ctx.stop:
+                for skipped in rest[i + 1 :]:
+                    ctx.result(skipped, "ERROR: not executed: the turn ended with await_message")
+                break
+        if breakpoints:
+            self._pause_on_breakpoints(ctx, breakpoints)
+            return
+        if ctx.stop:
+            return
+        task, system = ctx.task, self.rt.system
+        if ctx.action_errors:
+            self.rt.scheduler.put(system.action_error(task.task_id, ctx.agent, ctx.action_errors))
+        elif ctx.action_ran:
+            self.rt.scheduler.put(system.action_complete(task.task_id, ctx.agent))
+
+    # --- failures ----------------------------------------------------------------------
+
+    def _agent_failed(self, task: MAILTask, agent: str, trigger: MAILMessage, error: str) -> None:
+        rt = self.rt
+        task.log.emit(EventName.AGENT_ERROR, error)
+        payload = trigger["message"]
+        sender = payload["sender"]
+        if (
+            sender["address_type"] == "agent"
+            and sender["address"] in rt.agents
+            and sender["address"] != agent
+        ):
+            body = f"Agent '{agent}' failed to process your message '{payload['subject']}': {error}"
+            rt.scheduler.put(rt.system.agent_error(task.task_id, sender["address"], body))
+            return
+        failures = task.agent_failures[agent] = task.agent_failures.get(agent, 0) + 1
+        if failures <= MAX_AGENT_RETRIES:
+            body = f"Your previous turn failed: {error}. Continue the task using your tools."
+            rt.scheduler.put(rt.system.agent_error(task.task_id, agent, body))
+            return
+        task.log.emit(EventName.TASK_ERROR, f"error for task: {error}")
+        rt.scheduler.finish(task, TaskState.FAILED, rt.system.task_error(task.task_id, error))
+
+    def _tool_error(self, ctx: TurnContext, call: AgentToolCall, error: str) -> None:
+        ctx.result(call, f"ERROR: {error}")
+        ctx.task.log.emit(EventName.AGENT_ERROR, f"agent {ctx.agent}: {error}")
+        self.rt.scheduler.put(self.rt.system.tool_call_error(ctx.task.task_id, ctx.agent, error))
+
+    async def _excluded(self, ctx: TurnContext, call: AgentToolCall) -> None:
+        self._tool_error(ctx, call, f"tool {call.tool_name} is not available to agent {ctx.agent}")
+
+    # --- MAIL tools --------------------------------------------------------------------
+
+    async def _send(self, ctx: TurnContext, call: AgentToolCall) -> None:
+        task = ctx.task
+        try:
+            message = convert_call_to_mail_message(call, ctx.agent, task.task_id)
+        except InvalidMessageError as e:
+            self._tool_error(ctx, call, f"error sending message: {e}")
+            return
+        target = call.tool_args.get("target")
+        if isinstance(target, str) and "@" in target:
+            try:
+                _, swarm = parse_agent_address(target)
+            except InvalidMessageError as e:
+                self._tool_error(ctx, call, f"error sending message: {e}")
+                return
+            if swarm and swarm != self.rt.swarm_name:
+                routing = message["message"]["routing_info"]
+                if routing is not None:
+                    routing["remote_swarm"] = swarm
+                task.remote_swarms.add(swarm)
+        if call.tool_name == "send_request":
+            task.outstanding[ctx.agent] = task.outstanding.get(ctx.agent, 0) + 1
+        elif call.tool_name == "send_response" and isinstance(target, str):
+            task.outstanding[target] = max(task.outstanding.get(target, 0) - 1, 0)
+        self.rt.scheduler.put(message)
+        ctx.result(call, "SUCCESS: message sent")
+
+    async def _task_complete(self, ctx: TurnContext, call: AgentToolCall) -> None:
+        rt, task, agent = self.rt, ctx.task, ctx.agent
+        if not ctx.core.can_complete_tasks:
+            self._tool_error(ctx, call, f"agent {agent} cannot complete tasks")
+            return
+        if not task.is_running:
+            ctx.result(call, "SUCCESS: task already completed")
+            task.log.emit(
+                EventName.TASK_COMPLETE_CALL_DUPLICATE,
+                f"agent {agent} called task_complete on already completed task",
+            )
+            return
+        finish = call.tool_args.get("finish_message")
+        body = finish if isinstance(finish, str) else "Task completed successfully"
+        final = make_broadcast_complete(
+            task_id=task.task_id,
+            sender=create_agent_address(agent),
+            subject=Subject.TASK_COMPLETE,
+            body=body,
+            sender_swarm=rt.swarm_name,
+            recipient_swarms=[rt.swarm_name],
+        )
+        ctx.result(call, "SUCCESS: task completed")
+        task.log.emit(
+            EventName.TASK_COMPLETE_CALL,
+            f"agent {agent} called task_complete, full response to follow",
+        )
+        task.log.emit(
+            EventName.NEW_MESSAGE,
+            f"task_complete response from {agent}:\n" + build_mail_xml(final)["content"],
+            {"full_message": final},
+        )
+        rt.notify_remote_completion(task, agent, body)
+        rt.scheduler.finish(task, TaskState.COMPLETED, final)
+
+    async def _acknowledge_broadcast(self, ctx: TurnContext, call: AgentToolCall) -> None:
+        if ctx.trigger["msg_type"] != "broadcast":
+            self._tool_error(ctx, call, "improper use of `acknowledge_broadcast`")
+            return
+        ctx.result(call, "SUCCESS: broadcast acknowledged")
+
+    async def _ignore_broadcast(self, ctx: TurnContext, call: AgentToolCall) -> None:
+        ctx.result(call, "SUCCESS: broadcast ignored")
+        ctx.task.log.emit(EventName.BROADCAST_IGNORED, f"agent {ctx.agent} called ignore_broadcast")
+
+    async def _await_message(self, ctx: TurnContext, call: AgentToolCall) -> None:
+        task, agent = ctx.task, ctx.agent
+        ctx.stop = True
+        waiting_for = (
+            task.outstanding.get(agent, 0) > 0 or task.queued > 0 or bool(task.busy - {agent})
+        )
+        if not waiting_for:
+            self._tool_error(ctx, call, "no outstanding requests and message queue is empty")
+            return
+        reason = call.tool_args.get("reason")
+        suffix = f" (reason: '{reason}')" if reason else ""
+        ctx.result(call, f"SUCCESS: waiting for a new message{suffix}")
+        description = f"agent '{agent}' is awaiting a new message" + (
+            f": {reason}" if reason else ""
+        )
+        task.log.emit(EventName.AWAIT_MESSAGE, description, {"reason": reason} if reason else {})
+
+    async def _help(self, ctx: TurnContext, call: AgentToolCall) -> None:
+        args = call.tool_args
+        tool_help = args.get("get_tool_help") or []
+        body = build_help(
+            ctx.agent,
+            ctx.core,
+            self.rt.swarm_name,
+            get_summary=bool(args.get("get_summary", True)),
+            get_identity=bool(args.get("get_identity", False)),
+            get_tool_help=[str(t) for t in tool_help] if isinstance(tool_help, list) else [],
+            get_full_protocol=bool(args.get("get_full_protocol", False)),
+        )
+        ctx.result(
+            call, "SUCCESS: help string generated; will be sent to you in a subsequent prompt"
+        )
+        ctx.task.log.emit(EventName.HELP_CALLED, f"agent {ctx.agent} called help")
+        self.rt.scheduler.put(self.rt.system.help(ctx.task.task_id, ctx.agent, body))
+
+    async def _builtin(self, ctx: TurnContext, call: AgentToolCall) -> None:
+        args = call.tool_args
+        if call.tool_name == "web_search_call":
+            description = f"agent {ctx.agent} used web_search with query: {args.get('query', '')}"
+            tool_type = "web_search"
+        else:
+            description = f"agent {ctx.agent} used code_interpreter"
+            tool_type = "code_interpreter"
+        ctx.task.log.emit(
+            EventName.BUILTIN_TOOL_CALL, description, {"tool_type": tool_type, "tool_args": args}
+        )
+
+    async def _text_output(self, ctx: TurnContext, call: AgentToolCall) -> None:
+        content = call.tool_args.get("content")
+        text = content if isinstance(content, str) else ""
+        others = [a for a in self.rt.agents if a != ctx.agent]
+        if others:
+            self.rt.scheduler.put(
+                make_broadcast(
+                    task_id=ctx.task.task_id,
+                    sender=create_agent_address(ctx.agent),
+                    recipients=[create_agent_address(a) for a in others],
+                    subject="",
+                    body=text,
+                )
+            )
+
+    # --- actions -----------------------------------------------------------------------
+
+    async def _action(self, ctx: TurnContext, call: AgentToolCall) -> None:
+        rt, task, name = self.rt, ctx.task, call.tool_name
+        action = rt.actions.get(name)
+        if action is None:
+            error = f"action {name} not found"
+        elif not ctx.core.can_access_action(name):
+            error = f"agent {ctx.agent} cannot access action {name}"
+        else:
+            error = ""
+        if error:
+            ctx.result(
+                call,
+                "ERROR: "
+                + ("action not found" if action is None else "agent cannot access action"),
+            )
+            task.log.emit(EventName.ACTION_ERROR, error)
+            ctx.action_errors.append((name, error))
+            return
+        assert action is not None  # noqa: S101  # narrowed by the checks above
+        args = json.dumps(call.tool_args, separators=(",", ":"))
+        task.log.emit(
+            EventName.ACTION_CALL,
+            f"agent {ctx.agent} executing action tool: {name} with args: {args}",
+        )
+        status, content = await action.execute(call, rt.action_override)
+        ctx.result(call, ("SUCCESS: " if status == "success" else "ERROR: ") + content)
+        task.log.emit(
+            EventName.ACTION_COMPLETE, f"action complete (caller = {ctx.agent}):\n{content}"
+        )
+        ctx.action_ran = True
+
+    # --- breakpoints -------------------------------------------------------------------
+
+    def _pause_on_breakpoints(self, ctx: TurnContext, calls: list[AgentToolCall]) -> None:
+        task = ctx.task
+        if not task.is_running:
+            return
+        normalized = [normalize_breakpoint_tool_call(c) for c in calls]
+        names = ", ".join(c.tool_name for c in calls)
+        args = ", ".join(json.dumps(c.tool_args) for c in calls)
+        task.log.emit(
+            EventName.BREAKPOINT_TOOL_CALL,
+            f"agent {ctx.agent} used breakpoint tools {names} with args: {args}",
+        )
+        for call, norm in zip(calls, normalized, strict=True):
+            task.pending_breakpoints[call.tool_call_id] = PendingBreakpoint(
+                agent=ctx.agent, call=call, normalized=norm
+            )
+        pending = [p.normalized for p in task.pending_breakpoints.values()]
+        self.rt.scheduler.finish(
+            task,
+            TaskState.WAITING_BREAKPOINT,
+            self.rt.system.breakpoint_tool_call(task.task_id, pending),
+        )
+
+
+HANDLERS: dict[str, Handler] = {
+    "send_request": TurnRunner._send,
+    "send_response": TurnRunner._send,
+    "send_interrupt": TurnRunner._send,
+    "send_broadcast": TurnRunner._send,
+    "task_complete": TurnRunner._task_complete,
+    "acknowledge_broadcast": TurnRunner._acknowledge_broadcast,
+    "ignore_broadcast": TurnRunner._ignore_broadcast,
+    "await_message": TurnRunner._await_message,
+    "help": TurnRunner._help,
+    "web_search_call": TurnRunner._builtin,
+    "code_interpreter_call": TurnRunner._builtin,
+    "text_output": TurnRunner._text_output,
+}

@@ -1,0 +1,280 @@
+"""The scheduling loop: priority queue, routing, delivery and the end of turns.
+
+One loop pops ``(priority, sequence, message)`` items and routes each message. Delivery to
+an agent starts that agent's turn as an owned asyncio task, unless the agent is already
+running a turn of the same task: then the message waits in that agent's per-task inbox,
+so one agent's history is never written by two turns at once. Messages for a task that
+is not running are stashed in the task when they are popped and pushed back, with their
+original priority and sequence, when the task resumes. Nothing here costs more as the
+queue or the number of past tasks grows, beyond the heap's O(log n).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import logging
+from collections import deque
+from typing import TYPE_CHECKING
+
+from mail.core._spawn import Spawner
+from mail.core._system_messages import Subject
+from mail.core.events import EventName
+from mail.core.message import (
+    MAILMessage,
+    build_mail_xml,
+    get_recipients,
+    message_priority,
+    parse_agent_address,
+)
+from mail.core.tasks import MAILTask, QueueItem, TaskState
+from mail.errors import InvalidMessageError
+
+if TYPE_CHECKING:
+    from mail.core.runtime import MAILRuntime
+
+__all__ = ["Scheduler"]
+
+logger = logging.getLogger("mail.runtime")
+
+_UNSERIALIZED = frozenset({"broadcast", "broadcast_complete"})
+_Delivery = tuple[MAILMessage, dict[str, str]]
+
+
+class Scheduler:
+    """Owns the queue, the loop, routing and delivery of one runtime."""
+
+    def __init__(self, runtime: MAILRuntime) -> None:
+        self.rt = runtime
+        self._heap: list[QueueItem] = []
+        self._seq = itertools.count()
+        self._wake = asyncio.Event()
+        self._inboxes: dict[str, deque[_Delivery]] = {}
+        self.spawner = Spawner()
+
+    # --- the queue -----------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    def put(self, message: MAILMessage) -> None:
+        """Queue ``message`` at its protocol priority."""
+        self.push((message_priority(message), next(self._seq), message))
+
+    def push(self, item: QueueItem) -> None:
+        task = self.rt.tasks.get(item[2]["message"]["task_id"])
+        if task is not None:
+            task.queued += 1
+        heapq.heappush(self._heap, item)
+        self._wake.set()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Pop and route messages until the runtime stops."""
+        rt = self.rt
+        while not rt.stopping:
+            if not self._heap:
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            item = heapq.heappop(self._heap)
+            try:
+                self.dispatch(item)
+            except Exception as e:  # one bad message must not stop the loop
+                logger.exception("error routing message %s", item[2].get("id"))
+                rt.runtime_log.emit(EventName.RUN_LOOP_ERROR, f"error in run loop: {e}")
+
+    # --- dispatch ------------------------------------------------------------------------
+
+    def dispatch(self, item: QueueItem) -> None:
+        rt = self.rt
+        message = item[2]
+        task = rt.tasks.get(message["message"]["task_id"])
+        if task is None:
+            logger.warning("dropping message %s for unknown task", message["id"])
+            return
+        task.queued -= 1
+        if not task.is_running:
+            if message["msg_type"] != "broadcast_complete":
+                task.stash.append(item)
+            return
+        if message["msg_type"] == "broadcast_complete":
+            self.finish(task, TaskState.COMPLETED, message)
+            return
+        if self._counts_as_step(message):
+            task.steps += 1
+            limit = task.max_steps if task.max_steps_set else rt.max_steps
+            if limit is not None and task.steps > limit:
+                message = rt.system.maximum_steps_reached(
+                    task.task_id, rt.entrypoint, task.log.all()
+                )
+        self.route(task, message)
+
+    @staticmethod
+    def _counts_as_step(message: MAILMessage) -> bool:
+        payload = message["message"]
+        return payload["sender"]["address_type"] != "system" and not payload["subject"].startswith(
+            "::"
+        )
+
+    def route(self, task: MAILTask, message: MAILMessage) -> None:
+        """Deliver ``message`` to its local recipients, hand remote ones to the router."""
+        rt = self.rt
+        payload = message["message"]
+        sender = payload["sender"]
+        sender_name = sender["address"]
+        from_local_agent = sender["address_type"] == "agent" and sender_name in rt.agents
+        if from_local_agent and message["msg_type"] not in _UNSERIALIZED:
+            allowed = rt.agents[sender_name].comm_targets
+            bad = [
+                r["address"]
+                for r in get_recipients(payload)
+                if r["address_type"] == "agent"
+                and r["address"] != "all"
+                and r["address"] not in allowed
+            ]
+            if bad:
+                task.log.emit(
+                    EventName.AGENT_ERROR,
+                    f"agent attempted to contact disallowed recipients: {', '.join(bad)}",
+                )
+                self.put(rt.system.invalid_recipient(task.task_id, sender_name, bad, allowed))
+                return
+        local, remote, unknown = self._split_recipients(message, sender_name)
+        for name in unknown:
+            if not self._unknown_recipient(task, message, name, from_local_agent):
+                return
+        if remote:
+            rt.send_remote(task, message, remote, from_local_agent)
+        if local:
+            xml = build_mail_xml(message)
+            for agent in local:
+                self.deliver(task, agent, message, xml)
+
+    def _split_recipients(
+        self, message: MAILMessage, sender_name: str
+    ) -> tuple[list[str], list[str], list[str]]:
+        rt = self.rt
+        local: list[str] = []
+        remote: list[str] = []
+        unknown: list[str] = []
+        skip_self = message["message"]["sender"]["address_type"] != "system"
+        for recipient in get_recipients(message["message"]):
+            address = recipient["address"]
+            if address == "all":
+                local.extend(rt.agents)
+                continue
+            try:
+                name, swarm = parse_agent_address(address)
+            except InvalidMessageError:
+                unknown.append(address)
+                continue
+            if swarm is not None and swarm != rt.swarm_name:
+                remote.append(address)
+            elif name in rt.agents:
+                local.append(name)
+            else:
+                unknown.append(name)
+        seen: set[str] = {sender_name} if skip_self else set()
+        local = [a for a in local if not (a in seen or seen.add(a))]  # type: ignore[func-returns-value]
+        return local, remote, unknown
+
+    def _unknown_recipient(
+        self, task: MAILTask, message: MAILMessage, name: str, from_agent: bool
+    ) -> bool:
+        """Report an unknown recipient; False when the task had to end."""
+        rt = self.rt
+        sender = message["message"]["sender"]["address"]
+        if name == rt.swarm_name:
+            reason = (
+                f"agent {name} is the swarm name; message from {sender} cannot be delivered to it"
+            )
+            task.log.emit(EventName.TASK_ERROR, reason)
+            self.finish(task, TaskState.FAILED, rt.system.runtime_error(task.task_id, reason))
+            return False
+        if not from_agent:
+            reason = f"agent {name} is unknown; message from {sender} cannot be delivered to it"
+            task.log.emit(EventName.TASK_ERROR, reason)
+            self.finish(task, TaskState.FAILED, rt.system.task_error(task.task_id, reason))
+            return False
+        if name == rt.user_id:
+            task.log.emit(
+                EventName.AGENT_ERROR, f"agent {sender} attempted to send a message to the user"
+            )
+            self.put(rt.system.improper_response_to_user(task.task_id, sender, name))
+            return True
+        reason = f"agent {name} is unknown; message from {sender} cannot be delivered to it"
+        task.log.emit(EventName.AGENT_ERROR, reason)
+        self.put(
+            rt.system.agent_error(
+                task.task_id,
+                sender,
+                f"Your message could not be delivered: agent '{name}' is not known to this swarm.",
+            )
+        )
+        return True
+
+    # --- delivery ------------------------------------------------------------------------
+
+    def deliver(
+        self, task: MAILTask, agent: str, message: MAILMessage, xml: dict[str, str]
+    ) -> None:
+        """Hand ``message`` to ``agent``: start its turn, or queue it behind the running one."""
+        if message["message"]["subject"] != Subject.ACTION_COMPLETE_BROADCAST:
+            task.log.emit(
+                EventName.NEW_MESSAGE,
+                "sending message:\n" + xml["content"],
+                {"full_message": message},
+            )
+        key = f"{task.task_id}::{agent}"
+        inbox = self._inboxes.get(key)
+        if inbox is not None:
+            inbox.append((message, xml))
+            return
+        self._inboxes[key] = deque()
+        task.busy.add(agent)
+        self.spawner.spawn(
+            self._agent_worker(task, agent, key, message, xml), name=f"agent:{task.task_id}:{agent}"
+        )
+
+    async def _agent_worker(
+        self, task: MAILTask, agent: str, key: str, message: MAILMessage, xml: dict[str, str]
+    ) -> None:
+        inbox = self._inboxes[key]
+        try:
+            while True:
+                await self.rt.turns.run(task, agent, message, xml)
+                if not inbox:
+                    return
+                message, xml = inbox.popleft()
+                if not task.is_running:
+                    self._stash_inbox(task, message, inbox)
+                    return
+        finally:
+            del self._inboxes[key]
+            task.busy.discard(agent)
+
+    def _stash_inbox(self, task: MAILTask, first: MAILMessage, inbox: deque[_Delivery]) -> None:
+        for message in (first, *(m for m, _ in inbox)):
+            task.stash.append((message_priority(message), next(self._seq), message))
+        inbox.clear()
+
+    # --- the end of a turn -------------------------------------------------------------
+
+    def finish(self, task: MAILTask, state: TaskState, message: MAILMessage) -> bool:
+        """End the task's current turn in ``state``; False when it had already ended."""
+        if not task.is_running:
+            return False
+        task.close_turn(state, message)
+        for evicted in self.rt.tasks.mark_finished(task):
+            self.rt.forget(evicted)
+        return True
+
+    def resume(self, task: MAILTask) -> None:
+        """Put the task's stashed messages back on the queue."""
+        stash, task.stash = task.stash, []
+        for item in stash:
+            self.push(item)

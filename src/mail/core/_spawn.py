@@ -1,0 +1,54 @@
+"""Owned background tasks: named, tracked, logged, and drained or cancelled on shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine
+from typing import Any
+
+__all__ = ["Spawner"]
+
+logger = logging.getLogger("mail.runtime")
+
+
+class Spawner:
+    """Keeps a reference to every task it starts until that task ends."""
+
+    __slots__ = ("_tasks",)
+
+    def __init__(self) -> None:
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+        return task
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if task.cancelled():
+            return
+        error = task.exception()
+        if error is not None:
+            logger.error("background task %s failed", task.get_name(), exc_info=error)
+
+    async def drain(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for every task; True when all finished."""
+        if not self._tasks:
+            return True
+        _, pending = await asyncio.wait(set(self._tasks), timeout=timeout)
+        return not pending
+
+    async def cancel_all(self) -> None:
+        """Cancel what is still running and wait for it to unwind."""
+        tasks = set(self._tasks)
+        for task in tasks:
+            task.cancel()
+        # gather collects the children's cancellations as results; our own cancellation
+        # still propagates.
+        await asyncio.gather(*tasks, return_exceptions=True)

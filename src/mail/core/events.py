@@ -1,0 +1,182 @@
+"""Task events: the event vocabulary, the event record and the per-task event log.
+
+Every event carries a per-task sequence number (1, 2, 3, ...) and is appended to its
+task's :class:`EventLog` before anyone sees it. SSE streams, ``show_events``, the task
+endpoints and the UI all read the log through :meth:`EventLog.follow` or
+:meth:`EventLog.since`, so a reader that reconnects with the last sequence number it saw
+resumes without loss or repetition.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+__all__ = [
+    "EventName",
+    "STREAM_ONLY_EVENTS",
+    "MAILEvent",
+    "EventLog",
+]
+
+
+class EventName(StrEnum):
+    """Event names exactly as they travel on the wire."""
+
+    NEW_MESSAGE = "new_message"
+    TOOL_CALL = "tool_call"
+    ACTION_CALL = "action_call"
+    ACTION_COMPLETE = "action_complete"
+    ACTION_ERROR = "action_error"
+    AGENT_ERROR = "agent_error"
+    TASK_ERROR = "task_error"
+    AWAIT_MESSAGE = "await_message"
+    BROADCAST_IGNORED = "broadcast_ignored"
+    HELP_CALLED = "help_called"
+    BUILTIN_TOOL_CALL = "builtin_tool_call"
+    BREAKPOINT_TOOL_CALL = "breakpoint_tool_call"
+    BREAKPOINT_ACTION_COMPLETE = "breakpoint_action_complete"
+    TASK_COMPLETE_CALL = "task_complete_call"
+    TASK_COMPLETE_CALL_DUPLICATE = "task_complete_call_duplicate"
+    TASK_COMPLETE = "task_complete"
+    TASK_INTERRUPTED = "task_interrupted"
+    INTERSWARM_MESSAGE_SENT = "interswarm_message_sent"
+    INTERSWARM_MESSAGE_RECEIVED = "interswarm_message_received"
+    INTERSWARM_MESSAGE_ERROR = "interswarm_message_error"
+    RUN_LOOP_CANCELLED = "run_loop_cancelled"
+    RUN_LOOP_ERROR = "run_loop_error"
+    SHUTDOWN_REQUESTED = "shutdown_requested"
+    PING = "ping"
+
+
+#: Events that only exist on a stream and are never stored in a task's log.
+STREAM_ONLY_EVENTS = frozenset({EventName.PING})
+
+
+@dataclass(slots=True, kw_only=True)
+class MAILEvent:
+    """One event of a task.
+
+    ``seq`` is the per-task sequence number (``None`` for stream-only events such as
+    pings and the stream's final ``task_complete``/``task_error``). ``data()`` gives the
+    wire ``data`` object: ``{timestamp, description, task_id, extra_data}`` for stored
+    events, or the explicit ``payload`` for stream-only ones.
+    """
+
+    event: str
+    task_id: str
+    description: str = ""
+    extra_data: dict[str, Any] = field(default_factory=dict)
+    timestamp: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
+    seq: int | None = None
+    payload: dict[str, Any] | None = None
+
+    def data(self) -> dict[str, Any]:
+        """Return the ``data`` object sent for this event."""
+        if self.payload is not None:
+            return self.payload
+        return {
+            "timestamp": self.timestamp,
+            "description": self.description,
+            "task_id": self.task_id,
+            "extra_data": self.extra_data,
+        }
+
+    @classmethod
+    def stream_final(cls, name: str, task_id: str, response: str) -> MAILEvent:
+        """Build the stream's closing ``task_complete`` or ``task_error`` event."""
+        ts = datetime.now(UTC).isoformat()
+        payload = {"timestamp": ts, "task_id": task_id, "response": response}
+        return cls(event=name, task_id=task_id, timestamp=ts, payload=payload)
+
+    @classmethod
+    def ping(cls, task_id: str) -> MAILEvent:
+        """Build a heartbeat ``ping`` event."""
+        ts = datetime.now(UTC).isoformat()
+        payload = {"timestamp": ts, "task_id": task_id}
+        return cls(event=EventName.PING, task_id=task_id, timestamp=ts, payload=payload)
+
+
+class EventLog:
+    """Append-only, ordered events of one task, readable by any number of followers."""
+
+    __slots__ = ("_changed", "_events", "_first_seq", "task_id")
+
+    def __init__(self, task_id: str, events: list[MAILEvent] | None = None) -> None:
+        self.task_id = task_id
+        self._events: list[MAILEvent] = list(events or ())
+        self._first_seq = self._events[0].seq or 1 if self._events else 1
+        self._changed: asyncio.Future[None] | None = None
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    @property
+    def last_seq(self) -> int:
+        """Sequence number of the newest event (0 when empty)."""
+        return self._first_seq + len(self._events) - 1
+
+    def append(self, event: MAILEvent) -> MAILEvent:
+        """Give ``event`` the next sequence number, store it and wake the followers."""
+        event.seq = self._first_seq + len(self._events)
+        self._events.append(event)
+        changed = self._changed
+        if changed is not None:
+            self._changed = None
+            if not changed.done():
+                changed.set_result(None)
+        return event
+
+    def emit(
+        self, name: str, description: str, extra_data: dict[str, Any] | None = None
+    ) -> MAILEvent:
+        """Append a new stored event of this task."""
+        return self.append(
+            MAILEvent(
+                event=name,
+                task_id=self.task_id,
+                description=description,
+                extra_data={} if extra_data is None else extra_data,
+            )
+        )
+
+    def since(self, after: int = 0) -> list[MAILEvent]:
+        """Return the events whose sequence number is greater than ``after``."""
+        start = max(after - self._first_seq + 1, 0)
+        return self._events[start:]
+
+    def all(self) -> list[MAILEvent]:
+        return list(self._events)
+
+    async def wait(self, after: int, timeout: float | None = None) -> bool:
+        """Wait until an event newer than ``after`` exists; ``False`` on timeout."""
+        if self.last_seq > after:
+            return True
+        changed = self._changed
+        if changed is None:
+            changed = self._changed = asyncio.get_running_loop().create_future()
+        try:
+            await asyncio.wait_for(asyncio.shield(changed), timeout)
+        except TimeoutError:
+            return self.last_seq > after
+        return True
+
+    async def follow(
+        self, after: int = 0, *, heartbeat: float | None = None
+    ) -> AsyncIterator[MAILEvent]:
+        """Yield every event after ``after``, then new ones as they arrive, forever.
+
+        With ``heartbeat``, a ``ping`` event is yielded whenever nothing arrived for that
+        many seconds. The caller stops by breaking out of the loop.
+        """
+        cursor = after
+        while True:
+            for event in self.since(cursor):
+                cursor = event.seq or cursor
+                yield event
+            if not await self.wait(cursor, heartbeat):
+                yield MAILEvent.ping(self.task_id)

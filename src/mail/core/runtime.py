@@ -1,0 +1,464 @@
+"""The MAIL runtime: delivers messages between the agents of one swarm for one caller.
+
+Message flow::
+
+    submit(message) ──▶ priority queue ──▶ scheduler loop ──▶ route ──▶ agent turn
+                             ▲                                               │
+                             └──── messages made from the agent's tool calls ┘
+
+* **Priorities** (lower runs first): admin 0, system 1, user 2, agent interrupt and
+  broadcast_complete 3, agent broadcast 4, agent request/response 5; ties run in
+  submission order. Priority orders *dispatch*: each agent turn runs as its own asyncio
+  task, so a slow agent never blocks the others.
+* **One turn at a time per agent and task**: a message for an agent that is mid-turn in
+  the same task waits for that turn to end, so the agent's history stays consistent.
+* **Turns of a task**: each submission opens a turn that ends exactly once, with the
+  final answer (``task_complete``), a breakpoint pause, or a failure. Callers await that
+  turn (:meth:`MAILRuntime.submit_and_wait`) or stream its events
+  (:meth:`MAILRuntime.submit_and_stream`).
+* **Events** of each task go to its append-only :class:`~mail.core.events.EventLog`.
+
+The facade keeps the public methods; the work lives in :mod:`mail.core._scheduler` (queue,
+loop, routing, delivery), :mod:`mail.core._dispatch` (agent turns and one handler per
+MAIL tool) and :mod:`mail.core._system_messages` (what the runtime itself says).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator, Iterable
+from typing import Any, Literal, Protocol
+
+from mail.core._breakpoints import parse_breakpoint_results
+from mail.core._dispatch import TurnRunner
+from mail.core._scheduler import Scheduler
+from mail.core._system_messages import SystemMessages
+from mail.core.actions import ActionCore, ActionOverrideFunction
+from mail.core.agents import AgentCore
+from mail.core.events import EventLog, EventName, MAILEvent
+from mail.core.message import MAILMessage, format_task_contributor
+from mail.core.tasks import MAILTask, TaskState, TaskTable
+from mail.errors import InvalidMessageError, TaskNotFoundError, TaskStateError
+
+__all__ = ["MAILRuntime", "RemoteRouter", "ResumeFrom"]
+
+logger = logging.getLogger("mail.runtime")
+
+ResumeFrom = Literal["user_response", "breakpoint_tool_call"]
+_STREAM_FAILED = frozenset({TaskState.FAILED, TaskState.CANCELLED})
+
+
+class RemoteRouter(Protocol):
+    """What the runtime needs from an interswarm router."""
+
+    def send(
+        self, runtime: MAILRuntime, task: MAILTask, message: MAILMessage, targets: list[str]
+    ) -> None:
+        """Deliver ``message`` to the remote ``targets`` (``agent@swarm``) in the background.
+
+        Failures must come back to the runtime (see :meth:`MAILRuntime.report_remote_failure`).
+        """
+
+    def notify_completion(
+        self, runtime: MAILRuntime, task: MAILTask, agent: str, body: str
+    ) -> None:
+        """Tell the task's remote swarms that it completed here."""
+
+
+class MAILRuntime:
+    """Runs one swarm's agents for one caller.
+
+    Args:
+        agents: agent name -> :class:`AgentCore`.
+        actions: action name -> :class:`ActionCore`.
+        user_id, user_role: the caller this runtime serves (``role`` admin, user or swarm).
+        swarm_name: the local swarm's name.
+        entrypoint: the agent that receives user messages by default.
+        breakpoint_tools: tool names that pause the task for the caller to answer.
+        exclude_tools: MAIL tools no agent of this swarm may use.
+        router: the interswarm router (``None``: remote addresses are refused).
+        max_finished_tasks, finished_task_ttl: in-memory retention of finished tasks.
+    """
+
+    def __init__(  # noqa: PLR0917  # the seeds' positional signature
+        self,
+        agents: dict[str, AgentCore],
+        actions: dict[str, ActionCore],
+        user_id: str,
+        user_role: str = "user",
+        swarm_name: str = "example",
+        entrypoint: str = "supervisor",
+        swarm_registry: object | None = None,
+        enable_interswarm: bool = False,
+        breakpoint_tools: Iterable[str] | None = None,
+        exclude_tools: Iterable[str] | None = None,
+        enable_db_agent_histories: bool = False,
+        print_llm_streams: bool = True,
+        *,
+        router: RemoteRouter | None = None,
+        max_finished_tasks: int = 1000,
+        finished_task_ttl: float = 3600.0,
+    ) -> None:
+        self.agents = agents
+        self.actions = actions
+        self.user_id = user_id
+        self.user_role = user_role
+        self.swarm_name = swarm_name
+        self.entrypoint = entrypoint
+        self.swarm_registry = swarm_registry
+        self.enable_interswarm = enable_interswarm
+        self.breakpoint_tools = frozenset(breakpoint_tools or ())
+        self.exclude_tools = frozenset(exclude_tools or ())
+        self.enable_db_agent_histories = enable_db_agent_histories
+        self.print_llm_streams = print_llm_streams
+        self.router = router
+        self.this_owner = format_task_contributor(user_role, user_id, swarm_name)
+        self.system = SystemMessages(swarm_name)
+        self.tasks = TaskTable(max_finished=max_finished_tasks, max_age=finished_task_ttl)
+        self.agent_histories: dict[str, list[dict[str, Any]]] = {}
+        self.runtime_log = EventLog("*")
+        self.max_steps: int | None = None
+        self.action_override: ActionOverrideFunction | None = None
+        self.mode: Literal["continuous", "manual"] = "continuous"
+        self.stopping = False
+        self.scheduler = Scheduler(self)
+        self.turns = TurnRunner(self)
+        self._loop_task: asyncio.Task[None] | None = None
+
+    # --- submission ----------------------------------------------------------------------
+
+    async def submit(
+        self, message: MAILMessage, resume_from: ResumeFrom | None = None, **kwargs: Any
+    ) -> MAILTask:
+        """Queue ``message`` (opening or resuming its task) without waiting.
+
+        Raises :class:`TaskNotFoundError`, :class:`TaskStateError` or
+        :class:`InvalidMessageError` when the request cannot apply to the task.
+        """
+        return self._begin(message, resume_from, kwargs)
+
+    async def submit_and_wait(
+        self,
+        message: MAILMessage,
+        timeout: float | None = 3600.0,
+        resume_from: ResumeFrom | None = None,
+        **kwargs: Any,
+    ) -> MAILMessage:
+        """Submit ``message`` and return the message that ends this turn of its task.
+
+        On timeout the task fails and a ``::task_timeout::`` message is returned. Raises
+        like :meth:`submit` before anything is queued.
+        """
+        task = self._begin(message, resume_from, kwargs)
+        turn = task.turn
+        assert turn is not None  # noqa: S101  # _begin always opens a turn
+        try:
+            final = await asyncio.wait_for(asyncio.shield(turn), timeout)
+        except TimeoutError:
+            task.log.emit(EventName.TASK_ERROR, f"timeout for task '{task.task_id}'")
+            self.scheduler.finish(task, TaskState.FAILED, self.system.task_timeout(task.task_id))
+            final = turn.result()
+        if task.state not in _STREAM_FAILED:
+            task.log.emit(EventName.TASK_COMPLETE, f"response: '{final['message']['body']}'")
+        return final
+
+    async def submit_and_stream(
+        self,
+        message: MAILMessage,
+        timeout: float | None = None,
+        resume_from: ResumeFrom | None = None,
+        *,
+        ping_interval: float = 15.0,
+        **kwargs: Any,
+    ) -> AsyncIterator[MAILEvent]:
+        """Submit ``message`` and return an iterator over this turn's events.
+
+        The iterator yields the task's stored events as they happen (a ``ping`` after
+        ``ping_interval`` seconds of silence), then a final ``task_complete`` (or
+        ``task_error`` when the task failed) whose ``response`` is the answer. Raises
+        like :meth:`submit` before anything is queued, so errors are not a broken stream.
+        """
+        existing = self.tasks.get(message["message"]["task_id"])
+        start = existing.log.last_seq if existing is not None else 0
+        task = self._begin(message, resume_from, kwargs)
+        assert task.turn is not None  # noqa: S101  # _begin always opens a turn
+        return self._stream(task, task.turn, start, ping_interval)
+
+    async def _stream(
+        self, task: MAILTask, turn: asyncio.Future[MAILMessage], cursor: int, ping_interval: float
+    ) -> AsyncIterator[MAILEvent]:
+        log = task.log
+        while True:
+            for event in log.since(cursor):
+                cursor = event.seq or cursor
+                yield event
+            if turn.done():
+                break
+            if not await log.wait(cursor, ping_interval):
+                yield MAILEvent.ping(task.task_id)
+        final = turn.result()
+        name = EventName.TASK_ERROR if task.state in _STREAM_FAILED else EventName.TASK_COMPLETE
+        yield MAILEvent.stream_final(name, task.task_id, final["message"]["body"])
+
+    def _begin(
+        self, message: MAILMessage, resume_from: ResumeFrom | None, kwargs: dict[str, Any]
+    ) -> MAILTask:
+        if self.stopping:
+            raise TaskStateError("the runtime is shutting down")
+        task_id = message["message"]["task_id"]
+        task = self.tasks.get(task_id)
+        if resume_from is None:
+            if task is not None:
+                raise TaskStateError(
+                    f"task '{task_id}' already exists; to continue it, send resume_from='user_response'"
+                )
+            task = self.tasks.add(
+                MAILTask(
+                    task_id=task_id, task_owner=self.this_owner, task_contributors=[self.this_owner]
+                )
+            )
+            self._apply_limits(task, kwargs)
+            task.open_turn()
+            self.scheduler.put(message)
+        elif resume_from == "user_response":
+            if task is None:
+                raise TaskNotFoundError(task_id)
+            if task.state is TaskState.WAITING_BREAKPOINT:
+                raise TaskStateError(
+                    f"task '{task_id}' is paused on breakpoint tool calls; "
+                    "resume it with resume_from='breakpoint_tool_call'"
+                )
+            self._apply_limits(task, kwargs)
+            self._resume(task)
+            self.scheduler.put(message)
+        elif resume_from == "breakpoint_tool_call":
+            if task is None:
+                raise TaskNotFoundError(task_id)
+            self._apply_limits(task, kwargs)
+            self._resume_breakpoint(task, kwargs)
+        else:
+            raise InvalidMessageError(
+                f"must be 'user_response', 'breakpoint_tool_call' or null, got {resume_from!r}",
+                field="resume_from",
+            )
+        return task
+
+    @staticmethod
+    def _apply_limits(task: MAILTask, kwargs: dict[str, Any]) -> None:
+        if "max_steps" in kwargs:
+            value = kwargs["max_steps"]
+            if value is not None and (
+                not isinstance(value, int) or isinstance(value, bool) or value < 1
+            ):
+                raise InvalidMessageError(
+                    "must be a positive integer or null", field="kwargs.max_steps"
+                )
+            task.max_steps = value
+            task.max_steps_set = True
+
+    def _resume(self, task: MAILTask) -> None:
+        was_running = task.is_running
+        task.open_turn()
+        if not was_running:
+            task.steps = 0
+            self.tasks.mark_active(task.task_id)
+            self.scheduler.resume(task)
+
+    def _resume_breakpoint(self, task: MAILTask, kwargs: dict[str, Any]) -> None:
+        if task.state is not TaskState.WAITING_BREAKPOINT or not task.pending_breakpoints:
+            raise TaskStateError(
+                f"task '{task.task_id}' has no breakpoint tool calls waiting for results"
+            )
+        if "breakpoint_tool_call_result" not in kwargs:
+            raise InvalidMessageError(
+                "is required to resume from a breakpoint tool call",
+                field="kwargs.breakpoint_tool_call_result",
+            )
+        results = parse_breakpoint_results(
+            kwargs["breakpoint_tool_call_result"],
+            task.pending_breakpoints,
+            kwargs.get("breakpoint_tool_caller"),
+        )
+        task.open_turn()
+        self.tasks.mark_active(task.task_id)
+        resolved_agents: set[str] = set()
+        for call_id, content in results:
+            pending = task.pending_breakpoints.pop(call_id)
+            history = self.agent_histories.setdefault(f"{task.task_id}::{pending.agent}", [])
+            history.append(pending.call.create_response_msg(content))
+            task.log.emit(
+                EventName.BREAKPOINT_ACTION_COMPLETE,
+                f"breakpoint action complete (caller = {pending.agent}):\n{content}",
+            )
+            resolved_agents.add(pending.agent)
+        still_waiting = {p.agent for p in task.pending_breakpoints.values()}
+        if still_waiting:
+            remaining = [p.normalized for p in task.pending_breakpoints.values()]
+            self.scheduler.finish(
+                task,
+                TaskState.WAITING_BREAKPOINT,
+                self.system.breakpoint_tool_call(task.task_id, remaining),
+            )
+            return
+        task.steps = 0
+        self.scheduler.resume(task)
+        for agent in sorted(resolved_agents):
+            self.scheduler.put(self.system.action_complete_broadcast(task.task_id, agent))
+
+    # --- running -------------------------------------------------------------------------
+
+    async def run_continuous(
+        self,
+        max_steps: int | None = None,
+        action_override: ActionOverrideFunction | None = None,
+        mode: Literal["continuous", "manual"] = "continuous",
+    ) -> None:
+        """Process messages until :meth:`shutdown`; ``max_steps`` limits each task's steps."""
+        self.max_steps = max_steps
+        self.action_override = action_override
+        self.mode = mode
+        try:
+            await self.scheduler.run()
+        except asyncio.CancelledError:
+            self.runtime_log.emit(EventName.RUN_LOOP_CANCELLED, "continuous run loop cancelled")
+            raise
+        self.runtime_log.emit(EventName.SHUTDOWN_REQUESTED, "shutdown requested")
+
+    def start(
+        self, max_steps: int | None = None, action_override: ActionOverrideFunction | None = None
+    ) -> asyncio.Task[None]:
+        """Run :meth:`run_continuous` in a background task owned by this runtime."""
+        if self._loop_task is None or self._loop_task.done():
+            self._loop_task = asyncio.get_running_loop().create_task(
+                self.run_continuous(max_steps, action_override),
+                name=f"mail-runtime:{self.this_owner}",
+            )
+        return self._loop_task
+
+    @property
+    def is_running(self) -> bool:
+        return self._loop_task is not None and not self._loop_task.done()
+
+    async def run_task(
+        self,
+        task_id: str | None = None,
+        action_override: ActionOverrideFunction | None = None,
+        resume_from: ResumeFrom | None = None,
+        max_steps: int | None = None,
+        **kwargs: Any,
+    ) -> MAILMessage:
+        """Run the loop until the turn of ``task_id`` (or of any running task) ends.
+
+        Messages must have been submitted with :meth:`submit` first. Raises
+        :class:`TaskNotFoundError` when there is no such running task.
+        """
+        task = (
+            self.tasks.get(task_id)
+            if task_id
+            else next((t for t in self.tasks if t.is_running), None)
+        )
+        if task is None or task.turn is None:
+            raise TaskNotFoundError(task_id or "<any running task>")
+        owned = not self.is_running
+        if owned:
+            self.start(max_steps, action_override)
+        try:
+            return await asyncio.shield(task.turn)
+        finally:
+            if owned:
+                await self._stop_loop()
+
+    async def shutdown(self, timeout: float = 30.0) -> None:
+        """Stop taking work, let running agent turns finish (up to ``timeout`` s), then stop.
+
+        Tasks still running afterwards end as cancelled, so nobody waits forever.
+        """
+        if self.stopping:
+            return
+        self.stopping = True
+        self.scheduler.wake()
+        if not await self.scheduler.spawner.drain(timeout):
+            logger.warning("shutdown: cancelling agent turns still running after %.1fs", timeout)
+            await self.scheduler.spawner.cancel_all()
+        for task in self.tasks:
+            if task.is_running:
+                task.log.emit(
+                    EventName.TASK_ERROR, "the runtime shut down before the task finished"
+                )
+                self.scheduler.finish(task, TaskState.CANCELLED, self.system.shutdown(task.task_id))
+        await self._stop_loop()
+
+    async def _stop_loop(self) -> None:
+        loop_task, self._loop_task = self._loop_task, None
+        if loop_task is None or loop_task.done():
+            return
+        stopping, self.stopping = self.stopping, True
+        self.scheduler.wake()
+        try:
+            await asyncio.wait_for(asyncio.shield(loop_task), 5.0)
+        except TimeoutError:
+            loop_task.cancel()
+        self.stopping = stopping
+
+    # --- interswarm seams ------------------------------------------------------------------
+
+    def send_remote(
+        self, task: MAILTask, message: MAILMessage, targets: list[str], from_local_agent: bool
+    ) -> None:
+        """Hand a message with remote recipients to the router (or report why not)."""
+        sender = message["message"]["sender"]["address"]
+        if self.router is None or not self.enable_interswarm:
+            reason = f"interswarm messaging is not enabled in swarm {self.swarm_name}; cannot reach {', '.join(targets)}"
+            self.report_remote_failure(task, sender if from_local_agent else None, reason)
+            return
+        self.router.send(self, task, message, targets)
+
+    def report_remote_failure(self, task: MAILTask, agent: str | None, reason: str) -> None:
+        """Tell the sending agent (and the event log) that a remote delivery failed."""
+        task.log.emit(EventName.INTERSWARM_MESSAGE_ERROR, reason)
+        if agent is not None and agent in self.agents and task.is_running:
+            self.scheduler.put(
+                self.system.agent_error(
+                    task.task_id, agent, f"Your message was not delivered: {reason}"
+                )
+            )
+
+    def notify_remote_completion(self, task: MAILTask, agent: str, body: str) -> None:
+        if task.remote_swarms and self.router is not None:
+            self.router.notify_completion(self, task, agent, body)
+
+    # --- state -----------------------------------------------------------------------------
+
+    def excluded_tools(self, agent: str) -> frozenset[str]:
+        return self.exclude_tools | self.agents[agent].exclude_tools
+
+    def forget(self, task: MAILTask) -> None:
+        """Drop a finished task's histories from memory (it left the task table)."""
+        for agent in task.agents:
+            self.agent_histories.pop(f"{task.task_id}::{agent}", None)
+
+    def get_task(self, task_id: str) -> MAILTask | None:
+        return self.tasks.get(task_id)
+
+    def get_events(self, task_id: str) -> list[MAILEvent]:
+        """All stored events of a task. Raises :class:`TaskNotFoundError`."""
+        task = self.tasks.get(task_id)
+        if task is None:
+            raise TaskNotFoundError(task_id)
+        return task.log.all()
+
+    def get_response_message(self, task_id: str) -> MAILMessage | None:
+        task = self.tasks.get(task_id)
+        return task.response if task is not None else None
+
+    @property
+    def pending_requests(self) -> dict[str, asyncio.Future[MAILMessage]]:
+        """Task id -> the future of its running turn."""
+        return {t.task_id: t.turn for t in self.tasks if t.is_running and t.turn is not None}
+
+    def describe(self) -> str:
+        return json.dumps(
+            {"swarm": self.swarm_name, "owner": self.this_owner, "tasks": len(self.tasks)}
+        )

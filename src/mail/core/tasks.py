@@ -1,0 +1,206 @@
+"""Tasks: their states, their record and the table that keeps them in memory.
+
+A task is created by its first message and lives through *turns*: each submission (a new
+task, a ``user_response`` follow-up or a breakpoint resume) opens a turn whose future is
+resolved exactly once, with the message that ended that turn. Completion is tied to the
+turn, so a follow-up sent right after an answer can never receive the previous answer.
+
+States::
+
+    running ──task_complete──▶ completed ──user_response──▶ running
+       │ ──breakpoint tool────▶ waiting_breakpoint ──breakpoint result──▶ running
+       │ ──error / timeout────▶ failed ──user_response──▶ running
+       └ ──shutdown──────────▶ cancelled
+    (interrupted: was running when the process died; resumable with user_response)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from mail.core.events import EventLog
+
+if TYPE_CHECKING:
+    from mail.core.message import MAILMessage
+    from mail.core.tools import AgentToolCall
+
+__all__ = [
+    "TaskState",
+    "QueueItem",
+    "PendingBreakpoint",
+    "MAILTask",
+    "TaskTable",
+]
+
+#: ``(priority, sequence, message)`` as held by the runtime's priority queue.
+QueueItem = tuple[int, int, "MAILMessage"]
+
+
+class TaskState(StrEnum):
+    RUNNING = "running"
+    WAITING_BREAKPOINT = "waiting_breakpoint"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    INTERRUPTED = "interrupted"
+
+
+_FINISHED = frozenset(
+    {
+        TaskState.COMPLETED,
+        TaskState.FAILED,
+        TaskState.CANCELLED,
+        TaskState.INTERRUPTED,
+        TaskState.WAITING_BREAKPOINT,
+    }
+)
+
+
+@dataclass(slots=True, kw_only=True)
+class PendingBreakpoint:
+    """A breakpoint tool call waiting for its result from the caller."""
+
+    agent: str
+    call: AgentToolCall
+    normalized: dict[str, Any]
+
+
+@dataclass(slots=True, kw_only=True)
+class MAILTask:
+    """Everything the runtime knows about one task."""
+
+    task_id: str
+    task_owner: str
+    task_contributors: list[str]
+    start_time: datetime = field(default_factory=lambda: datetime.now(UTC))
+    updated_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    state: TaskState = TaskState.RUNNING
+    title: str | None = None
+    remote_swarms: set[str] = field(default_factory=set)
+    log: EventLog = field(init=False)
+    # messages for this task that arrived while it was not running, restored on resume
+    stash: list[QueueItem] = field(default_factory=list)
+    # the current turn: resolved once with the message that ended it
+    turn: asyncio.Future[MAILMessage] | None = None
+    turn_number: int = 0
+    response: MAILMessage | None = None
+    pending_breakpoints: dict[str, PendingBreakpoint] = field(default_factory=dict)
+    steps: int = 0
+    max_steps: int | None = None
+    max_steps_set: bool = False
+    outstanding: dict[str, int] = field(default_factory=dict)
+    agent_failures: dict[str, int] = field(default_factory=dict)
+    queued: int = 0
+    agents: set[str] = field(default_factory=set)
+    # agents with a turn running or queued in this task
+    busy: set[str] = field(default_factory=set)
+    finished_at: float | None = None
+
+    def __post_init__(self) -> None:
+        self.log = EventLog(self.task_id)
+
+    @property
+    def is_running(self) -> bool:
+        return self.state is TaskState.RUNNING
+
+    @property
+    def completed(self) -> bool:
+        """True when the task is not running (completed, paused, failed or cancelled)."""
+        return self.state in _FINISHED
+
+    def touch(self) -> None:
+        self.updated_at = datetime.now(UTC)
+
+    def open_turn(self) -> asyncio.Future[MAILMessage]:
+        """Start a new turn and return its future (reusing it if the task is mid-turn)."""
+        if self.turn is None or self.turn.done():
+            self.turn = asyncio.get_running_loop().create_future()
+            self.turn_number += 1
+        self.state = TaskState.RUNNING
+        self.finished_at = None
+        self.touch()
+        return self.turn
+
+    def close_turn(self, state: TaskState, message: MAILMessage) -> None:
+        """End the current turn in ``state`` with ``message`` as its answer."""
+        self.state = state
+        self.response = message
+        self.steps = 0
+        self.outstanding.clear()
+        self.finished_at = time.monotonic()
+        self.touch()
+        turn = self.turn
+        if turn is not None and not turn.done():
+            turn.set_result(message)
+
+
+class TaskTable:
+    """The tasks of one runtime, with bounded retention of finished ones.
+
+    Running and paused tasks are always kept. Finished tasks beyond ``max_finished`` or
+    older than ``max_age`` seconds leave memory (the store, when configured, keeps
+    them); ``on_evict`` is called with each evicted task.
+    """
+
+    def __init__(self, *, max_finished: int = 1000, max_age: float = 3600.0) -> None:
+        self.max_finished = max_finished
+        self.max_age = max_age
+        self._tasks: dict[str, MAILTask] = {}
+        self._finished: OrderedDict[str, float] = OrderedDict()
+
+    def __contains__(self, task_id: object) -> bool:
+        return task_id in self._tasks
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    def __iter__(self) -> Iterator[MAILTask]:
+        return iter(list(self._tasks.values()))
+
+    def get(self, task_id: str) -> MAILTask | None:
+        return self._tasks.get(task_id)
+
+    def add(self, task: MAILTask) -> MAILTask:
+        self._tasks[task.task_id] = task
+        return task
+
+    def mark_active(self, task_id: str) -> None:
+        """The task runs again: it no longer counts as finished."""
+        self._finished.pop(task_id, None)
+
+    def mark_finished(self, task: MAILTask) -> list[MAILTask]:
+        """Record that ``task`` finished and return the tasks evicted to make room."""
+        if task.state is TaskState.WAITING_BREAKPOINT:
+            return []
+        self._finished[task.task_id] = task.finished_at or time.monotonic()
+        self._finished.move_to_end(task.task_id)
+        return self._evict()
+
+    def _evict(self) -> list[MAILTask]:
+        evicted: list[MAILTask] = []
+        horizon = time.monotonic() - self.max_age
+        while self._finished:
+            task_id, finished_at = next(iter(self._finished.items()))
+            if len(self._finished) <= self.max_finished and finished_at >= horizon:
+                break
+            del self._finished[task_id]
+            task = self._tasks.get(task_id)
+            if (
+                task is not None
+                and task.completed
+                and task.state is not TaskState.WAITING_BREAKPOINT
+            ):
+                del self._tasks[task_id]
+                evicted.append(task)
+        return evicted
+
+    def remove(self, task_id: str) -> MAILTask | None:
+        self._finished.pop(task_id, None)
+        return self._tasks.pop(task_id, None)
