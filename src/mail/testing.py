@@ -93,6 +93,9 @@ def parse_incoming(history: Sequence[dict[str, Any]]) -> Incoming:
     return Incoming("", "", "", "", "")
 
 
+# One counter for every scripted agent of the process, so call ids never collide.
+_CALL_IDS = itertools.count(1)
+
 TurnResult: TypeAlias = "ScriptedCall | Sequence[ScriptedCall] | BaseException"
 Turn: TypeAlias = "TurnResult | Callable[[Incoming], TurnResult]"
 
@@ -129,7 +132,6 @@ class ScriptedAgent:
         self.invocations = 0
         self.running = 0
         self.max_running = 0
-        self._ids = itertools.count(1)
 
     async def __call__(
         self, messages: list[dict[str, Any]], tool_choice: str | dict[str, Any] = "required"
@@ -162,7 +164,7 @@ class ScriptedAgent:
 
     def _build(self, turn: TurnResult) -> list[AgentToolCall]:
         calls = [turn] if isinstance(turn, ScriptedCall) else list(turn)  # type: ignore[arg-type]
-        ids = [c.call_id or f"call_{next(self._ids)}" for c in calls]
+        ids = [c.call_id or f"call_{next(_CALL_IDS)}" for c in calls]
         if self.tool_format == "completions":
             completion: dict[str, Any] = {
                 "role": "assistant",
@@ -191,7 +193,7 @@ class ScriptedAgent:
                 for c, i in zip(calls, ids, strict=True)
             ]
         return [
-            AgentToolCall.model_construct(
+            AgentToolCall(
                 tool_name=c.name,
                 tool_args=c.args,
                 tool_call_id=i,

@@ -43,7 +43,15 @@ def parse_breakpoint_results(
     if isinstance(raw, dict) and "call_id" in raw:
         raw = [raw]
     if isinstance(raw, list):
-        return [_match(item, i, pending) for i, item in enumerate(raw)]
+        results = [_match(item, i, pending) for i, item in enumerate(raw)]
+        seen: set[str] = set()
+        for i, (call_id, _) in enumerate(results):
+            if call_id in seen:
+                raise InvalidMessageError(
+                    f"call_id {call_id!r} is answered twice", field=f"{_FIELD}[{i}]"
+                )
+            seen.add(call_id)
+        return results
     if isinstance(raw, dict):
         if "content" not in raw:
             raise InvalidMessageError(

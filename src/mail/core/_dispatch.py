@@ -56,12 +56,19 @@ class TurnContext:
     core: AgentCore
     trigger: MAILMessage
     history: list[dict[str, Any]]
+    # the task turn this agent turn belongs to; a later turn may have begun meanwhile
+    turn: int = 0
     stop: bool = False
     action_ran: bool = False
     action_errors: list[tuple[str, str]] = field(default_factory=list)
 
     def result(self, call: AgentToolCall, content: str) -> None:
         self.history.append(call.create_response_msg(content))
+
+    @property
+    def current(self) -> bool:
+        """True while the task still runs the turn this agent turn started in."""
+        return self.task.is_running and self.turn == self.task.turn_number
 
 
 Handler = Callable[["TurnRunner", TurnContext, AgentToolCall], Awaitable[None]]
@@ -84,6 +91,7 @@ class TurnRunner:
         payload = message["message"]
         if payload["subject"] != Subject.ACTION_COMPLETE_BROADCAST:
             history.append(xml)
+        turn = task.turn_number
         try:
             _text, calls = await core.function(history, self._tool_choice(core, message))
         except asyncio.CancelledError:
@@ -91,11 +99,11 @@ class TurnRunner:
         except Exception as e:  # noqa: BLE001  # an agent's failure is reported, never fatal to the loop
             logger.warning("agent %s failed in task %s: %s", agent, task.task_id, e)
             self._agent_failed(
-                task, agent, message, f"agent {agent} raised {type(e).__name__}: {e}"
+                task, agent, message, turn, f"agent {agent} raised {type(e).__name__}: {e}"
             )
             return
         if not calls:
-            self._agent_failed(task, agent, message, f"agent {agent} returned no tool calls")
+            self._agent_failed(task, agent, message, turn, f"agent {agent} returned no tool calls")
             return
         task.agent_failures.pop(agent, None)
         first = calls[0]
@@ -104,7 +112,7 @@ class TurnRunner:
         else:
             history.extend(first.responses)
         self._emit_tool_calls(task, agent, calls)
-        await self._process(TurnContext(task, agent, core, message, history), calls)
+        await self._process(TurnContext(task, agent, core, message, history, turn), calls)
 
     def _tool_choice(self, core: AgentCore, message: MAILMessage) -> str | dict[str, Any]:
         payload = message["message"]
@@ -161,9 +169,13 @@ class TurnRunner:
 
     # --- failures ----------------------------------------------------------------------
 
-    def _agent_failed(self, task: MAILTask, agent: str, trigger: MAILMessage, error: str) -> None:
+    def _agent_failed(
+        self, task: MAILTask, agent: str, trigger: MAILMessage, turn: int, error: str
+    ) -> None:
         rt = self.rt
         task.log.emit(EventName.AGENT_ERROR, error)
+        if not task.is_running or turn != task.turn_number:
+            return  # the turn it belonged to is over; nobody waits on this agent any more
         payload = trigger["message"]
         sender = payload["sender"]
         if (
@@ -223,7 +235,7 @@ class TurnRunner:
         if not ctx.core.can_complete_tasks:
             self._tool_error(ctx, call, f"agent {agent} cannot complete tasks")
             return
-        if not task.is_running:
+        if not ctx.current:
             ctx.result(call, "SUCCESS: task already completed")
             task.log.emit(
                 EventName.TASK_COMPLETE_CALL_DUPLICATE,
@@ -267,7 +279,10 @@ class TurnRunner:
         task, agent = ctx.task, ctx.agent
         ctx.stop = True
         waiting_for = (
-            task.outstanding.get(agent, 0) > 0 or task.queued > 0 or bool(task.busy - {agent})
+            task.outstanding.get(agent, 0) > 0
+            or task.queued > 0
+            or bool(task.busy - {agent})
+            or self.rt.scheduler.waiting_for(task.task_id, agent) > 0
         )
         if not waiting_for:
             self._tool_error(ctx, call, "no outstanding requests and message queue is empty")
@@ -362,7 +377,10 @@ class TurnRunner:
 
     def _pause_on_breakpoints(self, ctx: TurnContext, calls: list[AgentToolCall]) -> None:
         task = ctx.task
-        if not task.is_running:
+        paused = task.state is TaskState.WAITING_BREAKPOINT and ctx.turn == task.turn_number
+        if not (ctx.current or paused):
+            for call in calls:
+                ctx.result(call, "ERROR: the task ended before this call could be answered")
             return
         normalized = [normalize_breakpoint_tool_call(c) for c in calls]
         names = ", ".join(c.tool_name for c in calls)
@@ -375,6 +393,8 @@ class TurnRunner:
             task.pending_breakpoints[call.tool_call_id] = PendingBreakpoint(
                 agent=ctx.agent, call=call, normalized=norm
             )
+        if paused:
+            return  # already paused by another agent: these calls are returned on resume
         pending = [p.normalized for p in task.pending_breakpoints.values()]
         self.rt.scheduler.finish(
             task,

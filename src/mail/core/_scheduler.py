@@ -15,7 +15,6 @@ import asyncio
 import heapq
 import itertools
 import logging
-from collections import deque
 from typing import TYPE_CHECKING
 
 from mail.core._spawn import Spawner
@@ -39,7 +38,8 @@ __all__ = ["Scheduler"]
 logger = logging.getLogger("mail.runtime")
 
 _UNSERIALIZED = frozenset({"broadcast", "broadcast_complete"})
-_Delivery = tuple[MAILMessage, dict[str, str]]
+# (priority, sequence, message, rendered xml) waiting for a busy agent
+_Delivery = tuple[int, int, MAILMessage, dict[str, str]]
 
 
 class Scheduler:
@@ -50,7 +50,9 @@ class Scheduler:
         self._heap: list[QueueItem] = []
         self._seq = itertools.count()
         self._wake = asyncio.Event()
-        self._inboxes: dict[str, deque[_Delivery]] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._drain_scheduled = False
+        self._inboxes: dict[str, list[_Delivery]] = {}
         self.spawner = Spawner()
 
     # --- the queue -----------------------------------------------------------------------
@@ -67,20 +69,35 @@ class Scheduler:
         if task is not None:
             task.queued += 1
         heapq.heappush(self._heap, item)
-        self._wake.set()
+        self._schedule_drain()
+
+    def _schedule_drain(self) -> None:
+        # Draining is a plain callback on the event loop rather than a coroutine woken
+        # by an event: one loop iteration per burst of messages, not two.
+        if self._loop is not None and not self._drain_scheduled:
+            self._drain_scheduled = True
+            self._loop.call_soon(self._drain)
 
     def wake(self) -> None:
         self._wake.set()
 
     async def run(self) -> None:
-        """Pop and route messages until the runtime stops."""
+        """Route messages until the runtime stops."""
+        self._loop = asyncio.get_running_loop()
+        self._wake.clear()
+        try:
+            self._schedule_drain()
+            await self._wake.wait()
+        finally:
+            self._loop = None
+
+    def _drain(self) -> None:
+        """Pop and route every queued message, in priority order."""
+        self._drain_scheduled = False
         rt = self.rt
-        while not rt.stopping:
-            if not self._heap:
-                self._wake.clear()
-                await self._wake.wait()
-                continue
-            item = heapq.heappop(self._heap)
+        heap = self._heap
+        while heap and not rt.stopping and self._loop is not None:
+            item = heapq.heappop(heap)
             try:
                 self.dispatch(item)
             except Exception as e:  # one bad message must not stop the loop
@@ -222,7 +239,11 @@ class Scheduler:
     def deliver(
         self, task: MAILTask, agent: str, message: MAILMessage, xml: dict[str, str]
     ) -> None:
-        """Hand ``message`` to ``agent``: start its turn, or queue it behind the running one."""
+        """Hand ``message`` to ``agent``: start its turn, or queue it behind the running one.
+
+        A waiting message sits in the agent's per-task inbox, itself ordered by priority,
+        so an interrupt still overtakes requests that wait for a busy agent.
+        """
         if message["message"]["subject"] != Subject.ACTION_COMPLETE_BROADCAST:
             task.log.emit(
                 EventName.NEW_MESSAGE,
@@ -232,13 +253,18 @@ class Scheduler:
         key = f"{task.task_id}::{agent}"
         inbox = self._inboxes.get(key)
         if inbox is not None:
-            inbox.append((message, xml))
+            heapq.heappush(inbox, (message_priority(message), next(self._seq), message, xml))
             return
-        self._inboxes[key] = deque()
+        self._inboxes[key] = []
         task.busy.add(agent)
         self.spawner.spawn(
             self._agent_worker(task, agent, key, message, xml), name=f"agent:{task.task_id}:{agent}"
         )
+
+    def waiting_for(self, task_id: str, agent: str) -> int:
+        """How many delivered messages wait for ``agent``'s current turn in the task."""
+        inbox = self._inboxes.get(f"{task_id}::{agent}")
+        return len(inbox) if inbox else 0
 
     async def _agent_worker(
         self, task: MAILTask, agent: str, key: str, message: MAILMessage, xml: dict[str, str]
@@ -247,20 +273,20 @@ class Scheduler:
         try:
             while True:
                 await self.rt.turns.run(task, agent, message, xml)
+                # Route what the turn produced now rather than one loop iteration later;
+                # the heap still orders everything pending by priority.
+                if self._heap and self._loop is not None:
+                    self._drain()
                 if not inbox:
                     return
-                message, xml = inbox.popleft()
                 if not task.is_running:
-                    self._stash_inbox(task, message, inbox)
+                    task.stash.extend(item[:3] for item in inbox)
+                    inbox.clear()
                     return
+                _, _, message, xml = heapq.heappop(inbox)
         finally:
             del self._inboxes[key]
             task.busy.discard(agent)
-
-    def _stash_inbox(self, task: MAILTask, first: MAILMessage, inbox: deque[_Delivery]) -> None:
-        for message in (first, *(m for m, _ in inbox)):
-            task.stash.append((message_priority(message), next(self._seq), message))
-        inbox.clear()
 
     # --- the end of a turn -------------------------------------------------------------
 

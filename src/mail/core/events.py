@@ -12,9 +12,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
+
+from mail.core.message import utc_timestamp
 
 __all__ = [
     "EventName",
@@ -71,7 +72,7 @@ class MAILEvent:
     task_id: str
     description: str = ""
     extra_data: dict[str, Any] = field(default_factory=dict)
-    timestamp: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
+    timestamp: str = field(default_factory=utc_timestamp)
     seq: int | None = None
     payload: dict[str, Any] | None = None
 
@@ -89,14 +90,14 @@ class MAILEvent:
     @classmethod
     def stream_final(cls, name: str, task_id: str, response: str) -> MAILEvent:
         """Build the stream's closing ``task_complete`` or ``task_error`` event."""
-        ts = datetime.now(UTC).isoformat()
+        ts = utc_timestamp()
         payload = {"timestamp": ts, "task_id": task_id, "response": response}
         return cls(event=name, task_id=task_id, timestamp=ts, payload=payload)
 
     @classmethod
     def ping(cls, task_id: str) -> MAILEvent:
         """Build a heartbeat ``ping`` event."""
-        ts = datetime.now(UTC).isoformat()
+        ts = utc_timestamp()
         payload = {"timestamp": ts, "task_id": task_id}
         return cls(event=EventName.PING, task_id=task_id, timestamp=ts, payload=payload)
 
@@ -109,7 +110,7 @@ class EventLog:
     def __init__(self, task_id: str, events: list[MAILEvent] | None = None) -> None:
         self.task_id = task_id
         self._events: list[MAILEvent] = list(events or ())
-        self._first_seq = self._events[0].seq or 1 if self._events else 1
+        self._first_seq = (self._events[0].seq or 1) if self._events else 1
         self._changed: asyncio.Future[None] | None = None
 
     def __len__(self) -> int:
@@ -141,6 +142,7 @@ class EventLog:
                 task_id=self.task_id,
                 description=description,
                 extra_data={} if extra_data is None else extra_data,
+                timestamp=utc_timestamp(),
             )
         )
 

@@ -8,8 +8,9 @@ They are created only by the ``make_*`` constructors here, which own ``id`` and
 
 from __future__ import annotations
 
+import os
 import re
-import uuid
+import time
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeAlias, TypedDict, cast, get_args
@@ -256,19 +257,38 @@ def parse_task_contributors(contributors: Iterable[str]) -> list[tuple[str, str,
 
 
 def new_id() -> str:
-    """Return a fresh uuid4 string."""
-    return str(uuid.uuid4())
+    """Return a fresh random (version 4) uuid string.
+
+    The same bits as the standard library's uuid4 (16 bytes from ``os.urandom``, version
+    and variant set), about twice as fast: every message takes two.
+    """
+    h = os.urandom(16).hex()
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
+
+
+_VARIANT = "89ab"
+_second_cache: list[Any] = [-1, ""]
 
 
 def utc_timestamp() -> str:
-    """Return the current time as ISO-8601 UTC with a ``+00:00`` suffix."""
-    return datetime.now(UTC).isoformat()
+    """Return the current time as ISO-8601 UTC with microseconds and a ``+00:00`` suffix.
+
+    The date and time of day are formatted once per second; every event and message
+    takes a timestamp, so this is on the hot path.
+    """
+    now = time.time()
+    second = int(now)
+    cache = _second_cache
+    if second != cache[0]:
+        cache[1] = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        cache[0] = second
+    return f"{cache[1]}.{int((now - second) * 1_000_000):06d}+00:00"
 
 
 def _envelope(payload: MAILPayload, msg_type: MessageType) -> MAILMessage:
     return {
-        "id": str(uuid.uuid4()),
-        "timestamp": datetime.now(UTC).isoformat(),
+        "id": new_id(),
+        "timestamp": utc_timestamp(),
         "message": payload,
         "msg_type": msg_type,
     }
@@ -288,7 +308,7 @@ def make_request(
     """Build a ``request`` envelope with a fresh ``id``, ``request_id`` and timestamp."""
     payload: MAILRequest = {
         "task_id": task_id,
-        "request_id": str(uuid.uuid4()),
+        "request_id": new_id(),
         "sender": sender,
         "recipient": recipient,
         "subject": subject,
@@ -315,7 +335,7 @@ def make_response(
     """Build a ``response`` envelope; ``request_id`` defaults to a fresh uuid."""
     payload: MAILResponse = {
         "task_id": task_id,
-        "request_id": request_id or str(uuid.uuid4()),
+        "request_id": request_id or new_id(),
         "sender": sender,
         "recipient": recipient,
         "subject": subject,
@@ -339,7 +359,7 @@ def _broadcast_payload(
 ) -> MAILBroadcast:
     return {
         "task_id": task_id,
-        "broadcast_id": str(uuid.uuid4()),
+        "broadcast_id": new_id(),
         "sender": sender,
         "recipients": recipients,
         "subject": subject,
@@ -407,7 +427,7 @@ def make_interrupt(
     """Build an ``interrupt`` envelope."""
     payload: MAILInterrupt = {
         "task_id": task_id,
-        "interrupt_id": str(uuid.uuid4()),
+        "interrupt_id": new_id(),
         "sender": sender,
         "recipients": recipients,
         "subject": subject,
@@ -486,7 +506,22 @@ def get_recipients(payload: MAILPayload) -> list[MAILAddress]:
     return [payload["recipient"]]
 
 
+_UTC_MICROS_LEN = len("2025-01-08T12:00:00.000000+00:00")
+
+
 def _xml_timestamp(timestamp: str) -> str:
+    # Our own timestamps are already UTC with non-zero microseconds, exactly what
+    # isoformat() would print; anything else is parsed and re-serialised. The "T" and "."
+    # checks keep other accepted spellings (a space separator, a decimal comma) on the
+    # slow path, which normalises them.
+    if (
+        len(timestamp) == _UTC_MICROS_LEN
+        and timestamp[10] == "T"
+        and timestamp[19] == "."
+        and timestamp.endswith("+00:00")
+        and timestamp[19:26] != ".000000"
+    ):
+        return timestamp
     try:
         return datetime.fromisoformat(timestamp).astimezone(UTC).isoformat()
     except ValueError:

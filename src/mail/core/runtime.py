@@ -152,14 +152,14 @@ class MAILRuntime:
         like :meth:`submit` before anything is queued.
         """
         task = self._begin(message, resume_from, kwargs)
-        turn = task.turn
-        assert turn is not None  # noqa: S101  # _begin always opens a turn
+        waiter = task.wait_turn()
         try:
-            final = await asyncio.wait_for(asyncio.shield(turn), timeout)
+            async with asyncio.timeout(timeout):
+                final = await waiter
         except TimeoutError:
             task.log.emit(EventName.TASK_ERROR, f"timeout for task '{task.task_id}'")
             self.scheduler.finish(task, TaskState.FAILED, self.system.task_timeout(task.task_id))
-            final = turn.result()
+            final = task.wait_turn().result()
         if task.state not in _STREAM_FAILED:
             task.log.emit(EventName.TASK_COMPLETE, f"response: '{final['message']['body']}'")
         return final
@@ -209,6 +209,7 @@ class MAILRuntime:
             raise TaskStateError("the runtime is shutting down")
         task_id = message["message"]["task_id"]
         task = self.tasks.get(task_id)
+        self._check_limits(kwargs)
         if resume_from is None:
             if task is not None:
                 raise TaskStateError(
@@ -246,16 +247,19 @@ class MAILRuntime:
         return task
 
     @staticmethod
+    def _check_limits(kwargs: dict[str, Any]) -> None:
+        value = kwargs.get("max_steps")
+        if value is not None and (
+            not isinstance(value, int) or isinstance(value, bool) or value < 1
+        ):
+            raise InvalidMessageError(
+                "must be a positive integer or null", field="kwargs.max_steps"
+            )
+
+    @staticmethod
     def _apply_limits(task: MAILTask, kwargs: dict[str, Any]) -> None:
         if "max_steps" in kwargs:
-            value = kwargs["max_steps"]
-            if value is not None and (
-                not isinstance(value, int) or isinstance(value, bool) or value < 1
-            ):
-                raise InvalidMessageError(
-                    "must be a positive integer or null", field="kwargs.max_steps"
-                )
-            task.max_steps = value
+            task.max_steps = kwargs["max_steps"]
             task.max_steps_set = True
 
     def _resume(self, task: MAILTask) -> None:
@@ -294,6 +298,13 @@ class MAILRuntime:
             )
             resolved_agents.add(pending.agent)
         still_waiting = {p.agent for p in task.pending_breakpoints.values()}
+        if not still_waiting:
+            task.steps = 0
+            self.scheduler.resume(task)
+        # Re-prompt every agent whose calls are all answered; if others still wait, the
+        # task pauses again and these wait in its stash until the last result arrives.
+        for agent in sorted(resolved_agents - still_waiting):
+            self.scheduler.put(self.system.action_complete_broadcast(task.task_id, agent))
         if still_waiting:
             remaining = [p.normalized for p in task.pending_breakpoints.values()]
             self.scheduler.finish(
@@ -301,11 +312,20 @@ class MAILRuntime:
                 TaskState.WAITING_BREAKPOINT,
                 self.system.breakpoint_tool_call(task.task_id, remaining),
             )
-            return
-        task.steps = 0
-        self.scheduler.resume(task)
-        for agent in sorted(resolved_agents):
-            self.scheduler.put(self.system.action_complete_broadcast(task.task_id, agent))
+
+    async def wait_for_task(self, task_id: str, timeout: float | None = None) -> MAILMessage:
+        """Wait for the current turn of ``task_id`` to end and return its final message.
+
+        Returns at once with the last answer when the task is not running. Raises
+        :class:`TaskNotFoundError`, or ``TimeoutError`` after ``timeout`` seconds.
+        """
+        task = self.tasks.get(task_id)
+        if task is None:
+            raise TaskNotFoundError(task_id)
+        if not task.is_running and task.response is not None:
+            return task.response
+        async with asyncio.timeout(timeout):
+            return await task.wait_turn()
 
     # --- running -------------------------------------------------------------------------
 
@@ -365,7 +385,7 @@ class MAILRuntime:
         if owned:
             self.start(max_steps, action_override)
         try:
-            return await asyncio.shield(task.turn)
+            return await task.wait_turn()
         finally:
             if owned:
                 await self._stop_loop()

@@ -89,6 +89,8 @@ class MAILTask:
     stash: list[QueueItem] = field(default_factory=list)
     # the current turn: resolved once with the message that ended it
     turn: asyncio.Future[MAILMessage] | None = None
+    # one future per caller waiting on the current turn (cancelling one leaves the rest)
+    waiters: list[asyncio.Future[MAILMessage]] = field(default_factory=list)
     turn_number: int = 0
     response: MAILMessage | None = None
     pending_breakpoints: dict[str, PendingBreakpoint] = field(default_factory=dict)
@@ -133,12 +135,27 @@ class MAILTask:
         self.state = state
         self.response = message
         self.steps = 0
-        self.outstanding.clear()
+        if state is not TaskState.WAITING_BREAKPOINT:
+            self.outstanding.clear()
         self.finished_at = time.monotonic()
         self.touch()
         turn = self.turn
         if turn is not None and not turn.done():
             turn.set_result(message)
+        waiters, self.waiters = self.waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(message)
+
+    def wait_turn(self) -> asyncio.Future[MAILMessage]:
+        """A future of the current turn's end, private to one caller (safe to cancel)."""
+        waiter: asyncio.Future[MAILMessage] = asyncio.get_running_loop().create_future()
+        turn = self.turn
+        if turn is not None and turn.done():
+            waiter.set_result(turn.result())
+        else:
+            self.waiters.append(waiter)
+        return waiter
 
 
 class TaskTable:

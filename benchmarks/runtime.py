@@ -1,0 +1,158 @@
+"""Runtime throughput, latency and memory for a scripted three-turn swarm, in process.
+
+Workload per task: user -> supervisor (send_request) -> worker (send_response) ->
+supervisor (task_complete). Every answer is checked. Prints tasks/s, agent turns/s and
+p50/p99 task latency for sequential and concurrent submission, then RSS figures.
+
+    uv run python benchmarks/runtime.py [--tasks 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import resource
+import statistics
+import time
+from pathlib import Path
+
+from mail.core.agents import AgentCore
+from mail.core.message import create_agent_address, create_user_address, make_request
+from mail.core.runtime import MAILRuntime
+from mail.testing import Incoming, ScriptedAgent, tc
+
+TURNS_PER_TASK = 3
+
+
+def _supervisor(incoming: Incoming):  # type: ignore[no-untyped-def]
+    if incoming.sender_type == "user":
+        return tc("send_request", target="worker", subject="job", body=incoming.body)
+    return tc("task_complete", finish_message=incoming.body)
+
+
+def _worker(incoming: Incoming):  # type: ignore[no-untyped-def]
+    return tc("send_response", target="supervisor", subject="done", body="answer:" + incoming.body)
+
+
+def build_runtime(max_finished: int = 1000) -> MAILRuntime:
+    agents = {
+        "supervisor": AgentCore(
+            ScriptedAgent(rule=_supervisor, record=False),
+            ["worker"],
+            enable_entrypoint=True,
+            can_complete_tasks=True,
+        ),
+        "worker": AgentCore(ScriptedAgent(rule=_worker, record=False), ["supervisor"]),
+    }
+    return MAILRuntime(
+        agents,
+        {},
+        user_id="bench",
+        swarm_name="bench",
+        entrypoint="supervisor",
+        max_finished_tasks=max_finished,
+    )
+
+
+async def run_one(rt: MAILRuntime, i: int) -> float:
+    body = f"q{i}"
+    message = make_request(
+        task_id=f"task-{i}",
+        sender=create_user_address("bench"),
+        recipient=create_agent_address("supervisor"),
+        subject="New Message",
+        body=body,
+        sender_swarm="bench",
+        recipient_swarm="bench",
+    )
+    start = time.perf_counter()
+    final = await rt.submit_and_wait(message, timeout=60)
+    elapsed = time.perf_counter() - start
+    if final["message"]["body"] != "answer:" + body:
+        raise AssertionError(f"task {i} got {final['message']['body']!r}")
+    return elapsed
+
+
+def rss_mb() -> float:
+    pages = int(Path("/proc/self/statm").read_text().split()[1])
+    return pages * resource.getpagesize() / 1e6
+
+
+def report(label: str, n: int, wall: float, latencies: list[float]) -> float:
+    lat = sorted(latencies)
+    p50 = statistics.median(lat) * 1e3
+    p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1e3
+    rate = n / wall
+    print(
+        f"{label:<28} {rate:>9,.0f} tasks/s  {rate * TURNS_PER_TASK:>9,.0f} turns/s  "
+        f"p50 {p50:7.3f} ms  p99 {p99:7.3f} ms"
+    )
+    return rate
+
+
+async def sequential(n: int, offset: int) -> float:
+    rt = build_runtime()
+    rt.start()
+    start = time.perf_counter()
+    latencies = [await run_one(rt, offset + i) for i in range(n)]
+    wall = time.perf_counter() - start
+    await rt.shutdown()
+    return report(f"sequential ({n})", n, wall, latencies)
+
+
+async def concurrent(n: int, in_flight: int, offset: int) -> float:
+    rt = build_runtime()
+    rt.start()
+    latencies: list[float] = []
+    start = time.perf_counter()
+    for batch in range(0, n, in_flight):
+        size = min(in_flight, n - batch)
+        latencies += await asyncio.gather(*(run_one(rt, offset + batch + i) for i in range(size)))
+    wall = time.perf_counter() - start
+    await rt.shutdown()
+    return report(f"{in_flight} in flight ({n})", n, wall, latencies)
+
+
+async def memory(total: int, checkpoint: int) -> None:
+    rt = build_runtime()
+    rt.start()
+    gc.collect()
+    base = rss_mb()
+    at_checkpoint = 0.0
+    for batch in range(0, total, 100):
+        await asyncio.gather(*(run_one(rt, 10_000_000 + batch + i) for i in range(100)))
+        if batch + 100 == checkpoint:
+            gc.collect()
+            at_checkpoint = rss_mb()
+    gc.collect()
+    final = rss_mb()
+    await rt.shutdown()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
+    print(
+        f"RSS at start {base:.1f} MB; after {checkpoint:,} tasks {at_checkpoint:.1f} MB; after {total:,} tasks {final:.1f} MB"
+    )
+    print(
+        f"retained after {checkpoint:,} -> {total:,} finished tasks: {final - at_checkpoint:+.1f} MB "
+        f"({(final - at_checkpoint) * 1e6 / (total - checkpoint):.0f} bytes/task); peak RSS {peak:.1f} MB; "
+        f"tasks kept in memory: {len(rt.tasks)}"
+    )
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tasks", type=int, default=1000)
+    parser.add_argument("--memory-tasks", type=int, default=20_000)
+    args = parser.parse_args()
+    n = args.tasks
+    await sequential(200, 0)  # warm-up
+    await sequential(n, 100_000)
+    ten = await concurrent(n, 10, 200_000)
+    await concurrent(n, 200, 300_000)
+    thousand = await concurrent(n, 1000, 400_000)
+    print(f"1000 in flight / 10 in flight: {thousand / ten:.2f}x")
+    await memory(args.memory_tasks, args.memory_tasks // 10)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

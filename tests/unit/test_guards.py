@@ -1,0 +1,191 @@
+"""Architecture guards: cheap imports, dependency direction, public surface (STYLE 2-4)."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+PACKAGE = SRC / "mail"
+CORE = PACKAGE / "core"
+
+HEAVY_MODULES = ("litellm", "asyncpg", "aiohttp", "fastapi", "httpx")
+# Layers above core, and third-party I/O libraries core must not import.
+CORE_FORBIDDEN_OURS = (
+    "mail.server",
+    "mail.net",
+    "mail.db",
+    "mail.factories",
+    "mail.api",
+    "mail.client",
+)
+CORE_FORBIDDEN_THIRD_PARTY = (
+    "litellm",
+    "asyncpg",
+    "aiohttp",
+    "sse_starlette",
+    "rich",
+    "httpx",
+    "fastapi",
+)
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _is_public(path: Path) -> bool:
+    return not any(part.startswith("_") for part in _module_name(path).split("."))
+
+
+PY_FILES = sorted(PACKAGE.rglob("*.py"))
+PUBLIC_FILES = [p for p in PY_FILES if _is_public(p)]
+CORE_FILES = sorted(CORE.rglob("*.py"))
+
+
+def _imported_modules(path: Path, source: str | None = None) -> list[str]:
+    """Absolute names of every module imported by ``path`` (relative imports resolved)."""
+    if source is None:
+        source = path.read_text(encoding="utf-8")
+    tree = ast.parse(source, filename=str(path))
+    module_name = _module_name(path)
+    package = module_name if path.name == "__init__.py" else module_name.rpartition(".")[0]
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                if node.level > 1:
+                    base = base[: -(node.level - 1)]
+                module = ".".join([*base, node.module] if node.module else base)
+            else:
+                module = node.module or ""
+            names.append(module)
+            # ``from mail import server`` imports the submodule mail.server.
+            names.extend(f"{module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def _is_or_under(name: str, root: str) -> bool:
+    return name == root or name.startswith(f"{root}.")
+
+
+def test_import_mail_loads_no_heavy_library() -> None:
+    code = (
+        "import sys, mail, mail.core.message, mail.errors; "
+        f"print(','.join(m for m in {HEAVY_MODULES!r} if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=30
+    )
+    assert result.stdout.strip() == ""
+
+
+def test_core_files_are_scanned() -> None:
+    assert CORE / "message.py" in CORE_FILES
+
+
+@pytest.mark.parametrize("path", CORE_FILES, ids=lambda p: p.name)
+def test_core_imports_point_down(path: Path) -> None:
+    imported = _imported_modules(path)
+    bad = sorted(
+        name
+        for name in imported
+        for root in (*CORE_FORBIDDEN_OURS, *CORE_FORBIDDEN_THIRD_PARTY)
+        if _is_or_under(name, root)
+    )
+    assert bad == [], f"{path.relative_to(SRC)} imports {bad}"
+
+
+def test_import_scanner_sees_relative_and_from_imports() -> None:
+    # Guard the guard: upward imports in any spelling must be seen (nothing is written).
+    source = (
+        "from ..server import app\n"
+        "from mail import net\n"
+        "from . import runtime\n"
+        "import litellm.utils\n"
+        "def f():\n    import asyncpg\n"
+    )
+    names = _imported_modules(CORE / "probe.py", source)
+    for expected in ("mail.server", "mail.net", "mail.core.runtime", "litellm.utils", "asyncpg"):
+        assert expected in names
+
+
+def _static_all(path: Path) -> list[str] | None:
+    """The literal ``__all__`` of a module, read without importing it."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
+            return list(ast.literal_eval(node.value))
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and node.target.id == "__all__"
+            and node.value is not None
+        ):
+            return list(ast.literal_eval(node.value))
+    return None
+
+
+@pytest.mark.parametrize("path", PUBLIC_FILES, ids=_module_name)
+def test_public_module_defines_all(path: Path) -> None:
+    names = _static_all(path)
+    assert names is not None, f"{_module_name(path)} has no literal __all__"
+    assert len(names) == len(set(names)), f"{_module_name(path)} lists a name twice"
+
+
+CHEAP_MODULES = sorted(
+    _module_name(p)
+    for p in PUBLIC_FILES
+    if _module_name(p) in ("mail.errors", "mail.version")
+    or _is_or_under(_module_name(p), "mail.core")
+)
+
+
+@pytest.mark.parametrize("module_name", CHEAP_MODULES)
+def test_all_names_exist(module_name: str) -> None:
+    module = importlib.import_module(module_name)
+    missing = [name for name in module.__all__ if not hasattr(module, name)]
+    assert missing == []
+
+
+SEED_MESSAGE_NAMES = (
+    "MAILAddress",
+    "MAILRequest",
+    "MAILResponse",
+    "MAILBroadcast",
+    "MAILInterrupt",
+    "MAILMessage",
+    "MAILInterswarmMessage",
+    "parse_agent_address",
+    "format_agent_address",
+    "create_agent_address",
+    "create_user_address",
+    "create_system_address",
+    "create_admin_address",
+    "build_body_xml",
+    "build_mail_xml",
+    "build_interswarm_mail_xml",
+    "parse_task_contributor",
+    "parse_task_contributors",
+    "MAIL_ALL_LOCAL_AGENTS",
+)
+
+
+@pytest.mark.parametrize("name", SEED_MESSAGE_NAMES)
+def test_seed_promised_names_in_core_message(name: str) -> None:
+    module = importlib.import_module("mail.core.message")
+    assert name in module.__all__
+    assert hasattr(module, name)
