@@ -4,7 +4,7 @@ Workload per task: user -> supervisor (send_request) -> worker (send_response) -
 supervisor (task_complete). Every answer is checked. Prints tasks/s, agent turns/s and
 p50/p99 task latency for sequential and concurrent submission, then RSS figures.
 
-    uv run python benchmarks/runtime.py [--tasks 1000]
+    uv run python benchmarks/runtime.py [--tasks 1000] [--loop uvloop]
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import asyncio
 import gc
 import resource
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -92,6 +93,7 @@ def report(label: str, n: int, wall: float, latencies: list[float]) -> float:
 
 
 async def sequential(n: int, offset: int) -> float:
+    gc.collect()  # do not bill this phase for the previous phase's garbage
     rt = build_runtime()
     rt.start()
     start = time.perf_counter()
@@ -102,6 +104,7 @@ async def sequential(n: int, offset: int) -> float:
 
 
 async def concurrent(n: int, in_flight: int, offset: int) -> float:
+    gc.collect()
     rt = build_runtime()
     rt.start()
     latencies: list[float] = []
@@ -143,6 +146,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tasks", type=int, default=1000)
     parser.add_argument("--memory-tasks", type=int, default=20_000)
+    parser.add_argument("--loop", choices=["asyncio", "uvloop"], default="asyncio")
     args = parser.parse_args()
     n = args.tasks
     await sequential(200, 0)  # warm-up
@@ -155,4 +159,9 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    if "--loop=uvloop" in sys.argv or "uvloop" in sys.argv:
+        import uvloop
+
+        uvloop.run(main())
+    else:
+        asyncio.run(main())

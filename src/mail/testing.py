@@ -27,9 +27,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring_ascii as _json_str
 from typing import Any, Literal, TypeAlias
 
 from mail.core.tools import AgentToolCall
@@ -70,9 +70,13 @@ class Incoming:
     content: str
 
 
-_FROM = re.compile(r'<from type="([^"]*)">(.*?)</from>', re.DOTALL)
-_SUBJECT = re.compile(r"<subject>(.*?)</subject>\n<body>", re.DOTALL)
-_BODY = re.compile(r"<body>(.*)</body>\n</incoming_message>", re.DOTALL)
+def _between(content: str, start: str, end: str, *, last: bool = False) -> str | None:
+    i = content.find(start)
+    if i < 0:
+        return None
+    i += len(start)
+    j = content.rfind(end) if last else content.find(end, i)
+    return content[i:j] if j >= i else None
 
 
 def parse_incoming(history: Sequence[dict[str, Any]]) -> Incoming:
@@ -80,17 +84,23 @@ def parse_incoming(history: Sequence[dict[str, Any]]) -> Incoming:
     for item in reversed(history):
         content = item.get("content")
         if item.get("role") == "user" and isinstance(content, str):
-            sender = _FROM.search(content)
-            subject = _SUBJECT.search(content)
-            body = _BODY.search(content)
+            sender_type = _between(content, '<from type="', '">') or ""
+            sender = _between(content, f'<from type="{sender_type}">', "</from>") or ""
+            body = _between(content, "<body>", "</body>\n</incoming_message>", last=True)
+            subject_end = content.find("</subject>\n<body>")
+            start = content.find("<subject>")
+            subject = content[start + 9 : subject_end] if 0 <= start < subject_end else ""
             return Incoming(
-                sender=sender.group(2) if sender else "",
-                sender_type=sender.group(1) if sender else "",
-                subject=subject.group(1) if subject else "",
-                body=body.group(1) if body else content,
-                content=content,
+                sender, sender_type, subject, content if body is None else body, content
             )
     return Incoming("", "", "", "", "")
+
+
+def _arguments(args: dict[str, Any]) -> str:
+    # The JSON text an LLM would send; flat string arguments take a fast path.
+    if all(type(v) is str for v in args.values()):
+        return "{" + ", ".join(f"{_json_str(k)}: {_json_str(v)}" for k, v in args.items()) + "}"
+    return json.dumps(args)
 
 
 # One counter for every scripted agent of the process, so call ids never collide.
@@ -173,7 +183,7 @@ class ScriptedAgent:
                     {
                         "id": i,
                         "type": "function",
-                        "function": {"name": c.name, "arguments": json.dumps(c.args)},
+                        "function": {"name": c.name, "arguments": _arguments(c.args)},
                     }
                     for c, i in zip(calls, ids, strict=True)
                 ],
@@ -187,7 +197,7 @@ class ScriptedAgent:
                     "id": f"fc_{i}",
                     "call_id": i,
                     "name": c.name,
-                    "arguments": json.dumps(c.args),
+                    "arguments": _arguments(c.args),
                     "status": "completed",
                 }
                 for c, i in zip(calls, ids, strict=True)

@@ -153,12 +153,21 @@ def test_constructors_fill_ids_and_utc_timestamp() -> None:
     assert a["message"]["routing_info"] == {}
 
 
-def test_new_id_is_a_random_uuid4() -> None:
+def test_new_id_is_a_unique_uuid4() -> None:
     ids = [m.new_id() for _ in range(2000)]
     assert len(set(ids)) == len(ids)
     for value in ids:
         parsed = uuid.UUID(value)
         assert str(parsed) == value
+        assert parsed.version == 4
+        assert parsed.variant == uuid.RFC_4122
+
+
+def test_new_task_id_is_a_random_uuid4() -> None:
+    ids = [m.new_task_id() for _ in range(2000)]
+    assert len(set(ids)) == len(ids)
+    for value in ids:
+        parsed = uuid.UUID(value)
         assert parsed.version == 4
         assert parsed.variant == uuid.RFC_4122
     # all four variant nibbles occur, so the variant bits are not constant by accident

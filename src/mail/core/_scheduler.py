@@ -40,6 +40,10 @@ logger = logging.getLogger("mail.runtime")
 _UNSERIALIZED = frozenset({"broadcast", "broadcast_complete"})
 # (priority, sequence, message, rendered xml) waiting for a busy agent
 _Delivery = tuple[int, int, MAILMessage, dict[str, str]]
+# a turn to run: (task, agent, inbox key, message, rendered xml)
+_Job = tuple[MAILTask, str, str, MAILMessage, dict[str, str]]
+# a worker running turns back to back gives the event loop a chance every so often
+_YIELD_EVERY = 32
 
 
 class Scheduler:
@@ -52,6 +56,8 @@ class Scheduler:
         self._wake = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._drain_scheduled = False
+        self._claim_open = False
+        self._claimed: _Job | None = None
         self._inboxes: dict[str, list[_Delivery]] = {}
         self.spawner = Spawner()
 
@@ -103,6 +109,16 @@ class Scheduler:
             except Exception as e:  # one bad message must not stop the loop
                 logger.exception("error routing message %s", item[2].get("id"))
                 rt.runtime_log.emit(EventName.RUN_LOOP_ERROR, f"error in run loop: {e}")
+
+    def _drain_claiming(self) -> _Job | None:
+        """Drain, keeping the first turn for an idle agent for the calling worker to run."""
+        self._claim_open = True
+        try:
+            self._drain()
+        finally:
+            self._claim_open = False
+        job, self._claimed = self._claimed, None
+        return job
 
     # --- dispatch ------------------------------------------------------------------------
 
@@ -257,36 +273,62 @@ class Scheduler:
             return
         self._inboxes[key] = []
         task.busy.add(agent)
-        self.spawner.spawn(
-            self._agent_worker(task, agent, key, message, xml), name=f"agent:{task.task_id}:{agent}"
-        )
+        job = (task, agent, key, message, xml)
+        if self._claim_open and self._claimed is None:
+            self._claimed = job  # the worker that is draining runs this turn itself
+            return
+        self.spawner.spawn(self._agent_worker(job), name=f"agent:{task.task_id}:{agent}")
 
     def waiting_for(self, task_id: str, agent: str) -> int:
         """How many delivered messages wait for ``agent``'s current turn in the task."""
         inbox = self._inboxes.get(f"{task_id}::{agent}")
         return len(inbox) if inbox else 0
 
-    async def _agent_worker(
-        self, task: MAILTask, agent: str, key: str, message: MAILMessage, xml: dict[str, str]
-    ) -> None:
-        inbox = self._inboxes[key]
+    def _release(self, job: _Job) -> None:
+        task, agent, key = job[0], job[1], job[2]
+        del self._inboxes[key]
+        task.busy.discard(agent)
+
+    async def _agent_worker(self, job: _Job) -> None:
+        """Run turns: the agent's inbox first, then turns handed over by later drains.
+
+        Handing a turn to the worker that produced its message, instead of starting a new
+        asyncio task, saves a trip through the event loop per hop; agents still run
+        concurrently, since a worker only takes over a turn for an agent that was idle.
+        """
+        chained = 0
+        current: _Job | None = job
         try:
-            while True:
-                await self.rt.turns.run(task, agent, message, xml)
-                # Route what the turn produced now rather than one loop iteration later;
-                # the heap still orders everything pending by priority.
-                if self._heap and self._loop is not None:
-                    self._drain()
-                if not inbox:
-                    return
-                if not task.is_running:
-                    task.stash.extend(item[:3] for item in inbox)
-                    inbox.clear()
-                    return
-                _, _, message, xml = heapq.heappop(inbox)
-        finally:
-            del self._inboxes[key]
-            task.busy.discard(agent)
+            while current is not None:
+                job, current = current, None
+                task, agent, key, message, xml = job
+                inbox = self._inboxes[key]
+                while True:
+                    await self.rt.turns.run(task, agent, message, xml)
+                    if inbox and task.is_running:
+                        if self._heap and self._loop is not None:
+                            self._drain()
+                        _, _, message, xml = heapq.heappop(inbox)
+                        continue
+                    if inbox:  # the task stopped: park what waits until it resumes
+                        task.stash.extend(item[:3] for item in inbox)
+                        inbox.clear()
+                    self._release(job)
+                    job = None
+                    if self._heap and self._loop is not None:
+                        current = self._drain_claiming()
+                    break
+                chained += 1
+                if current is not None and chained % _YIELD_EVERY == 0:
+                    await asyncio.sleep(0)  # let other work run between chained turns
+        except BaseException:
+            for pending in (job, current):
+                if pending is not None:
+                    self._release(pending)
+                    pending[0].stash.append(
+                        (message_priority(pending[3]), next(self._seq), pending[3])
+                    )
+            raise
 
     # --- the end of a turn -------------------------------------------------------------
 

@@ -10,12 +10,12 @@ resumes without loss or repetition.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from mail.core.message import utc_timestamp
+from mail.core.message import format_utc, utc_timestamp
 
 __all__ = [
     "EventName",
@@ -58,23 +58,54 @@ class EventName(StrEnum):
 STREAM_ONLY_EVENTS = frozenset({EventName.PING})
 
 
-@dataclass(slots=True, kw_only=True)
 class MAILEvent:
     """One event of a task.
 
     ``seq`` is the per-task sequence number (``None`` for stream-only events such as
     pings and the stream's final ``task_complete``/``task_error``). ``data()`` gives the
     wire ``data`` object: ``{timestamp, description, task_id, extra_data}`` for stored
-    events, or the explicit ``payload`` for stream-only ones.
+    events, or the explicit ``payload`` for stream-only ones. The timestamp is taken at
+    creation and formatted on first read.
     """
 
-    event: str
-    task_id: str
-    description: str = ""
-    extra_data: dict[str, Any] = field(default_factory=dict)
-    timestamp: str = field(default_factory=utc_timestamp)
-    seq: int | None = None
-    payload: dict[str, Any] | None = None
+    __slots__ = (
+        "_created",
+        "_timestamp",
+        "description",
+        "event",
+        "extra_data",
+        "payload",
+        "seq",
+        "task_id",
+    )
+
+    def __init__(
+        self,
+        *,
+        event: str,
+        task_id: str,
+        description: str = "",
+        extra_data: dict[str, Any] | None = None,
+        timestamp: str | None = None,
+        seq: int | None = None,
+        payload: dict[str, Any] | None = None,
+    ) -> None:
+        self.event = event
+        self.task_id = task_id
+        self.description = description
+        self.extra_data = {} if extra_data is None else extra_data
+        self._timestamp = timestamp
+        self._created = time.time()
+        self.seq = seq
+        self.payload = payload
+
+    @property
+    def timestamp(self) -> str:
+        """ISO-8601 UTC time of the event."""
+        ts = self._timestamp
+        if ts is None:
+            ts = self._timestamp = format_utc(self._created)
+        return ts
 
     def data(self) -> dict[str, Any]:
         """Return the ``data`` object sent for this event."""
@@ -86,6 +117,9 @@ class MAILEvent:
             "task_id": self.task_id,
             "extra_data": self.extra_data,
         }
+
+    def __repr__(self) -> str:
+        return f"MAILEvent(seq={self.seq}, event={self.event!r}, task_id={self.task_id!r})"
 
     @classmethod
     def stream_final(cls, name: str, task_id: str, response: str) -> MAILEvent:
@@ -141,8 +175,7 @@ class EventLog:
                 event=name,
                 task_id=self.task_id,
                 description=description,
-                extra_data={} if extra_data is None else extra_data,
-                timestamp=utc_timestamp(),
+                extra_data=extra_data,
             )
         )
 

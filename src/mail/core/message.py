@@ -8,6 +8,7 @@ They are created only by the ``make_*`` constructors here, which own ``id`` and
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import time
@@ -50,6 +51,8 @@ __all__ = [
     "format_task_contributor",
     # constructors
     "new_id",
+    "new_task_id",
+    "format_utc",
     "utc_timestamp",
     "make_request",
     "make_response",
@@ -256,33 +259,67 @@ def parse_task_contributors(contributors: Iterable[str]) -> list[tuple[str, str,
 # constructors
 
 
-def new_id() -> str:
-    """Return a fresh random (version 4) uuid string.
+_VARIANT = "89ab"
 
-    The same bits as the standard library's uuid4 (16 bytes from ``os.urandom``, version
-    and variant set), about twice as fast: every message takes two.
+
+def new_task_id() -> str:
+    """Return a random version 4 uuid string (16 bytes from ``os.urandom``).
+
+    Used for ids that should not be guessable, such as the ids of new tasks.
     """
     h = os.urandom(16).hex()
     return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
 
 
-_VARIANT = "89ab"
+class _IdSource:
+    """Unique uuid-shaped ids: a random 68-bit prefix per process, then a counter.
+
+    Message ids only need to be unique (peers deduplicate deliveries by them); drawing
+    fresh randomness for each of the several ids every message carries was a measurable
+    share of the runtime's work. The prefix is drawn again in a forked child.
+    """
+
+    __slots__ = ("counter", "prefix")
+
+    def __init__(self) -> None:
+        self.reseed()
+
+    def reseed(self) -> None:
+        h = os.urandom(9).hex()
+        # 8-4-4-4-12 layout: version nibble 4, variant 8..b, 60 counter bits at the end
+        self.prefix = f"{h[:8]}-{h[8:12]}-4{h[12:15]}-{_VARIANT[int(h[15], 16) & 3]}"
+        self.counter = itertools.count(int(h[16:18], 16) << 48)
+
+    def __call__(self) -> str:
+        c = f"{next(self.counter):015x}"
+        return f"{self.prefix}{c[:3]}-{c[3:]}"
+
+
+#: Return a fresh unique id in uuid form (``xxxxxxxx-xxxx-4xxx-Vxxx-xxxxxxxxxxxx``).
+new_id = _IdSource()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=new_id.reseed)
+
 _second_cache: list[Any] = [-1, ""]
 
 
-def utc_timestamp() -> str:
-    """Return the current time as ISO-8601 UTC with microseconds and a ``+00:00`` suffix.
+def format_utc(now: float) -> str:
+    """Format a POSIX time as ISO-8601 UTC with microseconds and a ``+00:00`` suffix.
 
-    The date and time of day are formatted once per second; every event and message
+    The date and time of day are formatted once per second: every event and message
     takes a timestamp, so this is on the hot path.
     """
-    now = time.time()
     second = int(now)
     cache = _second_cache
     if second != cache[0]:
         cache[1] = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S")
         cache[0] = second
     return f"{cache[1]}.{int((now - second) * 1_000_000):06d}+00:00"
+
+
+def utc_timestamp() -> str:
+    """Return the current time as ISO-8601 UTC with microseconds and a ``+00:00`` suffix."""
+    return format_utc(time.time())
 
 
 def _envelope(payload: MAILPayload, msg_type: MessageType) -> MAILMessage:

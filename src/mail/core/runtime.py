@@ -50,6 +50,11 @@ ResumeFrom = Literal["user_response", "breakpoint_tool_call"]
 _STREAM_FAILED = frozenset({TaskState.FAILED, TaskState.CANCELLED})
 
 
+def _expire(waiter: asyncio.Future[MAILMessage]) -> None:
+    if not waiter.done():
+        waiter.set_exception(TimeoutError())
+
+
 class RemoteRouter(Protocol):
     """What the runtime needs from an interswarm router."""
 
@@ -153,13 +158,18 @@ class MAILRuntime:
         """
         task = self._begin(message, resume_from, kwargs)
         waiter = task.wait_turn()
+        # One timer that fails this caller's private future: cheaper than a timeout scope,
+        # and the turn itself is untouched.
+        timer = None if timeout is None else waiter.get_loop().call_later(timeout, _expire, waiter)
         try:
-            async with asyncio.timeout(timeout):
-                final = await waiter
+            final = await waiter
         except TimeoutError:
             task.log.emit(EventName.TASK_ERROR, f"timeout for task '{task.task_id}'")
             self.scheduler.finish(task, TaskState.FAILED, self.system.task_timeout(task.task_id))
             final = task.wait_turn().result()
+        finally:
+            if timer is not None:
+                timer.cancel()
         if task.state not in _STREAM_FAILED:
             task.log.emit(EventName.TASK_COMPLETE, f"response: '{final['message']['body']}'")
         return final
