@@ -297,11 +297,12 @@ class Scheduler:
         concurrently, since a worker only takes over a turn for an agent that was idle.
         """
         chained = 0
-        current: _Job | None = job
+        running: _Job | None = None
+        claimed: _Job | None = job
         try:
-            while current is not None:
-                job, current = current, None
-                task, agent, key, message, xml = job
+            while claimed is not None:
+                running, claimed = claimed, None
+                task, agent, key, message, xml = running
                 inbox = self._inboxes[key]
                 while True:
                     await self.rt.turns.run(task, agent, message, xml)
@@ -313,21 +314,20 @@ class Scheduler:
                     if inbox:  # the task stopped: park what waits until it resumes
                         task.stash.extend(item[:3] for item in inbox)
                         inbox.clear()
-                    self._release(job)
-                    job = None
+                    self._release(running)
+                    running = None
                     if self._heap and self._loop is not None:
-                        current = self._drain_claiming()
+                        claimed = self._drain_claiming()
                     break
                 chained += 1
-                if current is not None and chained % _YIELD_EVERY == 0:
+                if claimed is not None and chained % _YIELD_EVERY == 0:
                     await asyncio.sleep(0)  # let other work run between chained turns
         except BaseException:
-            for pending in (job, current):
-                if pending is not None:
-                    self._release(pending)
-                    pending[0].stash.append(
-                        (message_priority(pending[3]), next(self._seq), pending[3])
-                    )
+            if running is not None:
+                self._release(running)
+            if claimed is not None:  # never started: its message waits for a resume
+                self._release(claimed)
+                claimed[0].stash.append((message_priority(claimed[3]), next(self._seq), claimed[3]))
             raise
 
     # --- the end of a turn -------------------------------------------------------------
