@@ -5,6 +5,14 @@
 
 from __future__ import annotations
 
+from mail.api import (
+    MAILAction,
+    MAILAgent,
+    MAILAgentTemplate,
+    MAILSwarm,
+    MAILSwarmTemplate,
+    action,
+)
 from mail.core.message import (
     MAILAddress,
     MAILBroadcast,
@@ -14,11 +22,19 @@ from mail.core.message import (
     MAILRequest,
     MAILResponse,
 )
+from mail.core.tools import AgentToolCall
 from mail.version import PROTOCOL_VERSION, __version__
 
 __all__ = [
     "__version__",
     "PROTOCOL_VERSION",
+    "AgentToolCall",
+    "MAILAction",
+    "MAILAgent",
+    "MAILAgentTemplate",
+    "MAILSwarm",
+    "MAILSwarmTemplate",
+    "action",
     "MAILAddress",
     "MAILBroadcast",
     "MAILInterrupt",

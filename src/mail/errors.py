@@ -69,6 +69,7 @@ class SwarmDefinitionError(MAILError):
         agent: str | None = None,
         field: str | None = None,
     ) -> None:
+        self.reason = message
         self.swarm = swarm
         self.agent = agent
         self.field = field
@@ -78,6 +79,14 @@ class SwarmDefinitionError(MAILError):
             if value is not None
         ]
         super().__init__(f"{', '.join(where)}: {message}" if where else message)
+
+    def located(
+        self, *, swarm: str | None = None, agent: str | None = None
+    ) -> SwarmDefinitionError:
+        """A copy with the swarm and agent filled in where this error left them open."""
+        return SwarmDefinitionError(
+            self.reason, swarm=self.swarm or swarm, agent=self.agent or agent, field=self.field
+        )
 
 
 class InvalidMessageError(MAILError):

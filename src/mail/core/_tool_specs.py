@@ -21,6 +21,7 @@ __all__ = [
     "ToolFormat",
     "ARG_MODELS",
     "model_tool_spec",
+    "format_tool_spec",
     "cached_mail_tool_spec",
     "strict_json_schema",
 ]
@@ -192,7 +193,7 @@ ARG_MODELS: dict[str, type[BaseModel]] = {
 # specs
 
 
-def _format_spec(
+def format_tool_spec(
     name: str, description: str | None, parameters: dict[str, Any], style: ToolFormat
 ) -> dict[str, Any]:
     if style == "completions":
@@ -217,7 +218,7 @@ def model_tool_spec(
         description = inspect.cleandoc(model_cls.__doc__)
     parameters = strict_json_schema(model_cls.model_json_schema())
     parameters["title"] = tool
-    return _format_spec(tool, description, parameters, style)
+    return format_tool_spec(tool, description, parameters, style)
 
 
 @functools.lru_cache(maxsize=512)

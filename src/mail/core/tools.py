@@ -27,7 +27,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from mail.core._tool_specs import ToolFormat, cached_mail_tool_spec, model_tool_spec
+from mail.core._tool_specs import (
+    ToolFormat,
+    cached_mail_tool_spec,
+    format_tool_spec,
+    model_tool_spec,
+    strict_json_schema,
+)
 from mail.core.message import (
     MAIL_ALL_LOCAL_AGENTS,
     MAILAddress,
@@ -50,6 +56,7 @@ __all__ = [
     "AgentToolCall",
     # specs
     "pydantic_model_to_tool",
+    "json_schema_tool",
     "tool_name",
     "create_request_tool",
     "create_response_tool",
@@ -158,6 +165,51 @@ def pydantic_model_to_tool(
     :class:`SwarmDefinitionError` for a schema with a non-local ``$ref``.
     """
     return model_tool_spec(model_cls, name, description, style)
+
+
+def json_schema_tool(
+    name: str,
+    description: str | None,
+    parameters: dict[str, Any],
+    style: ToolFormat = "completions",
+) -> dict[str, Any]:
+    """Return a strict function-tool spec for an action described by a JSON Schema.
+
+    Properties the schema does not require stay optional in strict mode by accepting
+    ``null``; ``enum``, bounds, patterns and nested objects are kept. ``parameters`` is not
+    modified. Raises :class:`SwarmDefinitionError` for a non-local ``$ref``.
+    """
+    schema = copy.deepcopy(parameters)
+    schema.setdefault("type", "object")
+    _nullable_optionals(schema)
+    strict = strict_json_schema(schema)
+    strict["title"] = name
+    return format_tool_spec(name, description, strict, style)
+
+
+def _nullable_optionals(node: Any) -> None:
+    if not isinstance(node, dict):
+        return
+    properties = node.get("properties")
+    if isinstance(properties, dict):
+        required = set(node.get("required") or ())
+        for key, sub in list(properties.items()):
+            _nullable_optionals(sub)
+            if key not in required and isinstance(sub, dict) and not _accepts_null(sub):
+                properties[key] = {"anyOf": [sub, {"type": "null"}]}
+    _nullable_optionals(node.get("items"))
+    for key in ("$defs", "definitions"):
+        defs = node.get(key)
+        if isinstance(defs, dict):
+            for sub in defs.values():
+                _nullable_optionals(sub)
+
+
+def _accepts_null(schema: dict[str, Any]) -> bool:
+    kind = schema.get("type")
+    if kind == "null" or (isinstance(kind, list) and "null" in kind):
+        return True
+    return any(isinstance(v, dict) and v.get("type") == "null" for v in schema.get("anyOf", ()))
 
 
 def _spec(

@@ -7,6 +7,22 @@ LLM; see :mod:`mail.testing._scripted` for the details.
 
 from __future__ import annotations
 
-from mail.testing._scripted import Incoming, ScriptedAgent, ScriptedCall, Turn, parse_incoming, tc
+from mail.testing._scripted import (
+    Incoming,
+    ScriptedAgent,
+    ScriptedCall,
+    Turn,
+    parse_incoming,
+    scripted_agent,
+    tc,
+)
 
-__all__ = ["Incoming", "ScriptedAgent", "ScriptedCall", "Turn", "parse_incoming", "tc"]
+__all__ = [
+    "Incoming",
+    "ScriptedAgent",
+    "ScriptedCall",
+    "Turn",
+    "parse_incoming",
+    "scripted_agent",
+    "tc",
+]

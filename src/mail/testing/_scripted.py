@@ -34,7 +34,15 @@ from typing import Any, Literal, TypeAlias
 
 from mail.core.tools import AgentToolCall
 
-__all__ = ["Incoming", "ScriptedAgent", "ScriptedCall", "Turn", "parse_incoming", "tc"]
+__all__ = [
+    "Incoming",
+    "ScriptedAgent",
+    "ScriptedCall",
+    "Turn",
+    "parse_incoming",
+    "scripted_agent",
+    "tc",
+]
 
 
 @dataclass(slots=True, frozen=True)
@@ -214,3 +222,19 @@ class ScriptedAgent:
             )
             for c, i in zip(calls, ids, strict=True)
         ]
+
+
+def scripted_agent(
+    *,
+    script: Iterable[Turn] = (),
+    rule: Callable[[Incoming], TurnResult] | None = None,
+    tool_format: Literal["completions", "responses"] = "responses",
+    **_factory_params: Any,
+) -> ScriptedAgent:
+    """An agent factory for swarm definitions: ``python::mail.testing:scripted_agent``.
+
+    Accepts (and ignores) the wiring every factory receives (``name``, ``comm_targets``,
+    ``tools``, ...); ``script`` and ``rule`` come from ``agent_params``, typically as
+    ``python::`` references.
+    """
+    return ScriptedAgent(script, rule=rule, tool_format=tool_format, record=False)

@@ -1,0 +1,24 @@
+"""The Python API: define swarms and run them.
+
+- :class:`MAILAction`: a tool backed by a Python function (also the ``@action`` decorator).
+- :class:`MAILAgentTemplate` / :class:`MAILAgent`: how to build an agent / a built agent.
+- :class:`MAILSwarmTemplate` / :class:`MAILSwarm`: a swarm's blueprint / a running swarm for
+  one caller, with ``post_message``, ``post_message_stream`` and friends.
+
+Templates load from ``swarms.json`` with :meth:`MAILSwarmTemplate.from_swarm_json_file`.
+"""
+
+from __future__ import annotations
+
+from mail._api_actions import MAILAction, action
+from mail._api_agents import MAILAgent, MAILAgentTemplate
+from mail._api_swarm import MAILSwarm, MAILSwarmTemplate
+
+__all__ = [
+    "MAILAction",
+    "MAILAgent",
+    "MAILAgentTemplate",
+    "MAILSwarm",
+    "MAILSwarmTemplate",
+    "action",
+]

@@ -1,0 +1,97 @@
+"""Authentication and persistence settings: the ``[auth]`` and ``[database]`` tables."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field, field_validator, model_validator
+
+from mail.config._base import DEFAULT_DATA_DIR, ConfigModel, http_url
+
+#: ``embedded``: API keys kept in ``credentials_file``; ``remote``: an external auth service.
+AuthMode = Literal["embedded", "remote"]
+#: Where tasks, events and histories are stored (see :attr:`DatabaseConfig.backend`).
+DatabaseBackend = Literal["postgres", "sqlite", "memory"]
+
+_POSTGRES_SCHEMES = ("postgres://", "postgresql://")
+
+
+class AuthConfig(ConfigModel):
+    """``[auth]``: how callers are authenticated.
+
+    With no ``mode`` given, the mode is ``"remote"`` when both ``auth_endpoint`` and
+    ``token_info_endpoint`` are set and ``"embedded"`` otherwise. ``"remote"`` without both
+    endpoints is invalid. ``cache_seconds`` is how long a remote token lookup is reused and
+    ``timeout`` bounds each call to the auth service. Bad values raise
+    ``pydantic.ValidationError``.
+    """
+
+    mode: AuthMode = "embedded"
+    auth_endpoint: str | None = None
+    token_info_endpoint: str | None = None
+    credentials_file: str = Field(default=f"{DEFAULT_DATA_DIR}/credentials.json", min_length=1)
+    cache_seconds: float = Field(default=30.0, ge=0)
+    timeout: float = Field(default=10.0, gt=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _infer_mode(cls, data: Any) -> Any:
+        if (
+            isinstance(data, dict)
+            and "mode" not in data
+            and data.get("auth_endpoint")
+            and data.get("token_info_endpoint")
+        ):
+            return {**data, "mode": "remote"}
+        return data
+
+    @field_validator("auth_endpoint", "token_info_endpoint")
+    @classmethod
+    def _check_endpoint(cls, value: str | None) -> str | None:
+        return http_url(value)
+
+    @model_validator(mode="after")
+    def _remote_needs_endpoints(self) -> AuthConfig:
+        if self.mode == "remote" and not (self.auth_endpoint and self.token_info_endpoint):
+            raise ValueError(
+                "mode 'remote' needs both auth_endpoint and token_info_endpoint "
+                "(env AUTH_ENDPOINT and TOKEN_INFO_ENDPOINT)"
+            )
+        return self
+
+
+class DatabaseConfig(ConfigModel):
+    """``[database]``: PostgreSQL when ``url`` is set, else SQLite at ``sqlite_path``.
+
+    ``url`` may be given as ``"none"`` (or empty) to mean unset. ``persist = false`` keeps
+    everything in memory. ``url`` is kept out of ``repr`` and validation errors since it
+    usually carries a password. A URL that is not ``postgres://`` or ``postgresql://``
+    raises ``pydantic.ValidationError``.
+    """
+
+    model_config = ConfigDict(hide_input_in_errors=True)
+
+    url: str | None = Field(default=None, repr=False)
+    sqlite_path: str = Field(default=f"{DEFAULT_DATA_DIR}/mail.db", min_length=1)
+    persist: bool = True
+
+    @field_validator("url", mode="before")
+    @classmethod
+    def _none_means_unset(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().lower() in ("", "none"):
+            return None
+        return value
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(_POSTGRES_SCHEMES):
+            raise ValueError("expected a postgres:// or postgresql:// URL, or 'none' for SQLite")
+        return value
+
+    @property
+    def backend(self) -> DatabaseBackend:
+        """``"memory"`` when ``persist`` is false, ``"postgres"`` with a ``url``, else ``"sqlite"``."""
+        if not self.persist:
+            return "memory"
+        return "postgres" if self.url is not None else "sqlite"

@@ -1,0 +1,152 @@
+"""load_config: mail.toml, then the environment, then overrides, validated into MAILConfig."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from pydantic import ValidationError
+
+from mail.config._layers import Key, Merged, describe, leaves
+from mail.config._lookup import locate, read_toml
+from mail.config._root import MAILConfig
+from mail.config.server import ServerConfig, SwarmConfig
+from mail.errors import ConfigurationError
+
+logger = logging.getLogger("mail.config")
+
+#: Environment variables applied over the file (an empty value counts as unset), by key set.
+ENV_OVERRIDES: Mapping[str, str] = MappingProxyType(
+    {
+        "SWARM_NAME": "server.swarm.name",
+        "SWARM_SOURCE": "server.swarm.source",
+        "SWARM_REGISTRY_FILE": "server.swarm.registry",
+        "BASE_URL": "server.base_url",
+        "MAIL_DATA_DIR": "server.data_dir",
+        "AUTH_ENDPOINT": "auth.auth_endpoint",
+        "TOKEN_INFO_ENDPOINT": "auth.token_info_endpoint",
+        "DATABASE_URL": "database.url",
+    }
+)
+
+# Resolved to absolute paths at load time; data_dir first, the others may derive from it.
+_PATH_KEYS: tuple[Key, ...] = (
+    ("server", "data_dir"),
+    ("server", "swarm", "source"),
+    ("server", "swarm", "registry"),
+    ("auth", "credentials_file"),
+    ("database", "sqlite_path"),
+)
+# Paths whose default is resolved too; the other two default to files in data_dir.
+_DEFAULTED_PATHS = frozenset(_PATH_KEYS[:3])
+_OVERRIDES = "overrides"
+
+
+def load_config(
+    path: str | Path | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    search: bool = True,
+) -> MAILConfig:
+    """Read mail.toml, apply the environment, then ``overrides``; return the validated config.
+
+    The file is ``path`` if given, else ``$MAIL_CONFIG_PATH``, else (when ``search``) the
+    first ``mail.toml`` in the working directory or a directory above the installed
+    package; with none, the defaults are used. ``env`` (default ``os.environ``) is read only
+    here; see :data:`ENV_OVERRIDES`. ``overrides`` is a nested dict such as
+    ``{"server": {"port": 9000}}`` applied last; ``None`` values in it mean "not given".
+    Relative paths from the file resolve against the file's directory, those from the
+    environment or ``overrides`` against the working directory. Unknown keys in the file
+    are logged (logger ``mail.config``) and listed in ``MAILConfig.warnings``.
+
+    Raises:
+        ConfigurationError: ``path`` or ``$MAIL_CONFIG_PATH`` names a missing file; the file
+            is unreadable or not valid TOML; a value has the wrong type or range (the
+            message names the file or variable and the key, e.g. ``server.port``); an
+            ``overrides`` key is unknown.
+    """
+    environ: Mapping[str, str] = os.environ if env is None else env
+    source = locate(path, environ, search=search)
+    merged = Merged(file_origin=None if source is None else str(source))
+    if source is not None:
+        label = str(source)
+
+        def unknown_in_file(dotted: str) -> None:
+            merged.warnings.append(f"{label}: unknown key '{dotted}' (ignored)")
+
+        for key, value in leaves(read_toml(source), label, unknown_in_file):
+            merged.set(key, value, label)
+    _apply_env(merged, environ)
+    if overrides:
+        for key, value in leaves(overrides, _OVERRIDES, _reject_unknown_override):
+            merged.set(key, value, _OVERRIDES)
+    _resolve_paths(merged, None if source is None else source.parent)
+    _warn_half_remote_auth(merged)
+    for warning in merged.warnings:
+        logger.warning("%s", warning)
+    data = {**merged.nested(), "source_path": source, "warnings": tuple(merged.warnings)}
+    try:
+        return MAILConfig.model_validate(data)
+    except ValidationError as e:
+        raise ConfigurationError(describe(e, merged)) from e
+
+
+def default_config_path(
+    *, env: Mapping[str, str] | None = None, search: bool = True
+) -> Path | None:
+    """The file :func:`load_config` would read with no ``path`` (``None``: pure defaults).
+
+    Raises:
+        ConfigurationError: ``$MAIL_CONFIG_PATH`` names a missing file.
+    """
+    return locate(None, os.environ if env is None else env, search=search)
+
+
+def _reject_unknown_override(dotted: str) -> None:
+    raise ConfigurationError(f"{_OVERRIDES}: unknown key '{dotted}'")
+
+
+def _apply_env(merged: Merged, env: Mapping[str, str]) -> None:
+    for var, dotted in ENV_OVERRIDES.items():
+        value = env.get(var)
+        if value:
+            merged.set(tuple(dotted.split(".")), value, f"environment variable {var}")
+    if env.get("AUTH_ENDPOINT") and env.get("TOKEN_INFO_ENDPOINT"):
+        merged.set(
+            ("auth", "mode"), "remote", "environment variables AUTH_ENDPOINT, TOKEN_INFO_ENDPOINT"
+        )
+
+
+def _default(key: Key) -> Any:
+    model = ServerConfig if key == ("server", "data_dir") else SwarmConfig
+    return model.model_fields[key[-1]].default
+
+
+def _resolve_paths(merged: Merged, file_dir: Path | None) -> None:
+    cwd = Path.cwd()
+    for key in _PATH_KEYS:
+        if key in merged.values:
+            value = merged.values[key]
+            from_file = file_dir is not None and merged.origins[key] == merged.file_origin
+            base = file_dir if from_file and file_dir is not None else cwd
+        elif key in _DEFAULTED_PATHS:
+            value, base = _default(key), file_dir or cwd
+        else:
+            continue  # derived from data_dir by MAILConfig
+        if isinstance(value, str) and value:
+            merged.values[key] = str((base / Path(value).expanduser()).resolve())
+
+
+def _warn_half_remote_auth(merged: Merged) -> None:
+    ends = [k for k in ("auth_endpoint", "token_info_endpoint") if merged.values.get(("auth", k))]
+    if len(ends) == 1 and merged.values.get(("auth", "mode")) != "remote":
+        origin = merged.origin_of(("auth", ends[0]))
+        merged.warnings.append(
+            f"{origin}: only 'auth.{ends[0]}' is set; remote auth needs both auth_endpoint and "
+            "token_info_endpoint (AUTH_ENDPOINT, TOKEN_INFO_ENDPOINT); using embedded auth"
+        )

@@ -1,0 +1,45 @@
+"""The shapes of a ``swarms.json`` file, after parsing (every optional field filled in)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypedDict
+
+__all__ = ["SwarmsJSONAction", "SwarmsJSONAgent", "SwarmsJSONSwarm", "ToolFormat"]
+
+ToolFormat = Literal["completions", "responses"]
+
+
+class SwarmsJSONAction(TypedDict):
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    function: str
+
+
+class SwarmsJSONAgent(TypedDict):
+    name: str
+    factory: str
+    comm_targets: list[str]
+    agent_params: dict[str, Any]
+    enable_entrypoint: bool
+    enable_interswarm: bool
+    can_complete_tasks: bool
+    tool_format: ToolFormat
+    actions: list[str]
+    exclude_tools: list[str]
+
+
+class SwarmsJSONSwarm(TypedDict):
+    name: str
+    version: str
+    entrypoint: str
+    agents: list[SwarmsJSONAgent]
+    actions: list[SwarmsJSONAction]
+    description: str
+    keywords: list[str]
+    public: bool
+    enable_interswarm: bool
+    action_imports: list[str]
+    breakpoint_tools: list[str]
+    exclude_tools: list[str]
+    enable_db_agent_histories: bool

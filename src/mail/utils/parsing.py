@@ -1,0 +1,147 @@
+"""Reference strings in swarm definitions: ``python::module:attr`` and ``url::https://...``.
+
+``python::pkg.mod:obj.attr`` imports ``pkg.mod`` and returns ``obj.attr``; ``url::URL``
+fetches ``URL`` and returns its JSON re-encoded as a string. Both can be limited by a
+:class:`ReferencePolicy`: swarms that arrive over HTTP get a policy that only allows
+configured module prefixes and no fetches, so a request cannot import or fetch anything.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+
+from mail.core.message import parse_agent_address
+from mail.errors import InvalidMessageError, SwarmDefinitionError
+
+__all__ = [
+    "PYTHON_PREFIX",
+    "URL_PREFIX",
+    "ReferencePolicy",
+    "read_python_string",
+    "read_url_string",
+    "resolve_prefixed_string_references",
+    "target_address_is_interswarm",
+]
+
+PYTHON_PREFIX = "python::"
+URL_PREFIX = "url::"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReferencePolicy:
+    """What reference strings may do.
+
+    ``python_prefixes``: module prefixes ``python::`` may import (``None``: any module).
+    ``allow_url``: whether ``url::`` may fetch at all; ``allow_http``: plain ``http://``
+    too (default https only); ``timeout`` in seconds and ``max_bytes`` bound a fetch.
+    """
+
+    python_prefixes: tuple[str, ...] | None = None
+    allow_url: bool = True
+    allow_http: bool = False
+    timeout: float = 10.0
+    max_bytes: int = 1_048_576
+
+    @classmethod
+    def restricted(cls, python_prefixes: tuple[str, ...] = ("mail.",)) -> ReferencePolicy:
+        """The policy for swarm definitions received over HTTP."""
+        return cls(python_prefixes=python_prefixes, allow_url=False)
+
+
+DEFAULT_POLICY = ReferencePolicy()
+
+
+def read_python_string(string: str, policy: ReferencePolicy = DEFAULT_POLICY) -> Any:
+    """Import ``module:attr`` (``python::`` prefix optional) and return the attribute.
+
+    Raises :class:`SwarmDefinitionError` when the string is malformed, the module is not
+    allowed by ``policy``, cannot be imported, or lacks the attribute.
+    """
+    target = string.removeprefix(PYTHON_PREFIX)
+    module_name, colon, attr_path = target.partition(":")
+    if not colon or not module_name or not attr_path:
+        raise SwarmDefinitionError(
+            f"reference {string!r} is not of the form 'python::module:attribute'"
+        )
+    allowed = policy.python_prefixes
+    if allowed is not None and not any(
+        module_name == p.rstrip(".") or module_name.startswith(p if p.endswith(".") else p + ".")
+        for p in allowed
+    ):
+        raise SwarmDefinitionError(
+            f"reference {string!r} is not allowed here: modules must start with {', '.join(allowed)}"
+        )
+    try:
+        value: Any = importlib.import_module(module_name)
+    except ImportError as e:
+        raise SwarmDefinitionError(
+            f"reference {string!r}: cannot import module '{module_name}': {e}"
+        ) from e
+    for part in attr_path.split("."):
+        try:
+            value = getattr(value, part)
+        except AttributeError:
+            raise SwarmDefinitionError(
+                f"reference {string!r}: module '{module_name}' has no attribute '{attr_path}'"
+            ) from None
+    return value
+
+
+def read_url_string(string: str, policy: ReferencePolicy = DEFAULT_POLICY) -> str:
+    """Fetch ``url::URL`` and return the JSON document it serves, re-encoded as a string.
+
+    Raises :class:`SwarmDefinitionError` when fetching is not allowed, the scheme is not
+    allowed, the fetch fails or times out, the body exceeds ``policy.max_bytes``, or the
+    body is not JSON. Nothing is silently kept.
+    """
+    url = string.removeprefix(URL_PREFIX)
+    if not policy.allow_url:
+        raise SwarmDefinitionError(f"reference {string!r}: url:: references are not allowed here")
+    schemes = ("https://", "http://") if policy.allow_http else ("https://",)
+    if not url.startswith(schemes):
+        raise SwarmDefinitionError(
+            f"reference {string!r}: only {' and '.join(schemes)} URLs are allowed"
+        )
+    request = urllib.request.Request(url, headers={"Accept": "application/json"})  # noqa: S310  # scheme checked above
+    try:
+        with urllib.request.urlopen(request, timeout=policy.timeout) as response:  # noqa: S310  # scheme checked above
+            body = response.read(policy.max_bytes + 1)
+    except (urllib.error.URLError, TimeoutError, OSError) as e:
+        raise SwarmDefinitionError(f"reference {string!r}: fetch failed: {e}") from e
+    if len(body) > policy.max_bytes:
+        raise SwarmDefinitionError(
+            f"reference {string!r}: response is larger than {policy.max_bytes} bytes"
+        )
+    try:
+        return json.dumps(json.loads(body))
+    except ValueError as e:
+        raise SwarmDefinitionError(f"reference {string!r}: response is not JSON: {e}") from e
+
+
+def resolve_prefixed_string_references(value: Any, policy: ReferencePolicy = DEFAULT_POLICY) -> Any:
+    """Return ``value`` with every ``python::``/``url::`` string (in nested dicts and lists)
+    replaced by what it refers to. Raises :class:`SwarmDefinitionError` on a bad reference."""
+    if isinstance(value, str):
+        if value.startswith(PYTHON_PREFIX):
+            return read_python_string(value, policy)
+        if value.startswith(URL_PREFIX):
+            return read_url_string(value, policy)
+        return value
+    if isinstance(value, dict):
+        return {k: resolve_prefixed_string_references(v, policy) for k, v in value.items()}
+    if isinstance(value, list):
+        return [resolve_prefixed_string_references(v, policy) for v in value]
+    return value
+
+
+def target_address_is_interswarm(address: str) -> bool:
+    """True when ``address`` names an agent of another swarm (``agent@swarm``)."""
+    try:
+        return parse_agent_address(address)[1] is not None
+    except InvalidMessageError:
+        return False

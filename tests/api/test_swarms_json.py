@@ -1,0 +1,341 @@
+"""swarms.json: loading, defaults, and a table of broken files with the errors they give."""
+
+from __future__ import annotations
+
+import copy
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mail.api import MAILSwarmTemplate
+from mail.errors import SwarmDefinitionError
+from mail.swarms_json import load_swarms_json, parse_swarm
+from mail.utils.parsing import ReferencePolicy, read_url_string
+
+FACTORY = "python::mail.testing:scripted_agent"
+
+
+def swarm(**changes: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "name": "demo",
+        "version": "1.3.0",
+        "entrypoint": "supervisor",
+        "agents": [
+            {
+                "name": "supervisor",
+                "factory": FACTORY,
+                "comm_targets": ["worker"],
+                "enable_entrypoint": True,
+                "can_complete_tasks": True,
+                "agent_params": {},
+            },
+            {
+                "name": "worker",
+                "factory": FACTORY,
+                "comm_targets": ["supervisor"],
+                "actions": ["lookup"],
+                "agent_params": {},
+            },
+        ],
+        "actions": [
+            {
+                "name": "lookup",
+                "description": "Look something up.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"q": {"type": "string"}},
+                    "required": ["q"],
+                },
+                "function": "python::json:dumps",
+            }
+        ],
+    }
+    base.update(changes)
+    return base
+
+
+def with_agent(index: int, **changes: Any) -> dict[str, Any]:
+    data = swarm()
+    data["agents"][index].update(changes)
+    return data
+
+
+def without(data: dict[str, Any], *path: Any) -> dict[str, Any]:
+    data = copy.deepcopy(data)
+    node: Any = data
+    for key in path[:-1]:
+        node = node[key]
+    del node[path[-1]]
+    return data
+
+
+def test_defaults_are_filled_in() -> None:
+    parsed = parse_swarm(swarm())
+    assert parsed["public"] is False
+    assert parsed["keywords"] == []
+    assert parsed["action_imports"] == []
+    assert parsed["enable_db_agent_histories"] is False
+    worker = parsed["agents"][1]
+    assert worker["tool_format"] == "responses"
+    assert worker["enable_entrypoint"] is False
+    assert worker["exclude_tools"] == []
+
+
+def test_a_valid_swarm_loads_into_a_template() -> None:
+    template = MAILSwarmTemplate.from_swarms_json(swarm(public=True, keywords=["demo"]))
+    assert template.agent_names == ["supervisor", "worker"]
+    assert template.public is True
+    assert [a.name for a in template.agents[1].actions] == ["lookup"]
+
+
+def test_agent_params_tool_format_is_dropped() -> None:
+    parsed = parse_swarm(with_agent(0, agent_params={"tool_format": "completions", "llm": "x"}))
+    assert parsed["agents"][0]["agent_params"] == {"llm": "x"}
+    assert parsed["agents"][0]["tool_format"] == "responses"
+
+
+def test_swarm_level_tool_format_is_the_agents_default() -> None:
+    parsed = parse_swarm(swarm(tool_format="completions"))
+    assert {a["tool_format"] for a in parsed["agents"]} == {"completions"}
+
+
+BROKEN: list[tuple[str, Any, str | None, str | None, str]] = [
+    ("missing entrypoint", without(swarm(), "entrypoint"), None, "entrypoint", "is required"),
+    ("unknown entrypoint", swarm(entrypoint="boss"), None, "entrypoint", "is not an agent"),
+    (
+        "entrypoint not enabled",
+        with_agent(0, enable_entrypoint=False),
+        "supervisor",
+        "enable_entrypoint",
+        "enable_entrypoint: true",
+    ),
+    (
+        "unknown comm target",
+        with_agent(0, comm_targets=["wroker"]),
+        "supervisor",
+        "comm_targets",
+        "Did you mean 'worker'",
+    ),
+    (
+        "remote target without interswarm",
+        with_agent(0, comm_targets=["worker", "x@other"]),
+        "supervisor",
+        "comm_targets",
+        "does not enable interswarm",
+    ),
+    (
+        "unknown action",
+        with_agent(1, actions=["lokup"]),
+        "worker",
+        "actions",
+        "Did you mean 'lookup'",
+    ),
+    (
+        "bad python factory",
+        with_agent(0, factory="python::mail.nowhere:Agent"),
+        "supervisor",
+        "factory",
+        "cannot import",
+    ),
+    (
+        "missing attribute",
+        with_agent(0, factory="python::mail.testing:nope"),
+        "supervisor",
+        "factory",
+        "no attribute",
+    ),
+    (
+        "bad python in agent_params",
+        with_agent(0, agent_params={"system": "python::mail.nowhere:PROMPT"}),
+        "supervisor",
+        "agent_params",
+        "cannot import",
+    ),
+    (
+        "plain http url",
+        with_agent(0, agent_params={"system": "url::http://127.0.0.1:9/prompt.json"}),
+        "supervisor",
+        "agent_params",
+        "only https:// URLs",
+    ),
+    (
+        "comm_targets not a list",
+        with_agent(0, comm_targets="worker"),
+        "supervisor",
+        "comm_targets",
+        "must be a list",
+    ),
+    ("public not a bool", swarm(public="yes"), None, "public", "must be true or false"),
+    ("bad tool_format", with_agent(1, tool_format="chat"), "worker", "tool_format", "completions"),
+    (
+        "unknown agent field",
+        with_agent(1, comm_target=["x"]),
+        "worker",
+        "comm_target",
+        "Did you mean 'comm_targets'",
+    ),
+    (
+        "no agent completes tasks",
+        with_agent(0, can_complete_tasks=False),
+        None,
+        "can_complete_tasks",
+        "at least one",
+    ),
+    (
+        "duplicate agents",
+        swarm(agents=[swarm()["agents"][0], swarm()["agents"][0]]),
+        None,
+        "agents",
+        "unique",
+    ),
+    (
+        "excluded tool unknown",
+        swarm(exclude_tools=["send_requests"]),
+        None,
+        "exclude_tools",
+        "Did you mean",
+    ),
+    (
+        "breakpoint tool unknown",
+        swarm(breakpoint_tools=["ask"]),
+        None,
+        "breakpoint_tools",
+        "neither a MAIL tool",
+    ),
+    (
+        "import not an action",
+        swarm(action_imports=["python::json:dumps"]),
+        None,
+        "action_imports",
+        "not a MAILAction",
+    ),
+    (
+        "action without function",
+        without(swarm(), "actions", 0, "function"),
+        None,
+        "function",
+        "is required",
+    ),
+    ("version missing", without(swarm(), "version"), None, "version", "is required"),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "data", "agent", "field", "text"), BROKEN, ids=[c[0] for c in BROKEN]
+)
+def test_broken_swarms_name_swarm_agent_and_field(
+    case: str, data: Any, agent: str | None, field: str | None, text: str
+) -> None:
+    with pytest.raises(SwarmDefinitionError) as info:
+        MAILSwarmTemplate.from_swarms_json(data)
+    error = info.value
+    assert error.swarm == "demo", case
+    assert error.agent == agent, case
+    assert error.field == field, case
+    assert text in str(error), case
+    assert "swarm 'demo'" in str(error)
+
+
+def test_file_level_errors(tmp_path: Path) -> None:
+    with pytest.raises(SwarmDefinitionError, match="JSON array"):
+        load_swarms_json(json.dumps(swarm()))
+    with pytest.raises(SwarmDefinitionError, match="not valid JSON"):
+        load_swarms_json("[{")
+    with pytest.raises(SwarmDefinitionError, match="defined twice"):
+        load_swarms_json(json.dumps([swarm(), swarm()]))
+    path = tmp_path / "swarms.json"
+    path.write_text(json.dumps([swarm()]))
+    with pytest.raises(SwarmDefinitionError, match=r"no swarm named 'dmeo'.*Did you mean 'demo'"):
+        MAILSwarmTemplate.from_swarm_json_file("dmeo", path)
+    assert MAILSwarmTemplate.from_swarm_json_file("demo", path).name == "demo"
+    with pytest.raises(SwarmDefinitionError, match="cannot read"):
+        MAILSwarmTemplate.from_swarm_json_file("demo", tmp_path / "missing.json")
+
+
+def test_restricted_policy_blocks_imports_and_fetches() -> None:
+    policy = ReferencePolicy.restricted(("mail.",))
+    allowed = swarm(actions=[{**swarm()["actions"][0], "function": "python::mail.testing:tc"}])
+    assert MAILSwarmTemplate.from_swarms_json(allowed, policy=policy).name == "demo"
+    outside = copy.deepcopy(allowed)
+    outside["agents"][0]["agent_params"] = {"x": "python::os:system"}
+    with pytest.raises(SwarmDefinitionError, match="not allowed here") as info:
+        MAILSwarmTemplate.from_swarms_json(outside, policy=policy)
+    assert (info.value.agent, info.value.field) == ("supervisor", "agent_params")
+    fetch = copy.deepcopy(allowed)
+    fetch["agents"][0]["agent_params"] = {"x": "url::https://example.invalid/p.json"}
+    with pytest.raises(SwarmDefinitionError, match="url:: references are not allowed"):
+        MAILSwarmTemplate.from_swarms_json(fetch, policy=policy)
+    with pytest.raises(SwarmDefinitionError, match="not allowed here"):
+        MAILSwarmTemplate.from_swarms_json(swarm(), policy=policy)  # its action imports json
+
+
+class _Handler(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        if self.path == "/prompt.json":
+            body = json.dumps({"prompt": "be brief"}).encode()
+        elif self.path == "/big.json":
+            body = b'"' + b"x" * 5000 + b'"'
+        else:
+            body = b"not json"
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def http_url() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_url_references_fetch_json_within_limits(http_url: str) -> None:
+    policy = ReferencePolicy(allow_http=True, max_bytes=1000, timeout=5)
+    assert json.loads(read_url_string(f"url::{http_url}/prompt.json", policy)) == {
+        "prompt": "be brief"
+    }
+    with pytest.raises(SwarmDefinitionError, match="larger than 1000 bytes"):
+        read_url_string(f"url::{http_url}/big.json", policy)
+    with pytest.raises(SwarmDefinitionError, match="not JSON"):
+        read_url_string(f"url::{http_url}/text", policy)
+    template = MAILSwarmTemplate.from_swarms_json(
+        with_agent(0, agent_params={"system": f"url::{http_url}/prompt.json"}), policy=policy
+    )
+    assert template.agents[0]._params == {"system": json.dumps({"prompt": "be brief"})}
+
+
+def test_url_reference_times_out() -> None:
+    # a listening socket that never answers: the fetch must give up after the timeout
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(1)
+        port = silent.getsockname()[1]
+        policy = ReferencePolicy(allow_http=True, timeout=0.3)
+        with pytest.raises(SwarmDefinitionError, match="fetch failed"):
+            read_url_string(f"url::http://127.0.0.1:{port}/p.json", policy)
+
+
+def test_url_reference_refused_connection() -> None:
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    with pytest.raises(SwarmDefinitionError, match="fetch failed"):
+        read_url_string(
+            f"url::http://127.0.0.1:{port}/p.json", ReferencePolicy(allow_http=True, timeout=2)
+        )
