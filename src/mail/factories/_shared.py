@@ -1,0 +1,166 @@
+"""What the LiteLLM adapters share: their errors, tool-spec and tool-choice normalization,
+and the conversion of LiteLLM's pydantic objects to plain dicts.
+
+Public names are re-exported by :mod:`mail.factories.base`.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import BaseModel
+
+from mail.core.tools import ToolFormat, pydantic_model_to_tool, tool_name
+from mail.errors import MAILError, SwarmDefinitionError
+
+__all__ = [
+    "AgentOutputError",
+    "LLMCallError",
+    "plain",
+    "parse_arguments",
+    "new_call_id",
+    "normalize_tool",
+    "normalize_tool_choice",
+]
+
+_PREVIEW = 200  # characters of bad model output quoted in an error
+
+
+class AgentOutputError(MAILError):
+    """The model's answer cannot be turned into tool calls.
+
+    Raised by LiteLLM agent functions when a tool call's arguments are not a JSON object
+    or when the answer holds neither text nor tool calls. ``agent`` and ``tool`` name
+    where (``tool`` is ``None`` for an empty answer). The runtime reports it as an
+    ``agent_error`` and tells the agent.
+    """
+
+    def __init__(self, message: str, *, agent: str, tool: str | None = None) -> None:
+        self.agent = agent
+        self.tool = tool
+        super().__init__(f"agent '{agent}': {message}")
+
+
+class LLMCallError(MAILError):
+    """The LLM call failed, after retries for transient failures.
+
+    ``status`` is the HTTP status of the last failure (``None`` for timeouts and
+    connection errors), ``attempts`` how many requests were made, ``retryable`` whether
+    the last failure was of a transient kind. The LiteLLM exception is ``__cause__``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        agent: str,
+        model: str,
+        attempts: int,
+        status: int | None,
+        retryable: bool,
+    ) -> None:
+        self.agent = agent
+        self.model = model
+        self.attempts = attempts
+        self.status = status
+        self.retryable = retryable
+        super().__init__(message)
+
+
+def plain(obj: Any) -> Any:
+    """``obj`` as JSON-ready builtins: pydantic models dumped (``None`` fields dropped)."""
+    if isinstance(obj, BaseModel):
+        return obj.model_dump(mode="json", exclude_none=True, by_alias=True)
+    if isinstance(obj, dict):
+        return {k: plain(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [plain(v) for v in obj]
+    return obj
+
+
+def new_call_id(prefix: str = "call") -> str:
+    """A fresh tool-call id for calls the provider sent without one."""
+    return f"{prefix}_{uuid.uuid4().hex[:24]}"
+
+
+def parse_arguments(agent: str, tool: str, raw: Any) -> dict[str, Any]:
+    """Decode a tool call's ``arguments``; raise :class:`AgentOutputError` if not a JSON object."""
+    if isinstance(raw, dict):
+        return raw
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return {}
+    text = raw if isinstance(raw, str) else str(raw)
+    try:
+        args = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise AgentOutputError(
+            f"tool call '{tool}' has malformed JSON arguments ({e.msg} at position {e.pos}): "
+            f"{text[:_PREVIEW]!r}",
+            agent=agent,
+            tool=tool,
+        ) from e
+    if not isinstance(args, dict):
+        raise AgentOutputError(
+            f"tool call '{tool}' arguments must be a JSON object, got {type(args).__name__}: "
+            f"{text[:_PREVIEW]!r}",
+            agent=agent,
+            tool=tool,
+        )
+    return args
+
+
+def _strip_none(spec: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in spec.items() if v is not None}
+
+
+def normalize_tool(tool: Any, style: ToolFormat, agent: str) -> dict[str, Any]:
+    """Return ``tool`` as a spec in ``style``.
+
+    Accepts a spec in either format (converted), a provider built-in such as
+    ``{"type": "web_search"}`` (kept), or a pydantic model class (its strict spec).
+    Raises :class:`SwarmDefinitionError` for anything else.
+    """
+    if isinstance(tool, type) and issubclass(tool, BaseModel):
+        return pydantic_model_to_tool(tool, style=style)
+    if not isinstance(tool, dict):
+        raise SwarmDefinitionError(
+            f"a tool must be a spec dict or a pydantic model, got {type(tool).__name__}",
+            agent=agent,
+            field="tools",
+        )
+    if tool.get("type") != "function":
+        return dict(tool)
+    name = tool_name(tool)
+    function = tool.get("function")
+    if style == "responses" and isinstance(function, dict):
+        return _strip_none(
+            {
+                "type": "function",
+                "name": name,
+                "description": function.get("description"),
+                "parameters": function.get("parameters"),
+                "strict": function.get("strict"),
+            }
+        )
+    if style == "completions" and not isinstance(function, dict):
+        inner = {k: v for k, v in tool.items() if k != "type"}
+        return {"type": "function", "function": inner}
+    return dict(tool)
+
+
+def normalize_tool_choice(
+    choice: str | dict[str, Any], style: ToolFormat, offered: Iterable[str]
+) -> str | dict[str, Any]:
+    """Shape a forced-function ``choice`` for ``style``; ``"required"`` if it names no offered tool."""
+    if not isinstance(choice, dict) or choice.get("type") != "function":
+        return choice
+    function = choice.get("function")
+    name = choice.get("name") or (function.get("name") if isinstance(function, dict) else None)
+    if not isinstance(name, str) or name not in set(offered):
+        return "required"
+    if style == "completions":
+        return {"type": "function", "function": {"name": name}}
+    return {"type": "function", "name": name}
