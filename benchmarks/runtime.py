@@ -4,7 +4,7 @@ Workload per task: user -> supervisor (send_request) -> worker (send_response) -
 supervisor (task_complete). Every answer is checked. Prints tasks/s, agent turns/s and
 p50/p99 task latency for sequential and concurrent submission, then RSS figures.
 
-    uv run python benchmarks/runtime.py [--tasks 1000] [--loop uvloop]
+    uv run python benchmarks/runtime.py [--tasks 1000] [--loop uvloop] [--api]
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from mail.core.agents import AgentCore
 from mail.core.message import create_agent_address, create_user_address, make_request
@@ -34,6 +35,78 @@ def _supervisor(incoming: Incoming):  # type: ignore[no-untyped-def]
 
 def _worker(incoming: Incoming):  # type: ignore[no-untyped-def]
     return tc("send_response", target="supervisor", subject="done", body="answer:" + incoming.body)
+
+
+class ApiRunner:
+    """The same workload through the public API: MAILSwarmTemplate -> MAILSwarm.post_message."""
+
+    def __init__(self, max_finished: int = 1000) -> None:
+        from mail import MAILAgentTemplate, MAILSwarmTemplate
+
+        def factory(rule: Any) -> Any:
+            return lambda **_params: ScriptedAgent(rule=rule, record=False)
+
+        template = MAILSwarmTemplate(
+            "bench",
+            "1.0.0",
+            [
+                MAILAgentTemplate(
+                    "supervisor",
+                    factory(_supervisor),
+                    ["worker"],
+                    [],
+                    {},
+                    enable_entrypoint=True,
+                    can_complete_tasks=True,
+                ),
+                MAILAgentTemplate("worker", factory(_worker), ["supervisor"], [], {}),
+            ],
+            [],
+            "supervisor",
+        )
+        self.swarm = template.instantiate({}, user_id="bench", max_finished_tasks=max_finished)
+
+    def start(self) -> None:
+        pass
+
+    async def run_one(self, i: int) -> float:
+        body = f"q{i}"
+        start = time.perf_counter()
+        final, _ = await self.swarm.post_message(body, task_id=f"task-{i}", timeout=60)
+        elapsed = time.perf_counter() - start
+        if final["message"]["body"] != "answer:" + body:
+            raise AssertionError(f"task {i} got {final['message']['body']!r}")
+        return elapsed
+
+    async def shutdown(self) -> None:
+        await self.swarm.shutdown()
+
+    @property
+    def tasks(self) -> Any:
+        return self.swarm.runtime.tasks
+
+
+class RuntimeRunner:
+    """The workload on a bare MAILRuntime."""
+
+    def __init__(self, max_finished: int = 1000) -> None:
+        self.rt = build_runtime(max_finished)
+
+    def start(self) -> None:
+        self.rt.start()
+
+    async def run_one(self, i: int) -> float:
+        return await run_one(self.rt, i)
+
+    async def shutdown(self) -> None:
+        await self.rt.shutdown()
+
+    @property
+    def tasks(self) -> Any:
+        return self.rt.tasks
+
+
+RUNNER: type[ApiRunner] | type[RuntimeRunner] = RuntimeRunner
 
 
 def build_runtime(max_finished: int = 1000) -> MAILRuntime:
@@ -94,10 +167,10 @@ def report(label: str, n: int, wall: float, latencies: list[float]) -> float:
 
 async def sequential(n: int, offset: int) -> float:
     gc.collect()  # do not bill this phase for the previous phase's garbage
-    rt = build_runtime()
+    rt = RUNNER()
     rt.start()
     start = time.perf_counter()
-    latencies = [await run_one(rt, offset + i) for i in range(n)]
+    latencies = [await rt.run_one(offset + i) for i in range(n)]
     wall = time.perf_counter() - start
     await rt.shutdown()
     return report(f"sequential ({n})", n, wall, latencies)
@@ -105,26 +178,26 @@ async def sequential(n: int, offset: int) -> float:
 
 async def concurrent(n: int, in_flight: int, offset: int) -> float:
     gc.collect()
-    rt = build_runtime()
+    rt = RUNNER()
     rt.start()
     latencies: list[float] = []
     start = time.perf_counter()
     for batch in range(0, n, in_flight):
         size = min(in_flight, n - batch)
-        latencies += await asyncio.gather(*(run_one(rt, offset + batch + i) for i in range(size)))
+        latencies += await asyncio.gather(*(rt.run_one(offset + batch + i) for i in range(size)))
     wall = time.perf_counter() - start
     await rt.shutdown()
     return report(f"{in_flight} in flight ({n})", n, wall, latencies)
 
 
 async def memory(total: int, checkpoint: int) -> None:
-    rt = build_runtime()
+    rt = RUNNER()
     rt.start()
     gc.collect()
     base = rss_mb()
     at_checkpoint = 0.0
     for batch in range(0, total, 100):
-        await asyncio.gather(*(run_one(rt, 10_000_000 + batch + i) for i in range(100)))
+        await asyncio.gather(*(rt.run_one(10_000_000 + batch + i) for i in range(100)))
         if batch + 100 == checkpoint:
             gc.collect()
             at_checkpoint = rss_mb()
@@ -147,7 +220,15 @@ async def main() -> None:
     parser.add_argument("--tasks", type=int, default=1000)
     parser.add_argument("--memory-tasks", type=int, default=20_000)
     parser.add_argument("--loop", choices=["asyncio", "uvloop"], default="asyncio")
+    parser.add_argument(
+        "--api", action="store_true", help="go through MAILSwarmTemplate/post_message"
+    )
     args = parser.parse_args()
+    global RUNNER  # noqa: PLW0603  # chosen once, before any phase runs
+    RUNNER = ApiRunner if args.api else RuntimeRunner
+    print(
+        f"# {'public API (MAILSwarm.post_message)' if args.api else 'MAILRuntime'}, loop {args.loop}"
+    )
     n = args.tasks
     await sequential(200, 0)  # warm-up
     await sequential(n, 100_000)

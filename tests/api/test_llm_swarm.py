@@ -1,0 +1,88 @@
+"""The LLM swarms of our swarms.json, end to end, against a scripted OpenAI-compatible server.
+
+LiteLLM makes real HTTP calls; the stub plays the LiteLLM proxy (``example``) or the
+provider (``example-no-proxy`` with an ``api_base`` agent parameter).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mail.api import MAILSwarmTemplate
+from mail.testing.llm import StubLLMServer
+
+SWARMS = Path(__file__).resolve().parents[2] / "swarms.json"
+
+WEATHER_TURNS: list[Any] = [
+    # supervisor, on the user's question
+    [("send_request", {"target": "weather", "subject": "Forecast", "body": "Tokyo tomorrow?"})],
+    # weather: calls its action, then answers once the action completed
+    [("get_weather_forecast", {"location": "Tokyo", "days_ahead": 1, "metric": True})],
+    [("send_response", {"target": "supervisor", "subject": "Re: Forecast", "body": "Clear, 21 C"})],
+    # supervisor: the final answer
+    [("task_complete", {"finish_message": "Tokyo tomorrow: clear, 21 C."})],
+]
+
+
+@pytest.fixture
+async def llm() -> AsyncIterator[StubLLMServer]:
+    async with StubLLMServer() as server:
+        yield server
+
+
+async def run_weather_task(template: MAILSwarmTemplate, llm: StubLLMServer) -> dict[str, Any]:
+    llm.script(*WEATHER_TURNS)
+    swarm = template.instantiate({"user_token": "user-key-1"}, user_id="alice")
+    try:
+        final, events = await swarm.post_message(
+            "Will it be sunny in Tokyo tomorrow?", show_events=True, timeout=60
+        )
+    finally:
+        await swarm.shutdown()
+    assert events is not None
+    names = [e.event for e in events]
+    assert names.count("action_call") == 1
+    assert "action_complete" in names and names[-1] == "task_complete"
+    action = next(e for e in events if e.event == "action_complete")
+    assert json.loads(action.description.split("\n", 1)[1])["location"] == "Tokyo"
+    return {"final": final, "events": events}
+
+
+async def test_example_swarm_through_the_litellm_proxy(
+    llm: StubLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # LiteLLM's proxy provider reads these; they belong to the dependency, not to mail
+    monkeypatch.setenv("LITELLM_PROXY_API_BASE", llm.base_url)
+    monkeypatch.setenv("LITELLM_PROXY_API_KEY", "proxy-key")
+    template = MAILSwarmTemplate.from_swarm_json_file("example", SWARMS)
+    result = await run_weather_task(template, llm)
+    assert result["final"]["message"]["body"] == "Tokyo tomorrow: clear, 21 C."
+    assert len(llm.requests) == len(WEATHER_TURNS)
+    first = llm.requests[0]
+    assert first.model.endswith("claude-opus-4-5-20251101")
+    assert first.authorization == "Bearer user-key-1"  # the caller's token reaches the proxy
+    assert "task_complete" in first.tool_names and "send_request" in first.tool_names
+    weather_call = llm.requests[1]
+    assert "get_weather_forecast" in weather_call.tool_names
+    assert "task_complete" not in weather_call.tool_names
+    # the system prompt describes the supervisor's contacts, built from the swarm
+    system = weather_call.messages[0]
+    assert system["role"] == "system"
+    assert "Name: supervisor" in system["content"]
+    assert "Name: weather" in llm.requests[0].messages[0]["content"]
+
+
+async def test_example_no_proxy_swarm_with_an_api_base(llm: StubLLMServer) -> None:
+    data = {s["name"]: s for s in json.loads(SWARMS.read_text())}["example-no-proxy"]
+    for agent in data["agents"]:
+        agent["agent_params"].update(api_base=llm.base_url, api_key="provider-key")
+    template = MAILSwarmTemplate.from_swarms_json(data)
+    result = await run_weather_task(template, llm)
+    assert result["final"]["message"]["body"] == "Tokyo tomorrow: clear, 21 C."
+    assert {r.model for r in llm.requests} == {"gpt-5-mini"}
+    assert {r.authorization for r in llm.requests} == {"Bearer provider-key"}
