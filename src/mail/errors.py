@@ -18,6 +18,7 @@ Tree::
     ├── AuthError
     │   ├── AuthenticationError       no, malformed or unknown credentials
     │   └── PermissionDeniedError     valid credentials, wrong role
+    ├── AuthServiceError              the external auth service failed (not the caller's fault)
     ├── RemoteSwarmError
     │   └── RemoteSwarmUnavailableError   peer unknown, inactive, unreachable or failing
     ├── StorageError                  the store could not read or write
@@ -38,6 +39,7 @@ __all__ = [
     "AuthError",
     "AuthenticationError",
     "PermissionDeniedError",
+    "AuthServiceError",
     "RemoteSwarmError",
     "RemoteSwarmUnavailableError",
     "StorageError",
@@ -129,6 +131,13 @@ class PermissionDeniedError(AuthError):
     """Credentials are valid but do not grant this operation."""
 
 
+class AuthServiceError(MAILError):
+    """The external auth service failed, timed out or answered nonsense.
+
+    Not the caller's fault (so not an :class:`AuthError`): the server answers 503.
+    """
+
+
 class RemoteSwarmError(MAILError):
     """A remote swarm could not be reached or answered with an error."""
 
@@ -165,6 +174,7 @@ _HTTP_STATUS: dict[type[MAILError], int] = {
     AuthenticationError: 401,
     # The contract answers 401 for a wrong role, as the original does.
     PermissionDeniedError: 401,
+    AuthServiceError: 503,
     RemoteSwarmUnavailableError: 502,
     RemoteSwarmError: 502,
     StorageError: 503,

@@ -16,6 +16,7 @@ from mail.testing._scripted import (
     scripted_agent,
     tc,
 )
+from mail.testing.auth import FakeAuthService, StaticAuth
 
 __all__ = [
     "Incoming",
@@ -25,4 +26,6 @@ __all__ = [
     "parse_incoming",
     "scripted_agent",
     "tc",
+    "StaticAuth",
+    "FakeAuthService",
 ]

@@ -1,0 +1,30 @@
+"""The MAIL HTTP server.
+
+``create_app(config)`` builds the FastAPI application; ``run_server(config)`` serves it
+with uvicorn. ``mail.server:app`` exists for ``uvicorn mail.server:app``: it is built on
+first access and reads its configuration when it starts, not at import.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from mail.server._app import create_app, run_server
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    app: FastAPI
+
+__all__ = ["app", "create_app", "run_server"]
+
+_app: Any = None
+
+
+def __getattr__(name: str) -> Any:
+    global _app  # noqa: PLW0603  # the module-level app is built once, on first access
+    if name == "app":
+        if _app is None:
+            _app = create_app()
+        return _app
+    raise AttributeError(f"module 'mail.server' has no attribute {name!r}")

@@ -1,0 +1,220 @@
+"""``create_app``: the FastAPI application, its lifespan and its error handling."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from http import HTTPStatus
+from typing import TYPE_CHECKING
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from mail.api import MAILSwarmTemplate
+from mail.errors import (
+    AuthError,
+    InvalidMessageError,
+    MAILError,
+    SwarmDefinitionError,
+    http_status_for,
+)
+from mail.server import _routes_core, _routes_message, _routes_tasks
+from mail.server._state import ServerState, every
+from mail.version import __version__
+
+if TYPE_CHECKING:
+    from mail.config import MAILConfig
+    from mail.server.auth import Authenticator
+
+__all__ = ["create_app", "run_server"]
+
+logger = logging.getLogger("mail.server")
+
+# Inside the server, bad input is a plain 400 like the protocol's documented errors.
+_SERVER_STATUS: dict[type[MAILError], int] = {InvalidMessageError: 400, SwarmDefinitionError: 400}
+
+
+def _status(error: MAILError) -> int:
+    for cls, status in _SERVER_STATUS.items():
+        if isinstance(error, cls):
+            return status
+    return http_status_for(error)
+
+
+async def _mail_error(_request: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, MAILError)  # noqa: S101  # registered for MAILError only
+    status = _status(error)
+    server_side = status >= HTTPStatus.INTERNAL_SERVER_ERROR
+    if server_side and not isinstance(error, AuthError):
+        logger.error("request failed: %s", error)
+    # a 500 says nothing internal; gateway errors name the peer or service that failed
+    detail = "internal server error" if status == HTTPStatus.INTERNAL_SERVER_ERROR else str(error)
+    return JSONResponse({"detail": detail}, status_code=status)
+
+
+async def _validation_error(_request: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, RequestValidationError)  # noqa: S101  # registered for it only
+    problems = [
+        f"{'.'.join(str(p) for p in e.get('loc', ()) if p != 'body') or 'request'}: {e.get('msg', 'invalid')}"
+        for e in error.errors()
+    ]
+    return JSONResponse({"detail": "; ".join(problems)}, status_code=400)
+
+
+async def _unexpected(_request: Request, error: Exception) -> JSONResponse:
+    logger.exception("unexpected error", exc_info=error)
+    return JSONResponse({"detail": "internal server error"}, status_code=500)
+
+
+class _BodyLimit:
+    """Answer 413 to request bodies larger than ``limit`` bytes, declared or streamed."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        limit = self.limit
+        for name, value in scope.get("headers", ()):
+            if name == b"content-length" and value.isdigit() and int(value) > limit:
+                await _too_large(send, limit)
+                return
+        seen = 0
+
+        async def limited() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > limit:
+                    raise _TooLargeError
+            return message
+
+        try:
+            await self.app(scope, limited, send)
+        except _TooLargeError:
+            await _too_large(send, limit)
+
+
+class _TooLargeError(Exception):
+    pass
+
+
+async def _too_large(send: Send, limit: int) -> None:
+    body = JSONResponse(
+        {"detail": f"request body is larger than {limit} bytes"}, status_code=413
+    ).body
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 413,
+            "headers": [(b"content-type", b"application/json")],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def create_app(
+    config: MAILConfig | None = None,
+    *,
+    template: MAILSwarmTemplate | None = None,
+    authenticator: Authenticator | None = None,
+) -> FastAPI:
+    """Build the MAIL HTTP application.
+
+    ``config`` is loaded (``mail.config.load_config``) when the app starts if not given;
+    ``template`` defaults to the configured swarm of the configured ``swarms.json``;
+    ``authenticator`` to the configured auth mode. The lifespan owns every resource:
+    per-caller runtimes, the idle-runtime sweeper, HTTP sessions.
+    """
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        state = _start(config, template, authenticator)
+        app.state.mail = state
+        idle = state.config.server.idle_runtime_seconds
+        state.spawn(
+            every(min(60.0, idle), lambda: state.swarms.evict_idle(idle), "evict-idle"),
+            "mail-evict-idle",
+        )
+        logger.info("serving swarm %s at %s", state.template.name, state.base_url)
+        try:
+            yield
+        finally:
+            await state.close()
+
+    app = FastAPI(
+        title="MAIL",
+        version=__version__,
+        summary="Multi-Agent Interface Layer: send tasks to a swarm of agents and watch them work.",
+        lifespan=lifespan,
+    )
+    app.add_exception_handler(MAILError, _mail_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(Exception, _unexpected)
+    for module in (_routes_core, _routes_message, _routes_tasks):
+        app.include_router(module.router)
+    app.add_middleware(
+        CORSMiddleware,
+        allow_origins=["http://localhost:3000", "http://127.0.0.1:3000"],
+        allow_credentials=True,
+        allow_methods=["*"],
+        allow_headers=["*"],
+    )
+    limit = config.server.max_body_bytes if config is not None else 1_048_576
+    app.add_middleware(_BodyLimit, limit=limit)
+    return app
+
+
+def _start(
+    config: MAILConfig | None,
+    template: MAILSwarmTemplate | None,
+    authenticator: Authenticator | None,
+) -> ServerState:
+    from mail.config import load_config  # noqa: PLC0415  # the app module imports no config at import
+    from mail.server.auth import AuthGate, build_authenticator  # noqa: PLC0415
+
+    config = config or load_config()
+    swarm = config.server.swarm
+    if template is None:
+        template = MAILSwarmTemplate.from_swarm_json_file(
+            swarm.name, swarm.source, config.server.settings.task_message_limit
+        )
+    if authenticator is None:
+        authenticator, banner = build_authenticator(config.auth)
+        if banner:
+            sys.stderr.write(banner + "\n")
+    return ServerState(
+        config=config,
+        template=template,
+        authenticator=authenticator,
+        gate=AuthGate(authenticator, debug=config.server.debug),
+        base_url=config.server.advertised_url,
+    )
+
+
+def run_server(config: MAILConfig) -> None:
+    """Serve ``config``'s swarm with uvicorn until interrupted (blocks)."""
+    import uvicorn  # noqa: PLC0415  # only the server process needs it
+
+    server = config.server
+    # Loaded here rather than in the lifespan, so a broken swarm is reported by the CLI
+    # as one line instead of a failed startup.
+    template = MAILSwarmTemplate.from_swarm_json_file(
+        server.swarm.name, server.swarm.source, server.settings.task_message_limit
+    )
+    uvicorn.run(
+        create_app(config, template=template),
+        host=server.host,
+        port=server.port,
+        log_level="debug" if server.debug else "info",
+        timeout_graceful_shutdown=10,
+    )

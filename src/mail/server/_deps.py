@@ -1,0 +1,86 @@
+"""Request-time helpers shared by the routes: the caller, the state, JSON bodies."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from mail.errors import InvalidMessageError
+from mail.server._state import ServerState
+from mail.server.auth import Caller
+
+__all__ = ["as_bool", "as_str", "caller_with", "read_json", "state_of", "ui_caller"]
+
+# Declares the bearer scheme in the OpenAPI document; the gate does the checking.
+_bearer = HTTPBearer(auto_error=False, description="An API key: `Authorization: Bearer <key>`")
+
+
+def state_of(request: Request) -> ServerState:
+    state: ServerState = request.app.state.mail
+    return state
+
+
+def caller_with(*roles: str) -> Callable[..., Awaitable[Caller]]:
+    """A dependency that authenticates the request and requires one of ``roles``."""
+
+    async def dependency(
+        request: Request, _credentials: HTTPAuthorizationCredentials | None = Depends(_bearer)
+    ) -> Caller:
+        state = state_of(request)
+        check = state.dependencies.get(roles)
+        if check is None:
+            check = state.dependencies[roles] = state.gate.require(*roles)  # type: ignore[arg-type]
+        caller: Caller = await check(request)
+        return caller
+
+    return dependency
+
+
+async def ui_caller(
+    request: Request, _credentials: HTTPAuthorizationCredentials | None = Depends(_bearer)
+) -> Caller:
+    """Bearer auth for ``/ui/*``; in debug mode, loopback clients may omit it."""
+    state = state_of(request)
+    check = state.dependencies.get(("ui",))
+    if check is None:
+        check = state.dependencies[("ui",)] = state.gate.require_ui()
+    caller: Caller = await check(request)
+    return caller
+
+
+async def read_json(request: Request) -> dict[str, Any]:
+    """The request body as a JSON object. Raises :class:`InvalidMessageError` (400)."""
+    raw = await request.body()
+    if not raw:
+        return {}
+    try:
+        data = json.loads(raw)
+    except ValueError as e:
+        raise InvalidMessageError(f"error parsing request: {e}") from None
+    if not isinstance(data, dict):
+        raise InvalidMessageError(
+            f"error parsing request: expected a JSON object, got {type(data).__name__}"
+        )
+    return data
+
+
+def as_str(data: dict[str, Any], name: str, default: str = "") -> str:
+    value = data.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise InvalidMessageError(f"{name} must be a string, got {type(value).__name__}")
+    return value
+
+
+def as_bool(data: dict[str, Any], name: str, default: bool = False) -> bool:
+    value = data.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise InvalidMessageError(f"{name} must be true or false, got {json.dumps(value)}")
+    return value

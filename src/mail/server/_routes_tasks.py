@@ -1,0 +1,222 @@
+"""Routes that read a caller's tasks: ``/tasks``, ``/task``, ``/tasks/{id}/events``, ``/ui/*``."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi.responses import Response
+
+from mail.api import MAILSwarm
+from mail.core.events import EventName, MAILEvent
+from mail.core.tasks import MAILTask, TaskState
+from mail.errors import InvalidMessageError, TaskNotFoundError
+from mail.server._deps import caller_with, read_json, state_of, ui_caller
+from mail.server._sse import compact_json, event_response, stored_event
+from mail.server.auth import Caller
+from mail.server.models import UIAgentsResponse
+
+__all__ = ["router", "task_record"]
+
+router = APIRouter()
+admin_or_user = caller_with("admin", "user")
+_TITLE_LENGTH = 60
+_FAILED = frozenset({TaskState.FAILED, TaskState.CANCELLED, TaskState.INTERRUPTED})
+
+
+def task_record(task: MAILTask) -> dict[str, Any]:
+    """A task as ``/tasks`` and ``/task`` return it."""
+    return {
+        "task_id": task.task_id,
+        "task_owner": task.task_owner,
+        "task_contributors": list(task.task_contributors),
+        "start_time": task.start_time.isoformat(),
+        "updated_at": task.updated_at.isoformat(),
+        "events": [stored_event(e) for e in task.log.all()],
+        "is_running": task.is_running,
+        "state": str(task.state),
+        "task_message_queue": [list(item) for item in task.stash],
+        "remote_swarms": sorted(task.remote_swarms),
+        "completed": task.completed,
+        "title": task.title,
+    }
+
+
+def _task_of(request: Request, caller: Caller, task_id: str) -> tuple[MAILSwarm, MAILTask]:
+    # Another caller's task is reported exactly like an unknown one.
+    swarm = state_of(request).swarms.find(caller)
+    task = swarm.get_task_by_id(task_id) if swarm is not None else None
+    if swarm is None or task is None:
+        raise TaskNotFoundError(task_id)
+    return swarm, task
+
+
+@router.get("/tasks", summary="All tasks of the caller, by id")
+async def list_tasks(request: Request, caller: Caller = Depends(admin_or_user)) -> dict[str, Any]:
+    swarm = state_of(request).swarms.find(caller)
+    tasks: list[MAILTask] = list(swarm.runtime.tasks) if swarm is not None else []
+    return {t.task_id: task_record(t) for t in tasks}
+
+
+@router.get(
+    "/task",
+    summary="One task of the caller (task_id as a query parameter, or in a JSON body)",
+)
+async def get_task(
+    request: Request, task_id: str | None = Query(None), caller: Caller = Depends(admin_or_user)
+) -> dict[str, Any]:
+    if task_id is None:
+        value = (await read_json(request)).get("task_id")
+        if value is None:
+            raise InvalidMessageError("task_id is required")
+        if not isinstance(value, str):
+            raise InvalidMessageError("task_id must be a string")
+        task_id = value
+    return task_record(_task_of(request, caller, task_id)[1])
+
+
+async def _replay_then_follow(task: MAILTask, after: int, ping: float) -> AsyncIterator[MAILEvent]:
+    log = task.log
+    cursor = after
+    while True:
+        for event in log.since(cursor):
+            cursor = event.seq or cursor
+            yield event
+        # every end of a turn is logged first, so waiting on the log is enough
+        if not task.is_running:
+            break
+        if not await log.wait(cursor, ping):
+            yield MAILEvent.ping(task.task_id)
+    name = EventName.TASK_ERROR if task.state in _FAILED else EventName.TASK_COMPLETE
+    body = task.response["message"]["body"] if task.response is not None else ""
+    yield MAILEvent.stream_final(name, task.task_id, body)
+
+
+@router.get(
+    "/tasks/{task_id}/events",
+    summary="The task's events as server-sent events: replay after a sequence number, then live",
+    responses={200: {"content": {"text/event-stream": {"schema": {"type": "string"}}}}},
+)
+async def task_events(
+    request: Request,
+    task_id: str,
+    after: int | None = Query(None, ge=0, description="Replay events after this sequence number"),
+    last_event_id: str | None = Header(None),
+    caller: Caller = Depends(admin_or_user),
+) -> Response:
+    _, task = _task_of(request, caller, task_id)
+    cursor = after if after is not None else 0
+    if after is None and last_event_id:
+        if not last_event_id.isdigit():
+            raise InvalidMessageError(
+                f"Last-Event-ID must be a sequence number, got {last_event_id!r}"
+            )
+        cursor = int(last_event_id)
+    return event_response(_replay_then_follow(task, cursor, ping=15.0))
+
+
+# --- /ui -------------------------------------------------------------------------------------
+
+
+@router.get("/ui/agents", response_model=UIAgentsResponse, summary="The swarm's agents, for a UI")
+async def ui_agents(request: Request, _caller: Caller = Depends(ui_caller)) -> dict[str, Any]:
+    template = state_of(request).template
+    return {
+        "agents": [
+            {
+                "name": a.name,
+                "comm_targets": a.comm_targets,
+                "enable_entrypoint": a.enable_entrypoint,
+                "can_complete_tasks": a.can_complete_tasks,
+                "enable_interswarm": a.enable_interswarm,
+            }
+            for a in template.agents
+        ],
+        "entrypoint": template.entrypoint,
+    }
+
+
+def _title(task: MAILTask) -> str:
+    if task.title:
+        return task.title
+    for event in task.log.all():
+        message = (
+            event.extra_data.get("full_message") if event.event == EventName.NEW_MESSAGE else None
+        )
+        if message and message["message"]["sender"]["address_type"] in ("user", "admin"):
+            body = " ".join(message["message"]["body"].split())
+            return body if len(body) <= _TITLE_LENGTH else body[: _TITLE_LENGTH - 3] + "..."
+    return "<no messages>"
+
+
+def _summary(task: MAILTask) -> dict[str, Any]:
+    return {
+        "task_id": task.task_id,
+        "task_owner": task.task_owner,
+        "is_running": task.is_running,
+        "completed": task.completed,
+        "start_time": task.start_time.isoformat(),
+        "event_count": len(task.log),
+        "title": _title(task),
+    }
+
+
+@router.get("/ui/tasks", summary="The caller's tasks, newest first")
+async def ui_tasks(request: Request, caller: Caller = Depends(ui_caller)) -> list[dict[str, Any]]:
+    swarm = state_of(request).swarms.find(caller)
+    tasks = sorted(swarm.runtime.tasks, key=lambda t: t.start_time, reverse=True) if swarm else []
+    return [_summary(t) for t in tasks]
+
+
+@router.get("/ui/task/{task_id}", summary="One task with its events")
+async def ui_task(
+    request: Request, task_id: str, caller: Caller = Depends(ui_caller)
+) -> dict[str, Any]:
+    _, task = _task_of(request, caller, task_id)
+    record = _summary(task)
+    del record["event_count"]
+    record["events"] = [
+        {"event": e.event, "data": e.data(), "id": str(e.seq)} for e in task.log.all()
+    ]
+    return record
+
+
+@router.get("/ui/task-summary/{task_id}", summary="A short title for a task")
+async def ui_task_summary(
+    request: Request, task_id: str, force_regen: bool = False, caller: Caller = Depends(ui_caller)
+) -> dict[str, Any]:
+    _, task = _task_of(request, caller, task_id)
+    if force_regen:
+        task.title = None
+    task.title = _title(task)
+    return {"task_id": task_id, "title": task.title}
+
+
+@router.get(
+    "/ui/dump-events",
+    summary="Write the caller's events to a JSON-lines file in the data directory",
+)
+async def ui_dump_events(request: Request, caller: Caller = Depends(ui_caller)) -> dict[str, Any]:
+    state = state_of(request)
+    swarm = state.swarms.find(caller)
+    rows = [
+        {"task_id": t.task_id, "event_type": e.event, "event_id": e.seq, "data": e.data()}
+        for t in (swarm.runtime.tasks if swarm else [])
+        for e in t.log.all()
+    ]
+    path = Path(state.config.server.data_dir) / "events_dump.jsonl"
+    text = "".join(compact_json(r) + "\n" for r in rows)
+    await asyncio.to_thread(_write, path, text)
+    return {
+        "message": f"Dumped {len(rows)} events to {path}",
+        "event_count": len(rows),
+        "events": rows,
+    }
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")

@@ -1,0 +1,94 @@
+"""Server-sent events as the protocol frames them, and the JSON shapes of stored events.
+
+Every line ends with CRLF; an event is ``event: <name>``, one compact JSON ``data:`` line
+(``/`` written ``\\/`` and non-ASCII as ``\\uXXXX``, as the reference server does) and, for
+stored events, ``id: <sequence number>`` so a client can resume with ``Last-Event-ID``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.responses import StreamingResponse
+
+from mail.core.events import MAILEvent
+
+__all__ = [
+    "SSE_HEADERS",
+    "compact_json",
+    "encode_event",
+    "event_response",
+    "sse_object",
+    "stored_event",
+]
+
+SSE_HEADERS = {"Cache-Control": "no-cache", "Connection": "keep-alive", "X-Accel-Buffering": "no"}
+
+
+def compact_json(value: Any) -> str:
+    """JSON with no spaces, ASCII only, and ``/`` escaped."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=True).replace("/", "\\/")
+
+
+def encode_event(event: MAILEvent) -> bytes:
+    """One SSE frame for ``event``."""
+    frame = f"event: {event.event}\r\ndata: {compact_json(event.data())}\r\n"
+    if event.seq is not None:
+        frame += f"id: {event.seq}\r\n"
+    return (frame + "\r\n").encode("ascii")
+
+
+async def _frames(events: AsyncIterator[MAILEvent]) -> AsyncIterator[bytes]:
+    try:
+        async for event in events:
+            yield encode_event(event)
+    finally:
+        close = getattr(events, "aclose", None)
+        if close is not None:
+            await close()
+
+
+def event_response(
+    events: AsyncIterator[MAILEvent], first: MAILEvent | None = None
+) -> StreamingResponse:
+    """A ``text/event-stream`` response over ``events`` (``first`` already fetched).
+
+    When the client disconnects, Starlette stops iterating and the iterator is closed,
+    which ends the reader: nothing of the stream outlives the connection.
+    """
+
+    async def body() -> AsyncIterator[bytes]:
+        if first is not None:
+            yield encode_event(first)
+        async for frame in _frames(events):
+            yield frame
+
+    return StreamingResponse(
+        body(), media_type="text/event-stream; charset=utf-8", headers=SSE_HEADERS
+    )
+
+
+def sse_object(event: MAILEvent) -> dict[str, Any]:
+    """A stored event as ``/message`` returns it in ``events`` (data as an object)."""
+    return {
+        "data": event.data(),
+        "event": event.event,
+        "id": None if event.seq is None else str(event.seq),
+        "retry": None,
+        "comment": None,
+        "_sep": "\r\n",
+    }
+
+
+def stored_event(event: MAILEvent) -> dict[str, Any]:
+    """A stored event as ``/tasks`` and ``/task`` return it (data as a JSON string)."""
+    return {
+        "data": compact_json(event.data()),
+        "event": event.event,
+        "id": None if event.seq is None else str(event.seq),
+        "retry": None,
+        "comment": None,
+        "_sep": "\r\n",
+    }

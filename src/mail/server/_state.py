@@ -1,0 +1,151 @@
+"""What the server holds while it runs: the swarm template, one swarm per caller, health."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from mail.api import MAILSwarm, MAILSwarmTemplate
+from mail.server._peers import PeerStore
+
+if TYPE_CHECKING:
+    from mail.config import MAILConfig
+    from mail.server.auth import Authenticator, AuthGate, Caller
+
+__all__ = ["CallerSwarms", "ServerState"]
+
+logger = logging.getLogger("mail.server")
+
+
+@dataclass(slots=True)
+class _Entry:
+    swarm: MAILSwarm
+    last_used: float
+
+
+class CallerSwarms:
+    """One running :class:`MAILSwarm` per caller (role and id), created on first use.
+
+    A caller sees only its own swarm, so only its own tasks. Swarms idle for longer than
+    ``idle_seconds`` (no running task) are shut down by :meth:`evict_idle`.
+    """
+
+    def __init__(self, state: ServerState) -> None:
+        self._state = state
+        self._entries: dict[tuple[str, str], _Entry] = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def count(self, role: str) -> int:
+        return sum(1 for r, _ in self._entries if r == role)
+
+    def find(self, caller: Caller) -> MAILSwarm | None:
+        entry = self._entries.get((caller.role, caller.id))
+        if entry is None:
+            return None
+        entry.last_used = time.monotonic()
+        return entry.swarm
+
+    def get(self, caller: Caller) -> MAILSwarm:
+        """The caller's swarm, built and started on first use.
+
+        Raises :class:`SwarmDefinitionError` when the template cannot be instantiated.
+        """
+        found = self.find(caller)
+        if found is not None:
+            return found
+        state = self._state
+        settings = state.config.server.settings
+        swarm = state.template.instantiate(
+            {"user_token": caller.api_key},
+            user_id=caller.id,
+            user_role=caller.role,
+            base_url=state.base_url,
+            print_llm_streams=settings.print_llm_streams,
+            max_finished_tasks=settings.max_finished_tasks,
+            finished_task_ttl=settings.finished_task_ttl,
+        )
+        swarm.runtime.start(
+            max_steps=state.template.task_message_limit or settings.task_message_limit
+        )
+        self._entries[(caller.role, caller.id)] = _Entry(swarm, time.monotonic())
+        logger.info("started a swarm runtime for %s:%s", caller.role, caller.id)
+        return swarm
+
+    async def evict_idle(self, idle_seconds: float) -> int:
+        """Shut down swarms unused for ``idle_seconds`` with no running task."""
+        horizon = time.monotonic() - idle_seconds
+        idle = [
+            key
+            for key, entry in self._entries.items()
+            if entry.last_used < horizon and not entry.swarm.runtime.pending_requests
+        ]
+        for key in idle:
+            entry = self._entries.pop(key)
+            await entry.swarm.shutdown(timeout=5.0)
+        return len(idle)
+
+    async def shutdown(self, timeout: float = 10.0) -> None:
+        entries, self._entries = list(self._entries.values()), {}
+        await asyncio.gather(
+            *(e.swarm.shutdown(timeout=timeout) for e in entries), return_exceptions=True
+        )
+
+
+@dataclass(slots=True, kw_only=True)
+class ServerState:
+    """Everything the routes reach through ``request.app.state.mail``."""
+
+    config: MAILConfig
+    template: MAILSwarmTemplate
+    authenticator: Authenticator
+    gate: AuthGate
+    base_url: str
+    started: float = field(default_factory=time.monotonic)
+    health: str = "healthy"
+    health_updated: datetime = field(default_factory=lambda: datetime.now(UTC))
+    swarms: CallerSwarms = field(init=False)
+    peers: PeerStore = field(default_factory=PeerStore)
+    background: set[asyncio.Task[Any]] = field(default_factory=set)
+    dependencies: dict[tuple[str, ...], Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.swarms = CallerSwarms(self)
+
+    @property
+    def uptime(self) -> float:
+        return time.monotonic() - self.started
+
+    def set_health(self, status: str) -> None:
+        self.health = status
+        self.health_updated = datetime.now(UTC)
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> None:
+        task = asyncio.get_running_loop().create_task(coro, name=name)
+        self.background.add(task)
+        task.add_done_callback(self.background.discard)
+
+    async def close(self) -> None:
+        tasks = list(self.background)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await self.swarms.shutdown()
+        await self.peers.aclose()
+        await self.authenticator.aclose()
+
+
+async def every(seconds: float, job: Callable[[], Coroutine[Any, Any, Any]], name: str) -> None:
+    """Run ``job`` every ``seconds`` until cancelled; a failing run is logged, not fatal."""
+    while True:
+        await asyncio.sleep(seconds)
+        try:
+            await job()
+        except Exception:
+            logger.exception("periodic job %s failed", name)
