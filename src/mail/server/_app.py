@@ -23,7 +23,7 @@ from mail.errors import (
     SwarmDefinitionError,
     http_status_for,
 )
-from mail.server import _routes_core, _routes_message, _routes_tasks
+from mail.server import _routes_core, _routes_message, _routes_responses, _routes_tasks
 from mail.server._state import ServerState, every
 from mail.version import __version__
 
@@ -160,7 +160,7 @@ def create_app(
     app.add_exception_handler(MAILError, _mail_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(Exception, _unexpected)
-    for module in (_routes_core, _routes_message, _routes_tasks):
+    for module in (_routes_core, _routes_message, _routes_tasks, _routes_responses):
         app.include_router(module.router)
     app.add_middleware(
         CORSMiddleware,

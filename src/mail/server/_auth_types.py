@@ -1,0 +1,73 @@
+"""Callers, roles and the authenticator interface."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal, Protocol, get_args
+
+if TYPE_CHECKING:
+    pass
+
+__all__ = [
+    "ROLES",
+    "UI_DEV_CALLER",
+    "Authenticator",
+    "Caller",
+    "Role",
+    "key_digest",
+    "key_fingerprint",
+]
+
+logger = logging.getLogger("mail.server.auth")
+
+Role = Literal["admin", "user", "agent"]
+#: Every role, in the order the credentials file and the banner list them.
+ROLES: tuple[Role, ...] = get_args(Role)
+
+_CREDENTIALS_VERSION = 1
+_PRIVATE_FILE = 0o600
+_PRIVATE_DIR = 0o700
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """An authenticated caller.
+
+    ``api_key`` is the key the caller presented (in remote mode, the ``api_key`` the auth
+    service's token info returned, when it returned one); it is kept out of ``repr``.
+    """
+
+    role: Role
+    id: str
+    api_key: str = field(repr=False)
+
+
+#: The fixed identity of unauthenticated ``/ui/*`` calls in debug mode from loopback.
+UI_DEV_CALLER = Caller(role="user", id="ui-dev-user", api_key="dev-token")
+
+
+class Authenticator(Protocol):
+    """Turns an API key into a :class:`Caller`."""
+
+    async def authenticate(self, api_key: str) -> Caller:
+        """Return the caller owning ``api_key``.
+
+        Raises :class:`~mail.errors.AuthenticationError` (``"invalid API key"``) for an unknown
+        key and :class:`~mail.errors.AuthServiceError` when an auth service failed.
+        """
+        ...
+
+    async def aclose(self) -> None:
+        """Release what the authenticator holds (sessions, in-flight lookups)."""
+        ...
+
+
+def key_digest(api_key: str) -> bytes:
+    return hashlib.sha256(api_key.encode("utf-8", "surrogatepass")).digest()
+
+
+def key_fingerprint(api_key: str) -> str:
+    """What logs may show of a key: 8 hex digits of its SHA-256."""
+    return key_digest(api_key).hex()[:8]

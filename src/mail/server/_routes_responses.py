@@ -1,0 +1,139 @@
+"""``POST /responses``: the swarm behind an OpenAI Responses-style call (debug mode only).
+
+The request's ``input`` items become a message to the swarm, or, when they end with
+``function_call_output`` items, the results of the breakpoint calls the swarm paused on;
+the task id is the response id, so ``previous_response_id`` continues a task. The body is
+a JSON string containing the Response JSON, as the reference server sends it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse
+
+from mail.core._system_messages import Subject
+from mail.core.message import MAILMessage, new_id, new_task_id
+from mail.errors import InvalidMessageError, TaskNotFoundError
+from mail.server._deps import caller_with, read_json, state_of
+from mail.server.auth import Caller
+
+__all__ = ["router"]
+
+router = APIRouter()
+admin_or_user = caller_with("admin", "user")
+
+
+def _text(item: dict[str, Any]) -> str:
+    content = item.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            p.get("text", "")
+            for p in content
+            if isinstance(p, dict) and isinstance(p.get("text"), str)
+        )
+    return ""
+
+
+def _trailing(items: list[Any], kind: str) -> list[dict[str, Any]]:
+    tail: list[dict[str, Any]] = []
+    for item in reversed(items):
+        if not isinstance(item, dict) or item.get("type") != kind:
+            break
+        tail.append(item)
+    return tail[::-1]
+
+
+def _new_input(items: list[Any]) -> str:
+    tail: list[str] = []
+    for item in reversed(items):
+        if (
+            not isinstance(item, dict)
+            or item.get("role") == "assistant"
+            or item.get("type") == "function_call"
+        ):
+            break
+        tail.append(_text(item))
+    return "\n\n".join(t for t in reversed(tail) if t)
+
+
+def _response(task_id: str, model: str, final: MAILMessage) -> dict[str, Any]:
+    payload = final["message"]
+    if payload["subject"] == Subject.BREAKPOINT_TOOL_CALL:
+        output: list[dict[str, Any]] = [
+            {k: call.get(k) for k in ("type", "id", "call_id", "name", "arguments", "status")}
+            for call in json.loads(payload["body"])
+        ]
+    else:
+        output = [
+            {
+                "type": "message",
+                "id": f"msg_{new_id().replace('-', '')}",
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": payload["body"], "annotations": []}],
+            }
+        ]
+    return {
+        "id": task_id,
+        "object": "response",
+        "created_at": int(time.time()),
+        "model": model,
+        "status": "completed",
+        "output": output,
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+    }
+
+
+@router.post("/responses", include_in_schema=False)
+async def responses(request: Request, caller: Caller = Depends(admin_or_user)) -> JSONResponse:
+    state = state_of(request)
+    if not state.config.server.debug:
+        return JSONResponse({"detail": "Not found"}, status_code=404)
+    data = await read_json(request)
+    for name in ("input", "tools"):
+        if name not in data:
+            raise InvalidMessageError(f"parameter '{name}' is required")
+        if not isinstance(data[name], list):
+            raise InvalidMessageError(
+                f"parameter '{name}' must be a list, got {type(data[name]).__name__}"
+            )
+    previous = data.get("previous_response_id")
+    if previous is not None and not isinstance(previous, str):
+        raise InvalidMessageError("parameter 'previous_response_id' must be a string")
+    swarm = state.swarms.get(caller)
+    known = previous is not None and swarm.get_task_by_id(previous) is not None
+    outputs = _trailing(data["input"], "function_call_output")
+    timeout = state.config.server.settings.task_timeout
+    if outputs:
+        if not known:
+            raise TaskNotFoundError(previous or "<no previous_response_id>")
+        results = [{"call_id": o.get("call_id"), "content": o.get("output", "")} for o in outputs]
+        task_id = str(previous)
+        final, _ = await swarm.post_message(
+            "",
+            task_id=task_id,
+            resume_from="breakpoint_tool_call",
+            timeout=timeout,
+            breakpoint_tool_call_result=results,
+        )
+    else:
+        body = _new_input(data["input"])
+        if not body:
+            raise InvalidMessageError("parameter 'input' holds no new user text")
+        task_id = previous or new_task_id()
+        final, _ = await swarm.post_message(
+            body,
+            subject="Task Request",
+            task_id=task_id,
+            resume_from="user_response" if known else None,
+            timeout=timeout,
+        )
+    return JSONResponse(json.dumps(_response(task_id, state.template.name, final)))
