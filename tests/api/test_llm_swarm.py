@@ -86,3 +86,29 @@ async def test_example_no_proxy_swarm_with_an_api_base(llm: StubLLMServer) -> No
     assert result["final"]["message"]["body"] == "Tokyo tomorrow: clear, 21 C."
     assert {r.model for r in llm.requests} == {"gpt-5-mini"}
     assert {r.authorization for r in llm.requests} == {"Bearer provider-key"}
+
+
+async def test_an_llm_failure_is_reported_to_the_agent_and_the_task_still_completes(
+    llm: StubLLMServer,
+) -> None:
+    from mail.testing.llm import StubReply
+
+    data = {s["name"]: s for s in json.loads(SWARMS.read_text())}["example-no-proxy"]
+    for agent in data["agents"]:
+        agent["agent_params"].update(api_base=llm.base_url, api_key="k", max_retries=0, timeout=5)
+    template = MAILSwarmTemplate.from_swarms_json(data)
+    # the supervisor's first call fails; re-prompted with the error, it answers
+    llm.script(
+        StubReply.http_error(500), [("task_complete", {"finish_message": "answered after a retry"})]
+    )
+    swarm = template.instantiate({}, user_id="alice")
+    try:
+        final, events = await swarm.post_message("hello", show_events=True, timeout=30)
+    finally:
+        await swarm.shutdown()
+    assert final["message"]["body"] == "answered after a retry"
+    assert events is not None
+    errors = [e for e in events if e.event == "agent_error"]
+    assert len(errors) == 1 and "supervisor" in errors[0].description
+    retry_prompt = llm.requests[1].messages[-1]["content"]
+    assert "::agent_error::" in retry_prompt and "Your previous turn failed" in retry_prompt
