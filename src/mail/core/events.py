@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from enum import StrEnum
 from typing import Any
 
@@ -201,17 +201,24 @@ class EventLog:
         return True
 
     async def follow(
-        self, after: int = 0, *, heartbeat: float | None = None
+        self,
+        after: int = 0,
+        *,
+        heartbeat: float | None = None,
+        until: Callable[[], bool] | None = None,
     ) -> AsyncIterator[MAILEvent]:
-        """Yield every event after ``after``, then new ones as they arrive, forever.
+        """Yield every event after ``after``, then new ones as they arrive.
 
         With ``heartbeat``, a ``ping`` event is yielded whenever nothing arrived for that
-        many seconds. The caller stops by breaking out of the loop.
+        many seconds. With ``until``, the iteration ends once every event so far has been
+        yielded and ``until()`` is true; otherwise it goes on until the caller stops.
         """
         cursor = after
         while True:
             for event in self.since(cursor):
                 cursor = event.seq or cursor
                 yield event
+            if until is not None and until():
+                return
             if not await self.wait(cursor, heartbeat):
                 yield MAILEvent.ping(self.task_id)

@@ -199,15 +199,8 @@ class MAILRuntime:
     async def _stream(
         self, task: MAILTask, turn: asyncio.Future[MAILMessage], cursor: int, ping_interval: float
     ) -> AsyncIterator[MAILEvent]:
-        log = task.log
-        while True:
-            for event in log.since(cursor):
-                cursor = event.seq or cursor
-                yield event
-            if turn.done():
-                break
-            if not await log.wait(cursor, ping_interval):
-                yield MAILEvent.ping(task.task_id)
+        async for event in task.log.follow(cursor, heartbeat=ping_interval, until=turn.done):
+            yield event
         final = turn.result()
         name = EventName.TASK_ERROR if task.state in _STREAM_FAILED else EventName.TASK_COMPLETE
         yield MAILEvent.stream_final(name, task.task_id, final["message"]["body"])

@@ -15,13 +15,13 @@ from mail.core.events import EventName, MAILEvent
 from mail.core.tasks import MAILTask, TaskState
 from mail.errors import InvalidMessageError, TaskNotFoundError
 from mail.server._deps import caller_with, read_json, state_of, ui_caller
-from mail.server._sse import compact_json, event_response, stored_event
+from mail.server._sse import EventStreamResponse, compact_json, event_response, stored_event
 from mail.server.auth import Caller
-from mail.server.models import UIAgentsResponse
+from mail.server.models import ERROR_RESPONSES, EVENT_STREAM, UIAgentsResponse
 
 __all__ = ["router", "task_record"]
 
-router = APIRouter()
+router = APIRouter(responses=ERROR_RESPONSES)
 admin_or_user = caller_with("admin", "user")
 _TITLE_LENGTH = 60
 _FAILED = frozenset({TaskState.FAILED, TaskState.CANCELLED, TaskState.INTERRUPTED})
@@ -79,17 +79,9 @@ async def get_task(
 
 
 async def _replay_then_follow(task: MAILTask, after: int, ping: float) -> AsyncIterator[MAILEvent]:
-    log = task.log
-    cursor = after
-    while True:
-        for event in log.since(cursor):
-            cursor = event.seq or cursor
-            yield event
-        # every end of a turn is logged first, so waiting on the log is enough
-        if not task.is_running:
-            break
-        if not await log.wait(cursor, ping):
-            yield MAILEvent.ping(task.task_id)
+    # every end of a turn is logged first, so the log's cursor sees it
+    async for event in task.log.follow(after, heartbeat=ping, until=lambda: not task.is_running):
+        yield event
     name = EventName.TASK_ERROR if task.state in _FAILED else EventName.TASK_COMPLETE
     body = task.response["message"]["body"] if task.response is not None else ""
     yield MAILEvent.stream_final(name, task.task_id, body)
@@ -98,7 +90,8 @@ async def _replay_then_follow(task: MAILTask, after: int, ping: float) -> AsyncI
 @router.get(
     "/tasks/{task_id}/events",
     summary="The task's events as server-sent events: replay after a sequence number, then live",
-    responses={200: {"content": {"text/event-stream": {"schema": {"type": "string"}}}}},
+    response_class=EventStreamResponse,
+    responses={200: {"description": "The task's events", "content": EVENT_STREAM}},
 )
 async def task_events(
     request: Request,
