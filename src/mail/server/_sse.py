@@ -17,6 +17,7 @@ from mail.core.events import MAILEvent
 
 __all__ = [
     "SSE_HEADERS",
+    "EventStreamResponse",
     "compact_json",
     "encode_event",
     "event_response",
@@ -25,6 +26,12 @@ __all__ = [
 ]
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "Connection": "keep-alive", "X-Accel-Buffering": "no"}
+
+
+class EventStreamResponse(StreamingResponse):
+    """A streaming ``text/event-stream`` answer (names the media type for the OpenAPI document)."""
+
+    media_type = "text/event-stream"
 
 
 def compact_json(value: Any) -> str:

@@ -12,6 +12,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "DumpResponse",
+    "ERROR_RESPONSES",
+    "EVENT_STREAM",
+    "ErrorResponse",
     "HealthResponse",
     "HealthUpdate",
     "LoadSwarmRequest",
@@ -34,6 +37,62 @@ __all__ = [
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="allow")
+
+
+class ErrorResponse(BaseModel):
+    """Every error answer: `{"detail": "what went wrong"}`."""
+
+    detail: str
+
+
+_ERROR_CONTENT = {"application/json": {"schema": ErrorResponse.model_json_schema()}}
+#: Error answers every route may give (documented once per router; always JSON, also on
+#: routes that answer with server-sent events).
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    "4XX": {
+        "description": "Bad input (400), missing, malformed or wrong-role API key (401), "
+        "unknown task or route (404), request body too large (413)",
+        "content": _ERROR_CONTENT,
+    },
+    "5XX": {
+        "description": "Internal error (500), a peer or the auth service failed (502, 503, 504)",
+        "content": _ERROR_CONTENT,
+    },
+}
+
+#: The ``text/event-stream`` content of a streaming answer; as before OpenAPI 3.2, ``schema``
+#: describes one event.
+EVENT_STREAM: dict[str, Any] = {
+    "text/event-stream": {
+        "schema": {
+            "type": "object",
+            "description": "One server-sent event: `event: <name>`, one compact JSON `data:` "
+            "line and, for stored events, `id: <sequence number>` (for `Last-Event-ID`); "
+            "every line ends with CRLF. The stream ends with `task_complete` or `task_error` "
+            "(data `{timestamp, task_id, response}`); `ping` events keep it alive.",
+            "required": ["event", "data"],
+            "properties": {
+                "event": {"type": "string", "examples": ["new_message", "task_complete"]},
+                "data": {
+                    "type": "string",
+                    "contentMediaType": "application/json",
+                    "contentSchema": {
+                        "type": "object",
+                        "required": ["timestamp", "task_id"],
+                        "properties": {
+                            "timestamp": {"type": "string"},
+                            "task_id": {"type": "string"},
+                            "description": {"type": "string"},
+                            "extra_data": {"type": "object"},
+                            "response": {"type": "string"},
+                        },
+                    },
+                },
+                "id": {"type": "string", "pattern": "^[0-9]+$"},
+            },
+        }
+    }
+}
 
 
 class RootSwarm(_Model):
@@ -126,7 +185,11 @@ class SwarmsResponse(_Model):
 
 class RegisterSwarmRequest(BaseModel):
     name: str = Field(min_length=1)
-    base_url: str = Field(min_length=1)
+    base_url: str = Field(
+        min_length=1,
+        description="The peer's http(s) base URL; its `GET /` is read to register it",
+        examples=["http://localhost:8001"],
+    )
     auth_token: str | None = None
     volatile: bool = True
     metadata: dict[str, Any] | None = None
@@ -169,10 +232,31 @@ class UIAgentsResponse(_Model):
 
 
 def body_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """``openapi_extra`` documenting ``model`` as a route's JSON request body."""
+    """``openapi_extra`` documenting ``model`` as a route's JSON request body.
+
+    Nested models are written in place: in an OpenAPI document a ``#/$defs/...`` reference
+    would point at the document's root, not at the body schema.
+    """
+    schema = model.model_json_schema(by_alias=True)
+    definitions: dict[str, Any] = schema.pop("$defs", {})
     return {
         "requestBody": {
             "required": True,
-            "content": {"application/json": {"schema": model.model_json_schema(by_alias=True)}},
+            "content": {"application/json": {"schema": _inline(schema, definitions, ())}},
         }
     }
+
+
+def _inline(node: Any, definitions: dict[str, Any], seen: tuple[str, ...]) -> Any:
+    if isinstance(node, list):
+        return [_inline(item, definitions, seen) for item in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        name = ref.removeprefix("#/$defs/")
+        if name in seen:
+            raise ValueError(f"recursive model {name} cannot be inlined")
+        siblings = {k: v for k, v in node.items() if k != "$ref"}
+        return {**_inline(definitions[name], definitions, (*seen, name)), **siblings}
+    return {key: _inline(value, definitions, seen) for key, value in node.items()}
