@@ -1,8 +1,11 @@
-"""The ``mail`` command line: ``mail server`` and ``mail version``.
+"""The ``mail`` command line: ``server``, ``client`` (the REPL), ``message``, ``tasks``,
+``ping``, ``register`` and ``version``.
 
-Importing this module is cheap on purpose (``mail --help`` must answer at once): it loads
-only the standard library and :mod:`mail.version`. The configuration models, the server and
-everything they need are imported inside the command that uses them.
+Importing this module is cheap on purpose (``mail --help`` and ``mail client --help`` must
+answer at once): it loads only the standard library and :mod:`mail.version`. The
+configuration models, the server, the client and everything they need are imported inside
+the command that uses them; the client-side commands live in :mod:`mail._cli_oneshot` and
+never import the server, FastAPI, LiteLLM or the runtime.
 
 ``mail server`` reads ``mail.toml`` and the environment through
 :func:`mail.config.load_config`; a flag overrides the configuration only when it is given
@@ -124,8 +127,143 @@ def _add_server_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     server.set_defaults(handler=_run_server)
 
 
+def _positive_float(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {value!r}") from None
+    if not number > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {value!r}")
+    return number
+
+
+def _json_object(value: str) -> dict[str, Any]:
+    import json  # noqa: PLC0415  # only `mail message -k` needs it
+
+    try:
+        parsed = json.loads(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({e})") from None
+    if not isinstance(parsed, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {value!r}")
+    return parsed
+
+
+def _add_connection_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--url", dest="url_flag", metavar="URL",
+        help="server base URL or swarm:// link (default: [client] url, else "
+        "http://127.0.0.1:<[server] port>)",
+    )  # fmt: skip
+    parser.add_argument(
+        "-ak", "--api-key", metavar="KEY",
+        help="API key (default: the swarm link's token, else [client] api_key, else, for a "
+        "loopback URL, the user key the local server wrote)",
+    )  # fmt: skip
+    parser.add_argument(
+        "-t", "--timeout", type=_positive_float, metavar="SEC",
+        help="seconds per request (default: [client] timeout)",
+    )  # fmt: skip
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="log each HTTP request on stderr"
+    )
+    parser.add_argument("-c", "--config", metavar="PATH", help="mail.toml to read")
+
+
+def _oneshot(name: str) -> Any:
+    def run(args: argparse.Namespace) -> int:
+        from mail import _cli_oneshot  # noqa: PLC0415  # aiohttp, rich: only when it runs
+
+        status: int = getattr(_cli_oneshot, f"run_{name}")(args)
+        return status
+
+    return run
+
+
+def _add_client_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    client = sub.add_parser(
+        "client",
+        help="interactive client (REPL) of a MAIL server",
+        description=(
+            "Talk to a MAIL server interactively: type `help` at the prompt for the "
+            "commands. URL may be an http(s) URL or a swarm://connect?server=HOST[:PORT]"
+            "&token=KEY link."
+        ),
+        epilog="See docs/cli.md.",
+    )
+    client.add_argument("url", nargs="?", metavar="URL", help="server base URL or swarm:// link")
+    _add_connection_flags(client)
+    client.set_defaults(handler=_oneshot("client"))
+
+    message = sub.add_parser(
+        "message",
+        help="send one message and print the answer",
+        description=(
+            "Send BODY to the swarm and print the answer. Exit status 0 when the task "
+            "completed (or paused at a breakpoint), 1 when it failed or the request failed, "
+            "2 for a usage error."
+        ),
+        epilog="See docs/cli.md.",
+    )
+    message.add_argument("body", metavar="BODY", help="the message text")
+    _add_connection_flags(message)
+    message.add_argument("--stream", action="store_true", help="show the conversation live")
+    message.add_argument("--json", action="store_true", help="print the answer as JSON")
+    message.add_argument(
+        "--raw", action="store_true", help="stream, printing each event as one JSON line"
+    )
+    message.add_argument("--subject", default="New Message", help="subject (default: %(default)s)")
+    message.add_argument("--task-id", metavar="ID", help="continue this task")
+    message.add_argument(
+        "--resume-from", choices=("user_response", "breakpoint_tool_call"),
+        help="how the message continues --task-id",
+    )  # fmt: skip
+    message.add_argument("--entrypoint", metavar="NAME", help="the agent to receive it")
+    message.add_argument(
+        "-k", "--kwargs", type=_json_object, default={}, metavar="JSON",
+        help="extra runtime arguments, a JSON object",
+    )  # fmt: skip
+    message.set_defaults(handler=_oneshot("message"))
+
+    tasks = sub.add_parser(
+        "tasks", help="list your tasks", description="List the caller's tasks on the server."
+    )
+    _add_connection_flags(tasks)
+    tasks.add_argument("--json", action="store_true", help="print the tasks as JSON")
+    tasks.set_defaults(handler=_oneshot("tasks"))
+
+    ping = sub.add_parser(
+        "ping",
+        help="check that a server answers (GET /health)",
+        description="GET /health: print ✓ and exit 0 when the server answers, ✗ and 1 if not.",
+    )
+    ping.add_argument(
+        "url", nargs="?", metavar="URL", help="server URL (default: as `mail client`)"
+    )
+    ping.add_argument(
+        "-t", "--timeout", type=_positive_float, default=5.0, metavar="SEC",
+        help="seconds to wait (default: %(default)s)",
+    )  # fmt: skip
+    ping.add_argument("-c", "--config", metavar="PATH", help="mail.toml to read")
+    ping.set_defaults(handler=_oneshot("ping"))
+
+    register = sub.add_parser(
+        "register",
+        help="open swarm:// links with `mail client`",
+        description=(
+            "Register `mail client` as the handler of swarm:// links: on Linux an XDG desktop "
+            "file (mail-swarm.desktop) and `xdg-mime default`; on macOS and Windows, "
+            "instructions."
+        ),
+    )
+    register.add_argument(
+        "--dry-run", action="store_true", help="print what would be written, change nothing"
+    )
+    register.set_defaults(handler=_oneshot("register"))
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``mail`` command (subcommands ``server`` and ``version``)."""
+    """The argument parser of the ``mail`` command and its subcommands."""
     parser = argparse.ArgumentParser(
         prog="mail",
         description="MAIL: the Multi-Agent Interface Layer. Reference implementation.",
@@ -137,6 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     _add_server_parser(sub)
+    _add_client_parsers(sub)
     version = sub.add_parser(
         "version",
         help="print the implementation and protocol versions",

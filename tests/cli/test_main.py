@@ -33,10 +33,59 @@ def test_help_lists_only_the_commands_that_exist(capsys: pytest.CaptureFixture[s
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("usage: mail ")
-    assert "server" in out
-    assert "version" in out
-    for later in ("client", "ping", "register", "db-init", "doctor", "tasks"):
+    for command in ("server", "client", "message", "tasks", "ping", "register", "version"):
+        assert f"\n    {command} " in out
+    for later in ("db-init", "doctor"):
         assert later not in out
+
+
+@pytest.mark.parametrize(
+    ("command", "flags"),
+    [
+        (
+            "client",
+            (
+                "URL",
+                "--url",
+                "-ak",
+                "--api-key",
+                "-t",
+                "--timeout",
+                "-v",
+                "--verbose",
+                "-c",
+                "--config",
+            ),
+        ),
+        (
+            "message",
+            (
+                "BODY",
+                "--url",
+                "--api-key",
+                "--stream",
+                "--json",
+                "--raw",
+                "--task-id",
+                "--resume-from",
+                "--entrypoint",
+                "-k",
+                "--kwargs",
+            ),
+        ),
+        ("tasks", ("--url", "--api-key", "--json")),
+        ("ping", ("URL", "-t", "--timeout")),
+        ("register", ("--dry-run",)),
+    ],
+)
+def test_client_side_help_lists_every_flag(
+    command: str, flags: tuple[str, ...], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([command, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: mail {command} ")
+    for flag in flags:
+        assert flag in out
 
 
 def test_server_help_lists_every_flag(capsys: pytest.CaptureFixture[str]) -> None:
@@ -56,8 +105,8 @@ def test_no_command_prints_help_and_fails(capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_unknown_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["client"]) == 2
-    assert "invalid choice: 'client'" in capsys.readouterr().err
+    assert main(["doctor"]) == 2
+    assert "invalid choice: 'doctor'" in capsys.readouterr().err
 
 
 def test_version_command(capsys: pytest.CaptureFixture[str]) -> None:

@@ -38,12 +38,50 @@ def test_import_mail_cli_loads_nothing_heavy(mail_env: dict[str, str]) -> None:
     assert _heavy_modules_after("import mail.cli", mail_env) == "[]"
 
 
-def test_mail_server_help_loads_nothing_heavy(mail_env: dict[str, str]) -> None:
-    code = "import contextlib, io, mail.cli\nwith contextlib.redirect_stdout(io.StringIO()): mail.cli.main(['server', '--help'])"
+@pytest.mark.parametrize("command", ["server", "client", "message", "tasks", "ping", "register"])
+def test_subcommand_help_loads_nothing_heavy(command: str, mail_env: dict[str, str]) -> None:
+    code = f"import contextlib, io, mail.cli\nwith contextlib.redirect_stdout(io.StringIO()): mail.cli.main([{command!r}, '--help'])"
     assert _heavy_modules_after(f"exec({code!r})", mail_env) == "[]"
 
 
-@pytest.mark.parametrize("args", [["--help"], ["server", "--help"]], ids=" ".join)
+# What the client-side commands must never load: the server, the runtime, LLM libraries.
+SERVER_SIDE = (
+    "fastapi",
+    "uvicorn",
+    "starlette",
+    "litellm",
+    "asyncpg",
+    "mail.server",
+    "mail.core",
+    "mail.api",
+    "mail.net",
+    "mail.db",
+    "mail.factories",
+)
+
+
+def test_client_commands_load_no_server_runtime_or_llm(mail_env: dict[str, str]) -> None:
+    # ping (a closed port), a message (refused before any request: bad link) and the REPL's
+    # modules: everything `mail client` and the one-shot commands import.
+    code = (
+        "import contextlib, io, sys, mail.cli\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+        "    mail.cli.main(['ping', 'http://127.0.0.1:9', '-t', '1'])\n"
+        "    mail.cli.main(['message', 'hi', '--url', 'swarm://connect'])\n"
+        "import mail._repl, mail._cli_repl_commands, mail._cli_render, mail._cli_oneshot\n"
+        f"print(sorted(m for m in sys.modules if m.startswith({SERVER_SIDE!r})))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60,
+        env=mail_env,
+    )  # fmt: skip
+    assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
+HELP_ARGS = [["--help"], ["server", "--help"], ["client", "--help"], ["message", "--help"]]
+
+
+@pytest.mark.parametrize("args", HELP_ARGS, ids=" ".join)
 def test_help_runs_as_a_process(args: list[str], run_mail: RunMail) -> None:
     elapsed = []
     for _ in range(3):

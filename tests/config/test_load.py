@@ -47,7 +47,7 @@ def test_defaults_resolve_against_the_file_directory(
     config = load_config(conf / "mail.toml", env={})
     assert config.server.data_dir == str(conf / ".mail")
     assert config.server.swarm.source == str(conf / "swarms.json")
-    assert config.server.swarm.registry == str(conf / "registries/example-no-proxy.json")
+    assert config.server.swarm.registry == str(conf / ".mail/registries/example-no-proxy.json")
 
 
 def test_explicit_data_files_resolve_against_the_file(

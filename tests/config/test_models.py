@@ -56,7 +56,7 @@ def test_server_defaults_match_the_contract() -> None:
     assert server.swarm == SwarmConfig(
         name="example-no-proxy",
         source="swarms.json",
-        registry="registries/example-no-proxy.json",
+        registry=".mail/registries/example-no-proxy.json",
         description="",
         keywords=(),
         public=False,

@@ -42,7 +42,8 @@ _PATH_KEYS: tuple[Key, ...] = (
     ("database", "sqlite_path"),
 )
 # Paths whose default is resolved too; the other two default to files in data_dir.
-_DEFAULTED_PATHS = frozenset(_PATH_KEYS[:3])
+_DEFAULTED_PATHS = frozenset(_PATH_KEYS[:2])
+_REGISTRY: Key = ("server", "swarm", "registry")
 _OVERRIDES = "overrides"
 
 
@@ -136,6 +137,13 @@ def _resolve_paths(merged: Merged, file_dir: Path | None) -> None:
             base = file_dir if from_file and file_dir is not None else cwd
         elif key in _DEFAULTED_PATHS:
             value, base = _default(key), file_dir or cwd
+        elif key == _REGISTRY:
+            # by default the registry lives with the server's other state, per swarm
+            name = merged.values.get(
+                ("server", "swarm", "name"), SwarmConfig.model_fields["name"].default
+            )
+            data_dir = Path(merged.values[("server", "data_dir")])
+            value, base = str(data_dir / "registries" / f"{name}.json"), data_dir
         else:
             continue  # derived from data_dir by MAILConfig
         if isinstance(value, str) and value:

@@ -28,7 +28,7 @@ class SwarmConfig(ConfigModel):
     name: str = Field(default="example-no-proxy", min_length=1)
     source: str = Field(default="swarms.json", min_length=1)
     registry: str = Field(
-        default="registries/example-no-proxy.json",
+        default=".mail/registries/example-no-proxy.json",
         min_length=1,
         validation_alias=AliasChoices("registry", "registry_file"),
     )

@@ -30,7 +30,7 @@ from mail.core.tools import (
     convert_call_to_mail_message,
     normalize_breakpoint_tool_call,
 )
-from mail.errors import InvalidMessageError
+from mail.errors import InvalidMessageError, MAILError
 
 if TYPE_CHECKING:
     from mail.core.agents import AgentCore
@@ -340,6 +340,80 @@ class TurnRunner:
                 )
             )
 
+    # --- interswarm tools --------------------------------------------------------------
+
+    def _interswarm_refusal(self, ctx: TurnContext) -> str | None:
+        rt = self.rt
+        if rt.router is None or not rt.enable_interswarm:
+            return f"interswarm messaging is not enabled in swarm {rt.swarm_name}"
+        if not ctx.core.enable_interswarm:
+            return f"agent {ctx.agent} is not enabled for interswarm messaging"
+        return None
+
+    async def _interswarm_broadcast(self, ctx: TurnContext, call: AgentToolCall) -> None:
+        """Broadcast to every agent of the named remote swarms (all active ones by default)."""
+        rt, args = self.rt, call.tool_args
+        refusal = self._interswarm_refusal(ctx)
+        subject, body, wanted = args.get("subject"), args.get("body"), args.get("target_swarms")
+        if refusal is None and not (isinstance(subject, str) and isinstance(body, str)):
+            refusal = "send_interswarm_broadcast needs string arguments subject and body"
+        if refusal is None and not (
+            wanted is None or (isinstance(wanted, list) and all(isinstance(w, str) for w in wanted))
+        ):
+            refusal = "target_swarms must be a list of swarm names"
+        if refusal is not None:
+            self._tool_error(ctx, call, refusal)
+            return
+        assert rt.router is not None  # noqa: S101  # checked by _interswarm_refusal
+        named = [w.strip() for w in wanted or () if w.strip() and w.strip() != rt.swarm_name]
+        swarms = list(dict.fromkeys(named)) or rt.router.known_swarms()
+        if not swarms:
+            self._tool_error(
+                ctx, call, "no remote swarm is known; register one or call discover_swarms"
+            )
+            return
+        task = ctx.task
+        task.remote_swarms.update(swarms)
+        # each swarm is expected to answer, so the agent may await_message meanwhile
+        task.outstanding[ctx.agent] = task.outstanding.get(ctx.agent, 0) + len(swarms)
+        rt.scheduler.put(
+            make_broadcast(
+                task_id=task.task_id,
+                sender=create_agent_address(ctx.agent),
+                recipients=[create_agent_address(f"all@{swarm}") for swarm in swarms],
+                subject=str(subject),
+                body=str(body),
+            )
+        )
+        ctx.result(call, f"SUCCESS: broadcast sent to swarms {', '.join(swarms)}")
+
+    async def _discover_swarms(self, ctx: TurnContext, call: AgentToolCall) -> None:
+        """Register (as volatile entries) the swarms the given MAIL servers list.
+
+        Like an action, it re-prompts the agent (``::action_complete::``) with the result
+        in its history.
+        """
+        urls = call.tool_args.get("discovery_urls")
+        refusal = self._interswarm_refusal(ctx)
+        if refusal is None and not (
+            isinstance(urls, list) and urls and all(isinstance(u, str) for u in urls)
+        ):
+            refusal = "discovery_urls must be a non-empty list of server URLs"
+        if refusal is not None:
+            self._tool_error(ctx, call, refusal)
+            return
+        assert self.rt.router is not None  # noqa: S101  # checked by _interswarm_refusal
+        try:
+            added = await self.rt.router.discover_swarms([str(u) for u in urls or ()])
+        except MAILError as e:
+            self._tool_error(ctx, call, f"swarm discovery failed: {e}")
+            return
+        if added:
+            ctx.result(call, f"SUCCESS: registered {len(added)} new swarm(s): {', '.join(added)}")
+        else:
+            ctx.result(call, "SUCCESS: no new swarm found")
+        ctx.action_ran = True  # like an action: ::action_complete:: re-prompts the agent
+
     # --- actions -----------------------------------------------------------------------
 
     async def _action(self, ctx: TurnContext, call: AgentToolCall) -> None:
@@ -416,4 +490,6 @@ HANDLERS: dict[str, Handler] = {
     "web_search_call": TurnRunner._builtin,
     "code_interpreter_call": TurnRunner._builtin,
     "text_output": TurnRunner._text_output,
+    "send_interswarm_broadcast": TurnRunner._interswarm_broadcast,
+    "discover_swarms": TurnRunner._discover_swarms,
 }

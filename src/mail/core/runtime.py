@@ -17,6 +17,11 @@ Message flow::
   turn (:meth:`MAILRuntime.submit_and_wait`) or stream its events
   (:meth:`MAILRuntime.submit_and_stream`).
 * **Events** of each task go to its append-only :class:`~mail.core.events.EventLog`.
+* **Other swarms**: a recipient ``agent@other-swarm`` is handed to the router
+  (:class:`RemoteRouter`, e.g. ``mail.net.InterswarmRouter``), whose failures come back as
+  ``::agent_error::`` messages to the sender; messages from other swarms enter through
+  :meth:`MAILRuntime.receive_interswarm` (checks, task ownership, deduplication and
+  completion notices live in :mod:`mail.core._remote`).
 
 The facade keeps the public methods; the work lives in :mod:`mail.core._scheduler` (queue,
 loop, routing, delivery), :mod:`mail.core._dispatch` (agent turns and one handler per
@@ -28,17 +33,18 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Collection, Iterable
 from typing import Any, Literal, Protocol
 
 from mail.core._breakpoints import parse_breakpoint_results
 from mail.core._dispatch import TurnRunner
+from mail.core._remote import Direction, RemoteLedger
 from mail.core._scheduler import Scheduler
-from mail.core._system_messages import SystemMessages
+from mail.core._system_messages import Subject, SystemMessages
 from mail.core.actions import ActionCore, ActionOverrideFunction
 from mail.core.agents import AgentCore
 from mail.core.events import EventLog, EventName, MAILEvent
-from mail.core.message import MAILMessage, format_task_contributor
+from mail.core.message import MAILInterswarmMessage, MAILMessage, format_task_contributor
 from mail.core.tasks import MAILTask, TaskState, TaskTable
 from mail.errors import InvalidMessageError, TaskNotFoundError, TaskStateError
 
@@ -56,7 +62,7 @@ def _expire(waiter: asyncio.Future[MAILMessage]) -> None:
 
 
 class RemoteRouter(Protocol):
-    """What the runtime needs from an interswarm router."""
+    """What the runtime needs from an interswarm router (``mail.net.InterswarmRouter``)."""
 
     def send(
         self, runtime: MAILRuntime, task: MAILTask, message: MAILMessage, targets: list[str]
@@ -67,9 +73,20 @@ class RemoteRouter(Protocol):
         """
 
     def notify_completion(
-        self, runtime: MAILRuntime, task: MAILTask, agent: str, body: str
+        self,
+        runtime: MAILRuntime,
+        task: MAILTask,
+        agent: str,
+        body: str,
+        swarms: Collection[str],
     ) -> None:
-        """Tell the task's remote swarms that it completed here."""
+        """Tell ``swarms`` (remote swarms of the task) that it completed here, in the background."""
+
+    def known_swarms(self) -> list[str]:
+        """Names of the active remote swarms messages can be sent to."""
+
+    async def discover_swarms(self, discovery_urls: list[str]) -> list[str]:
+        """Register the swarms listed by each URL's ``GET /swarms``; returns the names added."""
 
 
 class MAILRuntime:
@@ -130,6 +147,7 @@ class MAILRuntime:
         self.stopping = False
         self.scheduler = Scheduler(self)
         self.turns = TurnRunner(self)
+        self.remote = RemoteLedger(self)
         self._loop_task: asyncio.Task[None] | None = None
 
     # --- submission ----------------------------------------------------------------------
@@ -448,9 +466,80 @@ class MAILRuntime:
                 )
             )
 
-    def notify_remote_completion(self, task: MAILTask, agent: str, body: str) -> None:
-        if task.remote_swarms and self.router is not None:
-            self.router.notify_completion(self, task, agent, body)
+    def notify_remote_completion(
+        self, task: MAILTask, agent: str, body: str, swarms: Collection[str] | None = None
+    ) -> None:
+        """Send a ``::task_complete::`` notice to ``swarms``, by default to every remote
+        swarm that took part in the task (one we reached, or one that messaged us)."""
+        targets = self.remote.involved(task.task_id) if swarms is None else swarms
+        if targets and self.router is not None and self.enable_interswarm:
+            self.router.notify_completion(self, task, agent, body, sorted(targets))
+
+    def receive_interswarm(self, message: MAILInterswarmMessage, direction: Direction) -> MAILTask:
+        """Queue a message from another swarm (already checked by ``validate_interswarm_message``).
+
+        ``forward`` may start a task: it then belongs to the message's ``task_owner``, with
+        its ``task_contributors`` plus this runtime as contributors. ``back`` (and a
+        forward for a task that exists here) continues a task with the same owner,
+        from a swarm that took part in it. Only recipients of this swarm
+        (``agent@<this swarm>`` or ``all@<this swarm>``) receive the payload; the sender
+        becomes the agent ``name@<source swarm>``. A message id seen before is not queued
+        again (a retried delivery). A ``::task_complete::`` notice from the swarm that
+        forwarded the task here closes this copy of it. A reply addressed to this
+        runtime's caller ends the task's turn with that reply.
+
+        Returns the task. Raises :class:`InvalidMessageError` (interswarm not enabled,
+        wrong target swarm, no or unknown local recipient), :class:`TaskNotFoundError` (no such task, or not one
+        the source swarm took part in) and :class:`TaskStateError` (another owner, or
+        shutting down).
+        """
+        return self.remote.receive(message, direction)
+
+    def open_remote_task(self, task_id: str, swarm: str) -> MAILTask:
+        """Open a task in which this runtime's caller messages ``swarm`` directly.
+
+        A reply addressed to the caller ends its turn. Raises :class:`TaskStateError`
+        when the task id is taken or the runtime is shutting down.
+        """
+        if self.stopping:
+            raise TaskStateError("the runtime is shutting down")
+        if task_id in self.tasks:
+            raise TaskStateError(f"task '{task_id}' already exists")
+        task = self.tasks.add(
+            MAILTask(
+                task_id=task_id, task_owner=self.this_owner, task_contributors=[self.this_owner]
+            )
+        )
+        task.remote_swarms.add(swarm)
+        task.open_turn()
+        return task
+
+    def end_task(self, task_id: str, body: str, *, failed: bool = False) -> bool:
+        """End the running turn of ``task_id`` with ``body`` as its answer (or error).
+
+        Returns False when the task was not running. Raises :class:`TaskNotFoundError`.
+        """
+        task = self.tasks.get(task_id)
+        if task is None:
+            raise TaskNotFoundError(task_id)
+        if failed:
+            return self.scheduler.finish(
+                task, TaskState.FAILED, self.system.task_error(task_id, body)
+            )
+        final = self.system.complete(task_id, Subject.TASK_COMPLETE, body)
+        return self.scheduler.finish(task, TaskState.COMPLETED, final)
+
+    def reopen(self, task: MAILTask) -> None:
+        """Run a finished task again (a remote owner continues it)."""
+        self._resume(task)
+
+    def record_remote_delivery(self, task_id: str, address: str) -> None:
+        """The router delivered a message of the task to ``agent@swarm``."""
+        self.remote.spoke_to(task_id, address)
+
+    def remote_contact(self, task_id: str, swarm: str) -> str | None:
+        """The agent of ``swarm`` that last messaged us in the task, else the one we messaged."""
+        return self.remote.contact(task_id, swarm)
 
     # --- state -----------------------------------------------------------------------------
 
@@ -461,6 +550,7 @@ class MAILRuntime:
         """Drop a finished task's histories from memory (it left the task table)."""
         for agent in task.agents:
             self.agent_histories.pop(f"{task.task_id}::{agent}", None)
+        self.remote.forget(task.task_id)
 
     def get_task(self, task_id: str) -> MAILTask | None:
         return self.tasks.get(task_id)

@@ -91,7 +91,7 @@ MAIL_TOOL_NAMES: list[str] = [
     "await_message",
     "help",
 ]
-#: Generated for interswarm-enabled supervisors; the runtime does not handle them.
+#: Offered to interswarm-enabled supervisors; the runtime reaches the router through them.
 INTERSWARM_TOOL_NAMES: list[str] = ["send_interswarm_broadcast", "discover_swarms"]
 
 _DEFAULT_FINISH_MESSAGE = "Task completed successfully"
@@ -287,12 +287,12 @@ def create_help_tool(style: ToolFormat = "completions") -> dict[str, Any]:
 
 
 def create_interswarm_broadcast_tool(style: ToolFormat = "completions") -> dict[str, Any]:
-    """Return the ``send_interswarm_broadcast`` spec (not handled by the runtime)."""
+    """Return the ``send_interswarm_broadcast`` spec."""
     return _spec("send_interswarm_broadcast", style)
 
 
 def create_swarm_discovery_tool(style: ToolFormat = "completions") -> dict[str, Any]:
-    """Return the ``discover_swarms`` spec (not handled by the runtime)."""
+    """Return the ``discover_swarms`` spec."""
     return _spec("discover_swarms", style)
 
 

@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from http import HTTPStatus
 from typing import TYPE_CHECKING
 
+import aiohttp
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
@@ -23,9 +24,16 @@ from mail.errors import (
     SwarmDefinitionError,
     http_status_for,
 )
-from mail.server import _routes_core, _routes_message, _routes_responses, _routes_tasks
+from mail.net import InterswarmRouter, RouterSettings, SwarmRegistry
+from mail.server import (
+    _routes_core,
+    _routes_interswarm,
+    _routes_message,
+    _routes_responses,
+    _routes_tasks,
+)
 from mail.server._state import ServerState, every
-from mail.version import __version__
+from mail.version import PROTOCOL_VERSION, __version__
 
 if TYPE_CHECKING:
     from mail.config import MAILConfig
@@ -127,19 +135,29 @@ def create_app(
     *,
     template: MAILSwarmTemplate | None = None,
     authenticator: Authenticator | None = None,
+    router_settings: RouterSettings | None = None,
 ) -> FastAPI:
     """Build the MAIL HTTP application.
 
     ``config`` is loaded (``mail.config.load_config``) when the app starts if not given;
     ``template`` defaults to the configured swarm of the configured ``swarms.json``;
-    ``authenticator`` to the configured auth mode. The lifespan owns every resource:
-    per-caller runtimes, the idle-runtime sweeper, HTTP sessions.
+    ``authenticator`` to the configured auth mode; ``router_settings`` (timeouts and
+    retries of interswarm deliveries) to :class:`~mail.net.RouterSettings`'s defaults. The
+    lifespan owns every resource: per-caller runtimes, the idle-runtime sweeper, the
+    registry and the interswarm router with their one HTTP session.
     """
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        state = _start(config, template, authenticator)
+        state = _start(config, template, authenticator, router_settings)
         app.state.mail = state
+        try:
+            await state.registry.load()
+        except BaseException:
+            # close what _start opened (the HTTP session); the unread file stays as it is
+            await state.close(save_registry=False)
+            raise
+        state.registry.start_health_checks()
         idle = state.config.server.idle_runtime_seconds
         state.spawn(
             every(min(60.0, idle), lambda: state.swarms.evict_idle(idle), "evict-idle"),
@@ -160,7 +178,13 @@ def create_app(
     app.add_exception_handler(MAILError, _mail_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(Exception, _unexpected)
-    for module in (_routes_core, _routes_message, _routes_tasks, _routes_responses):
+    for module in (
+        _routes_core,
+        _routes_message,
+        _routes_tasks,
+        _routes_responses,
+        _routes_interswarm,
+    ):
         app.include_router(module.router)
     app.add_middleware(
         CORSMiddleware,
@@ -178,6 +202,7 @@ def _start(
     config: MAILConfig | None,
     template: MAILSwarmTemplate | None,
     authenticator: Authenticator | None,
+    router_settings: RouterSettings | None,
 ) -> ServerState:
     from mail.config import load_config  # noqa: PLC0415  # the app module imports no config at import
     from mail.server.auth import AuthGate, build_authenticator  # noqa: PLC0415
@@ -192,12 +217,30 @@ def _start(
         authenticator, banner = build_authenticator(config.auth)
         if banner:
             sys.stderr.write(banner + "\n")
+    base_url = config.server.advertised_url
+    # one session for every call to peers (registry and router); closed by the state
+    session = aiohttp.ClientSession(
+        headers={"User-Agent": f"MAIL-Server/v{PROTOCOL_VERSION}/{template.name}"}
+    )
+    registry = SwarmRegistry(
+        template.name,
+        base_url,
+        swarm.registry,
+        local_swarm_description=template.description,
+        local_swarm_keywords=template.keywords,
+        local_swarm_public=template.public,
+        local_version=template.version,
+        session=session,
+    )
     return ServerState(
         config=config,
         template=template,
         authenticator=authenticator,
         gate=AuthGate(authenticator, debug=config.server.debug),
-        base_url=config.server.advertised_url,
+        base_url=base_url,
+        registry=registry,
+        router=InterswarmRouter(registry, session=session, settings=router_settings),
+        session=session,
     )
 
 

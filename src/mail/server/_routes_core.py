@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from typing import Any
+from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Depends, Request
 
@@ -12,6 +13,7 @@ from mail.errors import InvalidMessageError, SwarmDefinitionError
 from mail.server._deps import as_bool, as_str, caller_with, read_json, state_of
 from mail.server.auth import Caller
 from mail.server.models import (
+    ERROR_RESPONSES,
     DumpResponse,
     HealthResponse,
     HealthUpdate,
@@ -31,7 +33,7 @@ from mail.version import PROTOCOL_VERSION
 __all__ = ["router"]
 
 logger = logging.getLogger("mail.server")
-router = APIRouter()
+router = APIRouter(responses=ERROR_RESPONSES)
 #: Modules that ``python::`` references of swarms loaded over HTTP may import.
 HTTP_PYTHON_PREFIXES = ("mail.",)
 admin = caller_with("admin")
@@ -110,8 +112,16 @@ async def status(request: Request, caller: Caller = Depends(admin_or_user)) -> d
 
 @router.get("/swarms", response_model=SwarmsResponse, summary="Public swarms known to this server")
 async def list_swarms(request: Request) -> dict[str, Any]:
-    state = state_of(request)
-    return {"swarms": state.peers.public_entries(state.template, state.base_url)}
+    registry = state_of(request).registry
+    return {"swarms": [e.to_public_dict() for e in registry.get_public_endpoints().values()]}
+
+
+def _is_http_url(value: str) -> bool:
+    try:
+        parts = urlsplit(value)
+    except ValueError:  # e.g. an unclosed IPv6 bracket
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
 
 
 async def _register(request: Request) -> dict[str, Any]:
@@ -120,17 +130,17 @@ async def _register(request: Request) -> dict[str, Any]:
     base_url = as_str(data, "base_url")
     if not name.strip() or not base_url.strip():
         raise InvalidMessageError("name and base_url are required")
+    if not _is_http_url(base_url.strip()):
+        raise InvalidMessageError(f"base_url must be an http(s) URL, got {base_url!r}")
     metadata = data.get("metadata")
     if metadata is not None and not isinstance(metadata, dict):
         raise InvalidMessageError("metadata must be an object")
-    state = state_of(request)
-    await state.peers.register(
+    await state_of(request).registry.register_swarm(
         name.strip(),
         base_url.strip().rstrip("/"),
         auth_token=as_str(data, "auth_token") or None,
-        volatile=as_bool(data, "volatile", True),
         metadata=metadata,
-        local_name=state.template.name,
+        volatile=as_bool(data, "volatile", True),
     )
     return {"status": "registered", "swarm_name": name.strip()}
 
@@ -187,4 +197,7 @@ async def load_swarm(request: Request, _caller: Caller = Depends(admin)) -> dict
     except SwarmDefinitionError as e:
         raise SwarmDefinitionError(f"error loading swarm from JSON: {e}") from e
     state.template = template
+    state.registry.register_local_swarm(
+        description=template.description, keywords=template.keywords, public=template.public
+    )
     return {"status": "success", "swarm_name": template.name}

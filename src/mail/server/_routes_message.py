@@ -14,11 +14,17 @@ from mail.errors import InvalidMessageError
 from mail.server._deps import as_bool, as_str, caller_with, read_json, state_of, ui_caller
 from mail.server._sse import event_response, sse_object
 from mail.server.auth import Caller
-from mail.server.models import MessageRequest, MessageResponse, body_schema
+from mail.server.models import (
+    ERROR_RESPONSES,
+    EVENT_STREAM,
+    MessageRequest,
+    MessageResponse,
+    body_schema,
+)
 
 __all__ = ["router"]
 
-router = APIRouter()
+router = APIRouter(responses=ERROR_RESPONSES)
 admin_or_user = caller_with("admin", "user")
 
 _SENDABLE = ("request", "broadcast")
@@ -42,7 +48,9 @@ _RESERVED_KWARGS = frozenset(
 class _Submission:
     """A ``/message`` body, checked field by field with the protocol's error texts."""
 
-    def __init__(self, data: dict[str, Any], *, stream_default: bool, timeout: float) -> None:
+    def __init__(
+        self, data: dict[str, Any], *, stream_default: bool, events_default: bool, timeout: float
+    ) -> None:
         self.body = as_str(data, "body") or as_str(data, "message")
         self.subject = as_str(data, "subject") or "New Message"
         msg_type = data.get("msg_type") or "request"
@@ -76,7 +84,7 @@ class _Submission:
             )
         self.timeout = _timeout(kwargs.pop("timeout", timeout))
         self.kwargs = kwargs
-        self.show_events = as_bool(data, "show_events")
+        self.show_events = as_bool(data, "show_events", events_default)
         self.stream = as_bool(data, "stream", stream_default)
 
 
@@ -88,11 +96,16 @@ def _timeout(value: Any) -> float:
     return float(value)
 
 
-async def _handle(request: Request, caller: Caller, *, stream_default: bool = False) -> Response:
+async def _handle(
+    request: Request, caller: Caller, *, stream_default: bool = False, events_default: bool = False
+) -> Response:
     state = state_of(request)
     data = await read_json(request)
     sub = _Submission(
-        data, stream_default=stream_default, timeout=state.config.server.settings.task_timeout
+        data,
+        stream_default=stream_default,
+        events_default=events_default,
+        timeout=state.config.server.settings.task_timeout,
     )
     swarm = state.swarms.get(caller)
     common: dict[str, Any] = {
@@ -124,7 +137,12 @@ async def _handle(request: Request, caller: Caller, *, stream_default: bool = Fa
 
 _DOCS: dict[str, Any] = {
     **body_schema(MessageRequest),
-    "responses": {"200": {"content": {"text/event-stream": {"schema": {"type": "string"}}}}},
+    "responses": {
+        "200": {
+            "description": "The task's answer as JSON or, with stream=true, its events",
+            "content": EVENT_STREAM,
+        }
+    },
 }
 
 
@@ -155,4 +173,5 @@ async def chat(request: Request, caller: Caller = Depends(admin_or_user)) -> Res
     openapi_extra=_DOCS,
 )
 async def ui_message(request: Request, caller: Caller = Depends(ui_caller)) -> Response:
-    return await _handle(request, caller, stream_default=True)
+    # the UI's non-streamed answers always carry the task's events
+    return await _handle(request, caller, stream_default=True, events_default=True)

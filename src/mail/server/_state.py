@@ -10,8 +10,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+import aiohttp
+
 from mail.api import MAILSwarm, MAILSwarmTemplate
-from mail.server._peers import PeerStore
+from mail.net import InterswarmRouter, SwarmRegistry
 
 if TYPE_CHECKING:
     from mail.config import MAILConfig
@@ -46,16 +48,26 @@ class CallerSwarms:
         return sum(1 for r, _ in self._entries if r == role)
 
     def find(self, caller: Caller) -> MAILSwarm | None:
-        entry = self._entries.get((caller.role, caller.id))
+        return self.lookup(caller.role, caller.id)
+
+    def lookup(self, role: str, caller_id: str) -> MAILSwarm | None:
+        """The running swarm of the caller ``(role, id)``, if it has one."""
+        entry = self._entries.get((role, caller_id))
         if entry is None:
             return None
         entry.last_used = time.monotonic()
         return entry.swarm
 
+    def holding(self, task_id: str) -> list[MAILSwarm]:
+        """The callers' swarms that hold a task with this id."""
+        return [e.swarm for e in self._entries.values() if task_id in e.swarm.runtime.tasks]
+
     def get(self, caller: Caller) -> MAILSwarm:
         """The caller's swarm, built and started on first use.
 
-        Raises :class:`SwarmDefinitionError` when the template cannot be instantiated.
+        A caller with role ``agent`` is a peer swarm: its runtime's role is ``swarm``, so
+        the tasks it starts here are run by ``swarm:<id>@<local swarm>``. Raises
+        :class:`SwarmDefinitionError` when the template cannot be instantiated.
         """
         found = self.find(caller)
         if found is not None:
@@ -65,9 +77,10 @@ class CallerSwarms:
         swarm = state.template.instantiate(
             {"user_token": caller.api_key},
             user_id=caller.id,
-            user_role=caller.role,
+            user_role="swarm" if caller.role == "agent" else caller.role,
             base_url=state.base_url,
             print_llm_streams=settings.print_llm_streams,
+            router=state.router,
             max_finished_tasks=settings.max_finished_tasks,
             finished_task_ttl=settings.finished_task_ttl,
         )
@@ -110,8 +123,10 @@ class ServerState:
     started: float = field(default_factory=time.monotonic)
     health: str = "healthy"
     health_updated: datetime = field(default_factory=lambda: datetime.now(UTC))
+    registry: SwarmRegistry
+    router: InterswarmRouter
+    session: aiohttp.ClientSession | None = None
     swarms: CallerSwarms = field(init=False)
-    peers: PeerStore = field(default_factory=PeerStore)
     background: set[asyncio.Task[Any]] = field(default_factory=set)
     dependencies: dict[tuple[str, ...], Any] = field(default_factory=dict)
 
@@ -131,14 +146,21 @@ class ServerState:
         self.background.add(task)
         task.add_done_callback(self.background.discard)
 
-    async def close(self) -> None:
+    async def close(self, *, save_registry: bool = True) -> None:
         tasks = list(self.background)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await self.swarms.shutdown()
-        await self.peers.aclose()
-        await self.authenticator.aclose()
+        try:
+            if save_registry:
+                await self.registry.save()
+        finally:
+            await self.router.aclose()
+            await self.registry.aclose()
+            await self.authenticator.aclose()
+            if self.session is not None:
+                await self.session.close()
 
 
 async def every(seconds: float, job: Callable[[], Coroutine[Any, Any, Any]], name: str) -> None:

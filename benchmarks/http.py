@@ -1,0 +1,467 @@
+"""HTTP throughput, latency and start-up time of the MAIL server with a scripted swarm.
+
+Workload per task (as in benchmarks/runtime.py): ``POST /message`` -> supervisor
+(send_request) -> worker (send_response) -> supervisor (task_complete); every answer is
+checked. Measures:
+
+* 1,000 sequential ``POST /message`` (tasks/s, p50/p99 latency);
+* 1,000 tasks from 20 concurrent clients on ONE API key (tasks/s, p50/p99);
+* first SSE event: request start to the first ``event:`` frame of ``stream: true`` (p50/p99
+  over 200 streams, each read to its checked ``task_complete``);
+* launch to healthy: ``mail server`` (the shipped ``mail.toml``, offline swarm) started as a
+  subprocess until ``GET /health`` answers 200 (median of 5);
+* ``mail --help`` wall time (median of 10).
+
+The server runs in this process on the client's event loop by default (``--in-process``) or
+in a child process (``--server-process``: client and server then share neither the GIL nor
+the loop). On the 2-core VM of benchmarks/README.md the child process was not faster, so
+in-process is the default. uvicorn with httptools; ``--loop`` picks asyncio or uvloop for
+both; the client is one keep-alive aiohttp session (``--client httpx`` for comparison).
+
+    uv run python benchmarks/http.py [--server-process] [--loop uvloop] [--client httpx]
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# This file is named like the standard library's ``http``: keep its directory off the path.
+if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().parent:
+    sys.path.pop(0)
+
+import argparse
+import asyncio
+import os
+import platform
+import shutil
+import socket
+import statistics
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiohttp
+import httpx
+import uvicorn
+
+from mail import MAILAgentTemplate, MAILSwarmTemplate
+from mail.config import load_config
+from mail.server import create_app
+from mail.testing import Incoming, ScriptedAgent, StaticAuth, tc
+
+ROOT = Path(__file__).resolve().parent.parent
+API_KEY = "bench-user-key"
+TURNS_PER_TASK = 3
+#: Bound on any single wait (a request, a stream, a server start).
+WAIT = 30.0
+
+
+# --- the server --------------------------------------------------------------------------------
+
+
+def _supervisor(incoming: Incoming):  # type: ignore[no-untyped-def]
+    if incoming.sender_type in ("user", "admin"):
+        return tc("send_request", target="worker", subject="job", body=incoming.body)
+    return tc("task_complete", finish_message=incoming.body)
+
+
+def _worker(incoming: Incoming):  # type: ignore[no-untyped-def]
+    return tc("send_response", target="supervisor", subject="done", body="answer:" + incoming.body)
+
+
+def _template() -> MAILSwarmTemplate:
+    def factory(rule: Any) -> Any:
+        return lambda **_params: ScriptedAgent(rule=rule, record=False)
+
+    supervisor = MAILAgentTemplate(
+        "supervisor",
+        factory(_supervisor),
+        ["worker"],
+        [],
+        {},
+        enable_entrypoint=True,
+        can_complete_tasks=True,
+    )
+    worker = MAILAgentTemplate("worker", factory(_worker), ["supervisor"], [], {})
+    return MAILSwarmTemplate("bench", "1.0.0", [supervisor, worker], [], "supervisor")
+
+
+def build_server(data_dir: Path) -> uvicorn.Server:
+    config = load_config(
+        None, env={}, search=False, overrides={"server": {"data_dir": str(data_dir)}}
+    )
+    app = create_app(
+        config, template=_template(), authenticator=StaticAuth({API_KEY: ("user", "bench")})
+    )
+    # The event loop is the one running serve() (see _run), not uvicorn's choice.
+    return uvicorn.Server(
+        uvicorn.Config(
+            app,
+            host="127.0.0.1",
+            port=0,
+            http="httptools",
+            log_level="warning",
+            access_log=False,
+            lifespan="on",
+        )
+    )
+
+
+async def _start(server: uvicorn.Server) -> tuple[asyncio.Task[None], str]:
+    """Serve on 127.0.0.1, a free port (uvicorn binds it, so TCP_NODELAY is set on
+    connections); return the serving task and the base URL."""
+    task = asyncio.create_task(server.serve())
+    deadline = time.monotonic() + WAIT
+    while not server.started:
+        if task.done() or time.monotonic() > deadline:
+            raise RuntimeError("the server did not start")
+        await asyncio.sleep(0.005)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    return task, f"http://127.0.0.1:{port}"
+
+
+async def _serve_child(data_dir: Path) -> None:
+    """``--serve``: run the server until SIGTERM, announcing its port on stdout."""
+    server = build_server(data_dir)
+    task, url = await _start(server)
+    print(url, flush=True)
+    await task
+
+
+class ServerProcess:
+    """The benchmark server in a child process (``--serve``)."""
+
+    def __init__(self, loop: str) -> None:
+        self._data_dir = tempfile.TemporaryDirectory(prefix="mail-bench-")
+        self.proc = subprocess.Popen(  # noqa: S603  # this script, fixed arguments
+            [sys.executable, __file__, "--serve", self._data_dir.name, "--loop", loop],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline().strip()
+        if not line.startswith("http://"):
+            self.close()
+            raise RuntimeError(f"the server process did not start (said {line!r})")
+        self.url = line
+
+    def close(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=WAIT)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self._data_dir.cleanup()
+
+
+# --- clients -----------------------------------------------------------------------------------
+
+
+class Client:
+    """One keep-alive HTTP session: ``ask`` posts a task, ``first_event`` streams one."""
+
+    async def ask(self, body: str) -> dict[str, Any]:
+        raise NotImplementedError
+
+    async def first_event(self, body: str) -> tuple[float, bytes]:
+        """Seconds to the first ``event:`` line, and the whole stream."""
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        raise NotImplementedError
+
+
+class AiohttpClient(Client):
+    def __init__(self, url: str) -> None:
+        self.url = url + "/message"
+        self.session = aiohttp.ClientSession(
+            headers={"Authorization": f"Bearer {API_KEY}"},
+            connector=aiohttp.TCPConnector(limit=100),
+            timeout=aiohttp.ClientTimeout(total=WAIT),
+        )
+
+    async def ask(self, body: str) -> dict[str, Any]:
+        async with self.session.post(self.url, json={"body": body}) as response:
+            if response.status != 200:
+                raise AssertionError(f"{response.status}: {await response.text()}")
+            data: dict[str, Any] = await response.json()
+            return data
+
+    async def first_event(self, body: str) -> tuple[float, bytes]:
+        start = time.perf_counter()
+        first = 0.0
+        chunks: list[bytes] = []
+        async with self.session.post(self.url, json={"body": body, "stream": True}) as response:
+            if response.status != 200:
+                raise AssertionError(f"{response.status}: {await response.text()}")
+            async for line in response.content:
+                if not first and line.startswith(b"event:"):
+                    first = time.perf_counter() - start
+                chunks.append(line)
+        return first, b"".join(chunks)
+
+    async def aclose(self) -> None:
+        await self.session.close()
+
+
+class HttpxClient(Client):
+    def __init__(self, url: str) -> None:
+        self.client = httpx.AsyncClient(
+            base_url=url,
+            headers={"Authorization": f"Bearer {API_KEY}"},
+            limits=httpx.Limits(max_connections=100, max_keepalive_connections=100),
+            timeout=WAIT,
+        )
+
+    async def ask(self, body: str) -> dict[str, Any]:
+        response = await self.client.post("/message", json={"body": body})
+        if response.status_code != 200:
+            raise AssertionError(f"{response.status_code}: {response.text}")
+        data: dict[str, Any] = response.json()
+        return data
+
+    async def first_event(self, body: str) -> tuple[float, bytes]:
+        start = time.perf_counter()
+        first = 0.0
+        lines: list[str] = []
+        async with self.client.stream("POST", "/message", json={"body": body, "stream": True}) as r:
+            if r.status_code != 200:
+                raise AssertionError(f"{r.status_code}: {(await r.aread()).decode()}")
+            async for line in r.aiter_lines():
+                if not first and line.startswith("event:"):
+                    first = time.perf_counter() - start
+                lines.append(line + "\r\n")
+        return first, "".join(lines).encode()
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+
+CLIENTS: dict[str, Callable[[str], Client]] = {"aiohttp": AiohttpClient, "httpx": HttpxClient}
+
+
+# --- measurements ------------------------------------------------------------------------------
+
+
+def _check(body: str, answer: dict[str, Any]) -> None:
+    if answer.get("response") != "answer:" + body or answer.get("status") != "completed":
+        raise AssertionError(f"task {body!r} answered {answer!r}")
+
+
+def _check_stream(body: str, stream: bytes) -> None:
+    text = stream.decode()
+    final = text.rstrip().rsplit("\r\n\r\n", 1)[-1]
+    expected = '"response":"answer:' + body + '"'
+    if not final.startswith("event: task_complete\r\n") or expected not in final:
+        raise AssertionError(f"stream {body!r} ended with {final!r}")
+
+
+async def _one(client: Client, body: str) -> float:
+    start = time.perf_counter()
+    answer = await client.ask(body)
+    elapsed = time.perf_counter() - start
+    _check(body, answer)
+    return elapsed
+
+
+def _percentiles(samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+    return statistics.median(ordered) * 1e3, p99 * 1e3
+
+
+def report(label: str, n: int, wall: float, latencies: list[float]) -> dict[str, float]:
+    p50, p99 = _percentiles(latencies)
+    rate = n / wall
+    print(
+        f"{label:<34} {rate:>8,.0f} tasks/s  {rate * TURNS_PER_TASK:>8,.0f} turns/s  "
+        f"p50 {p50:6.2f} ms  p99 {p99:6.2f} ms"
+    )
+    return {"rate": rate, "p50": p50, "p99": p99}
+
+
+async def sequential(client: Client, n: int, tag: str, label: str = "") -> dict[str, float]:
+    start = time.perf_counter()
+    latencies = [await _one(client, f"{tag}{i}") for i in range(n)]
+    return report(label or f"sequential ({n:,})", n, time.perf_counter() - start, latencies)
+
+
+async def concurrent(
+    client: Client, n: int, clients: int, tag: str, label: str = ""
+) -> dict[str, float]:
+    latencies: list[float] = []
+    counter = iter(range(n))
+
+    async def worker() -> None:
+        for i in counter:
+            latencies.append(await _one(client, f"{tag}{i}"))
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(clients)))
+    label = label or f"{clients} clients, one key ({n:,})"
+    return report(label, n, time.perf_counter() - start, latencies)
+
+
+async def first_events(client: Client, n: int, tag: str) -> dict[str, float]:
+    firsts: list[float] = []
+    for i in range(n):
+        body = f"{tag}{i}"
+        first, stream = await client.first_event(body)
+        _check_stream(body, stream)
+        firsts.append(first)
+    p50, p99 = _percentiles(firsts)
+    print(
+        f"{'first SSE event (' + format(n, ',') + ' streams)':<34} p50 {p50:6.2f} ms  p99 {p99:6.2f} ms"
+    )
+    return {"p50": p50, "p99": p99}
+
+
+async def throughput(url: str, args: argparse.Namespace) -> None:
+    client = CLIENTS[args.client](url)
+    try:
+        # warm-up: creates the caller's runtime and opens the connections
+        await sequential(client, 100, "warm", "warm-up, sequential")
+        await concurrent(client, 100, args.clients, "warmc", "warm-up, concurrent")
+        await sequential(client, args.tasks, "s")
+        await concurrent(client, args.tasks, args.clients, "c")
+        await first_events(client, args.streams, "e")
+    finally:
+        await client.aclose()
+
+
+async def in_process(args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory(prefix="mail-bench-") as data_dir:
+        server = build_server(Path(data_dir))
+        task, url = await _start(server)
+        try:
+            await throughput(url, args)
+        finally:
+            server.should_exit = True
+            await task
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=1.0) as response:  # noqa: S310  # loopback URL
+            return bool(response.status == 200)
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
+        return False
+
+
+def launch_to_healthy(runs: int) -> None:
+    """``mail server`` as a subprocess until ``GET /health`` answers 200."""
+    times: list[float] = []
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory(prefix="mail-bench-launch-") as data_dir:
+            port = _free_port()
+            env = {
+                **os.environ,
+                "MAIL_DATA_DIR": data_dir,
+                "SWARM_REGISTRY_FILE": str(Path(data_dir) / "registry.json"),
+            }
+            command = [sys.executable, "-m", "mail.cli", "server", "-c", str(ROOT / "mail.toml")]
+            command += ["-p", str(port), "-H", "127.0.0.1"]
+            start = time.perf_counter()
+            proc = subprocess.Popen(  # noqa: S603  # fixed arguments
+                command, env=env, cwd=data_dir, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+            )
+            try:
+                while not _healthy(f"http://127.0.0.1:{port}/health"):
+                    if proc.poll() is not None or time.perf_counter() - start > WAIT:
+                        err = proc.stderr.read().decode() if proc.stderr else ""
+                        raise RuntimeError(f"mail server did not become healthy: {err[-2000:]}")
+                    time.sleep(0.005)
+                times.append(time.perf_counter() - start)
+            finally:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=WAIT)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+    detail = ", ".join(f"{t:.2f}" for t in times)
+    print(f"{'launch to healthy /health':<34} median {statistics.median(times):.2f} s  ({detail})")
+
+
+def help_time(runs: int) -> None:
+    exe = shutil.which("mail", path=str(Path(sys.executable).parent)) or shutil.which("mail")
+    command = [exe, "--help"] if exe else [sys.executable, "-m", "mail.cli", "--help"]
+    times: list[float] = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(command, check=True, capture_output=True)  # noqa: S603  # fixed arguments
+        times.append(time.perf_counter() - start)
+    print(f"{'`mail --help`':<34} median {statistics.median(times) * 1e3:.0f} ms")
+
+
+def _run(main: Callable[[], Awaitable[None]], loop: str) -> None:
+    if loop == "uvloop":
+        import uvloop
+
+        uvloop.run(main())
+    else:
+        asyncio.run(main())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--in-process",
+        dest="in_process",
+        action="store_true",
+        help="server on the client's event loop (default)",
+    )
+    mode.add_argument(
+        "--server-process",
+        dest="in_process",
+        action="store_false",
+        help="server in a child process",
+    )
+    parser.set_defaults(in_process=True)
+    parser.add_argument("--loop", choices=["asyncio", "uvloop"], default="asyncio")
+    parser.add_argument("--client", choices=sorted(CLIENTS), default="aiohttp")
+    parser.add_argument("--tasks", type=int, default=1000)
+    parser.add_argument("--clients", type=int, default=20)
+    parser.add_argument("--streams", type=int, default=200)
+    parser.add_argument("--launches", type=int, default=5)
+    parser.add_argument("--help-runs", type=int, default=10)
+    parser.add_argument("--skip-startup", action="store_true", help="only the HTTP figures")
+    parser.add_argument("--serve", type=Path, metavar="DATA_DIR", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve is not None:
+        _run(lambda: _serve_child(args.serve), args.loop)
+        return
+    print(
+        f"# server {'in process' if args.in_process else 'in a child process'}, "
+        f"loop {args.loop}, uvicorn+httptools, client {args.client}; "
+        f"Python {platform.python_version()}, {os.cpu_count()} CPUs"
+    )
+    if args.in_process:
+        _run(lambda: in_process(args), args.loop)
+    else:
+        server = ServerProcess(args.loop)
+        try:
+            _run(lambda: throughput(server.url, args), args.loop)
+        finally:
+            server.close()
+    if not args.skip_startup:
+        launch_to_healthy(args.launches)
+        help_time(args.help_runs)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,311 @@
+"""How ``mail client`` and ``mail message`` show results: rich rendering of tasks and events.
+
+:class:`EventView` turns one task event into one line (who sent what to whom, tool and
+action calls, errors in red; ``ping`` and duplicates give nothing) and keeps the little
+state that needs (the running action, who is thinking). :func:`show_stream` prints a
+stream through it under a spinner and ends with the answer in a panel; :func:`raw_line`
+is the ``--raw`` form, one JSON object per event. Everything takes a ``rich`` console, so
+tests render into ``Console(record=True)``. Imported only by commands that print.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterable, Iterable, Mapping
+from typing import Any, Protocol
+
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+__all__ = [
+    "EventView",
+    "SSEvent",
+    "answer_panel",
+    "event_data",
+    "print_json",
+    "print_result",
+    "raw_line",
+    "show_events",
+    "show_stream",
+    "shorten",
+    "tasks_table",
+]
+
+#: Task states (``MessageResult.status``, ``TaskRecord.state``) that count as success.
+OK_STATES = frozenset({"completed", "waiting_breakpoint"})
+_ERRORS = frozenset(
+    {"agent_error", "task_error", "action_error", "interswarm_message_error", "run_loop_error"}
+)
+# Shown elsewhere (the tool_call line, the answer panel) or not at all.
+_HIDDEN = frozenset({"ping", "task_complete_call"})
+# MAIL's own tools: their effect (a message, the answer) gets its own line.
+_MAIL_TOOLS = frozenset(
+    {
+        "send_request", "send_response", "send_interrupt", "send_broadcast", "task_complete",
+        "acknowledge_broadcast", "ignore_broadcast", "await_message", "help",
+    }
+)  # fmt: skip
+# The stream's closing events (sent without an id; stored ones carry theirs).
+_FINAL = frozenset({"task_complete", "task_error"})
+_PREVIEW = 72
+_ARGS = 60
+
+
+class SSEvent(Protocol):
+    """What the renderers read of an event (a :class:`mail.client.ServerSentEvent`)."""
+
+    event: str
+    data: str
+    id: str | None
+
+
+def shorten(text: str, limit: int = _PREVIEW) -> str:
+    """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def event_data(data: Any) -> Any:
+    """An event's ``data``: parsed when it is JSON text, else as given."""
+    if isinstance(data, str | bytes):
+        try:
+            return json.loads(data)
+        except ValueError:
+            return data
+    return data
+
+
+def raw_line(event: SSEvent) -> str:
+    """The ``--raw`` form of ``event``: ``{"event", "id", "data"}`` as one JSON line."""
+    record = {"event": event.event, "id": event.id, "data": event_data(event.data)}
+    return json.dumps(record, ensure_ascii=False)
+
+
+def print_json(console: Console, value: Any) -> None:
+    """``value`` as indented JSON, without markup or highlighting surprises."""
+    console.print(
+        json.dumps(value, indent=2, ensure_ascii=False),
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+def _address(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return str(value.get("address", "?"))
+    return str(value) if value is not None else "?"
+
+
+def _args(args: Any) -> str:
+    if not isinstance(args, Mapping):
+        return shorten(json.dumps(args, ensure_ascii=False), _ARGS) if args else ""
+    parts = [f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items()]
+    return shorten(", ".join(parts), _ARGS)
+
+
+def _agent(description: str) -> str:
+    # "agent weather called get_weather" / "agent weather executing action tool: ..."
+    words = description.split()
+    return words[1] if len(words) > 1 and words[0] == "agent" else "?"
+
+
+class EventView:
+    """One line per task event; call :meth:`line` for each event in order.
+
+    Attributes:
+        thinking: what the spinner should say now (e.g. ``"weather is thinking…"``).
+    """
+
+    def __init__(self) -> None:
+        self.thinking = "waiting for the swarm…"
+        self._actions: dict[str, str] = {}  # caller -> action it is running
+
+    def line(self, event: str, data: Any) -> Text | None:
+        """The line for ``event`` with ``data`` (object or JSON text), or ``None`` to skip.
+
+        The line never wraps: what does not fit the console ends in an ellipsis.
+        """
+        text = self._line(event, data)
+        if text is not None:
+            text.no_wrap = True
+            text.overflow = "ellipsis"
+        return text
+
+    def _line(self, event: str, data: Any) -> Text | None:
+        payload = event_data(data)
+        if not isinstance(payload, Mapping):
+            return Text(f"{event}: {shorten(str(payload))}", style="dim")
+        description = str(payload.get("description") or payload.get("response") or "")
+        extra = payload.get("extra_data") or {}
+        if event in _HIDDEN:
+            return None
+        if event == "new_message" and isinstance(extra, Mapping) and "full_message" in extra:
+            return self._message(extra["full_message"])
+        if event == "tool_call" and isinstance(extra, Mapping):
+            return self._tool_call(description, extra)
+        if event == "action_call":
+            return self._action_call(description)
+        if event == "action_complete":
+            return self._action_complete(description)
+        first = shorten(description.split("\n", 1)[0], 90) if description else ""
+        if event in _ERRORS:
+            return Text(f"✗ {event}: {first}", style="bold red")
+        return Text(f"· {first or event}", style="dim")
+
+    def _message(self, full: Any) -> Text:
+        message = full.get("message", {}) if isinstance(full, Mapping) else {}
+        sender = _address(message.get("sender"))
+        recipients = message.get("recipients")
+        if recipients is None:
+            recipients = [message.get("recipient")]
+        to = ", ".join(_address(r) for r in recipients)
+        subject = str(message.get("subject", ""))
+        body = shorten(str(message.get("body", "")))
+        if full.get("msg_type") == "broadcast_complete":
+            self.thinking = "finishing…"
+            return Text.assemble((f"✔ {sender} completed the task", "green"), (f"  {body}", "dim"))
+        if not subject.startswith("::"):
+            self.thinking = f"{to} is thinking…"
+        return Text.assemble(
+            (sender, "bold cyan"), " → ", (to, "bold magenta"), f": {subject}", (f"  {body}", "dim")
+        )
+
+    def _tool_call(self, description: str, extra: Mapping[str, Any]) -> Text:
+        name = str(extra.get("tool_name", "?"))
+        text = Text.assemble(
+            "  ",
+            (_agent(description), "cyan"),
+            " called ",
+            (name, "yellow"),
+            f"({_args(extra.get('tool_args'))})",
+        )
+        if name in _MAIL_TOOLS:  # the message line that follows says the same, louder
+            text.stylize("dim")
+        reasoning = extra.get("reasoning")
+        if isinstance(reasoning, str) and reasoning.strip():
+            text.append(f"  thinking: {shorten(reasoning, 50)}", style="dim italic")
+        return text
+
+    def _action_call(self, description: str) -> Text:
+        agent = _agent(description)
+        _, _, rest = description.partition("action tool: ")
+        name = rest.split(" with args:", 1)[0].strip() or "?"
+        self._actions[agent] = name
+        self.thinking = f"{agent} is running {name}…"
+        return Text.assemble("  ⚙ ", (agent, "cyan"), " runs action ", (name, "yellow"))
+
+    def _action_complete(self, description: str) -> Text:
+        head, _, result = description.partition("\n")
+        caller = head.partition("caller = ")[2].rstrip("):").strip() or "?"
+        name = self._actions.pop(caller, "action")
+        self.thinking = f"{caller} is thinking…"
+        style = "red" if result.startswith("failed to execute") else "green"
+        return Text.assemble("  ⚙ ", (name, "yellow"), " → ", (shorten(result, _PREVIEW), style))
+
+
+def answer_panel(response: str, *, state: str = "completed", task_id: str | None = None) -> Panel:
+    """The final answer, set apart: "Answer" (green), "Paused at a breakpoint" (yellow) or
+    "Task failed" (red, for ``failed``/``cancelled``/``error``)."""
+    if state == "completed":
+        title, style = "Answer", "green"
+    elif state == "waiting_breakpoint":
+        title, style = "Paused at a breakpoint", "yellow"
+    else:
+        title, style = "Task failed", "red"
+    subtitle = f"task {escape(task_id)}" if task_id else None
+    return Panel(
+        Text(response), title=f"[bold]{title}[/bold]", subtitle=subtitle, border_style=style,
+        title_align="left", subtitle_align="right",
+    )  # fmt: skip
+
+
+def show_events(console: Console, events: Iterable[Mapping[str, Any]]) -> None:
+    """Print stored events (``{"event", "data", ...}`` dicts) one line each."""
+    view = EventView()
+    for event in events:
+        line = view.line(str(event.get("event", "")), event.get("data"))
+        if line is not None:
+            console.print(line, no_wrap=True, overflow="ellipsis")
+
+
+def print_result(console: Console, result: Mapping[str, Any], *, verbose: bool = False) -> None:
+    """A ``POST /message`` answer: its events (if any), then the answer panel; with
+    ``verbose`` the whole JSON instead."""
+    if verbose:
+        print_json(console, result)
+        return
+    events = result.get("events")
+    if events:  # the stored task_complete repeats the answer shown below
+        show_events(console, [e for e in events if e.get("event") != "task_complete"])
+    state = str(result.get("status", "completed"))
+    console.print(
+        answer_panel(str(result.get("response", "")), state=state, task_id=result.get("task_id"))
+    )
+
+
+async def show_stream(
+    console: Console, stream: AsyncIterable[SSEvent], *, raw: bool = False
+) -> bool:
+    """Print a task's events as they arrive; ``True`` when it ended with ``task_complete``.
+
+    Rendered: one line per event under a spinner, then the answer panel (``task_error``:
+    the "Task failed" panel). ``raw``: each event as one JSON line (:func:`raw_line`),
+    written straight to ``console.file`` without colours.
+    """
+    if raw:
+        final = None
+        async for event in stream:
+            console.file.write(raw_line(event) + "\n")
+            console.file.flush()
+            if event.id is None and event.event in _FINAL:
+                final = event.event
+        return final == "task_complete"
+    view = EventView()
+    with console.status(view.thinking) as status:
+        async for event in stream:
+            if event.id is None and event.event in _FINAL:
+                status.stop()
+                data = event_data(event.data)
+                body = data.get("response", "") if isinstance(data, Mapping) else data
+                task_id = data.get("task_id") if isinstance(data, Mapping) else None
+                state = "completed" if event.event == "task_complete" else "failed"
+                console.print(answer_panel(str(body), state=state, task_id=task_id))
+                return event.event == "task_complete"
+            line = view.line(event.event, event.data)
+            if line is not None:
+                console.print(line, no_wrap=True, overflow="ellipsis")
+            status.update(view.thinking)
+    console.print("[red]✗ the stream ended before the task finished[/red]")
+    return False
+
+
+def tasks_table(tasks: Mapping[str, Mapping[str, Any]]) -> Table:
+    """The caller's tasks (``GET /tasks``), oldest first: id, state, title, started, events."""
+    table = Table(box=None, header_style="bold", pad_edge=False, collapse_padding=True)
+    rows = sorted(tasks.values(), key=lambda t: str(t.get("start_time", "")))
+    id_width = max((len(str(t.get("task_id", ""))) for t in rows), default=2)
+    # one row per task; the id is for copying, so it is never cut
+    table.add_column("id", no_wrap=True, min_width=id_width)
+    table.add_column("state", no_wrap=True, overflow="ellipsis", min_width=5)
+    table.add_column("title", no_wrap=True, overflow="ellipsis", min_width=5)
+    table.add_column("started", no_wrap=True, overflow="ellipsis", min_width=7)
+    table.add_column("events", no_wrap=True, justify="right", min_width=6)
+    for task in rows:
+        state = str(task.get("state") or ("completed" if task.get("completed") else "running"))
+        style = (
+            "green"
+            if state == "completed"
+            else "red"
+            if state in {"failed", "cancelled"}
+            else "yellow"
+        )
+        started = str(task.get("start_time", ""))[:16].replace("T", " ")
+        table.add_row(
+            str(task.get("task_id", "")), Text(state, style=style), str(task.get("title") or ""),
+            started, str(len(task.get("events") or ())),
+        )  # fmt: skip
+    return table

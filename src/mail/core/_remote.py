@@ -1,0 +1,268 @@
+"""Messages from other swarms: checks, task ownership, deduplication, completion notices.
+
+Public through :meth:`MAILRuntime.receive_interswarm
+<mail.core.runtime.MAILRuntime.receive_interswarm>`. Per runtime it remembers:
+
+* the ids of recent inbound messages (bounded), so a delivery the sender retried after a
+  lost answer is queued once;
+* per task, the swarm that forwarded the task here (its *upstream*), and per remote swarm
+  the agent we last dealt with there, which is whom a completion notice addresses.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal, cast
+
+from mail.core._system_messages import Subject
+from mail.core.events import EventName
+from mail.core.message import (
+    MAILAddress,
+    MAILInterswarmMessage,
+    MAILMessage,
+    MAILPayload,
+    create_agent_address,
+    get_recipients,
+    parse_agent_address,
+    parse_task_contributor,
+)
+from mail.core.tasks import MAILTask, TaskState
+from mail.errors import InvalidMessageError, TaskNotFoundError, TaskStateError
+
+if TYPE_CHECKING:
+    from mail.core.runtime import MAILRuntime
+
+__all__ = ["Direction", "RemoteLedger"]
+
+Direction = Literal["forward", "back"]
+
+#: How many inbound message ids a runtime remembers for deduplication.
+SEEN_LIMIT = 4096
+
+
+@dataclass(slots=True)
+class _TaskLinks:
+    """What a task knows about other swarms."""
+
+    upstream: str | None = None
+    # swarm -> the agent there that last messaged us (preferred) / that we last messaged
+    heard_from: dict[str, str] = field(default_factory=dict)
+    spoke_to: dict[str, str] = field(default_factory=dict)
+
+
+def _swarm_of(contributor: str) -> str | None:
+    try:
+        return parse_task_contributor(contributor)[2]
+    except InvalidMessageError:
+        return None
+
+
+class RemoteLedger:
+    """Inbound interswarm handling and cross-swarm bookkeeping for one runtime."""
+
+    def __init__(self, runtime: MAILRuntime, seen_limit: int = SEEN_LIMIT) -> None:
+        self.rt = runtime
+        self._seen: OrderedDict[str, str] = OrderedDict()
+        self._seen_limit = seen_limit
+        self._links: dict[str, _TaskLinks] = {}
+
+    # --- bookkeeping -----------------------------------------------------------------------
+
+    def spoke_to(self, task_id: str, address: str) -> None:
+        """Record that a local message reached ``agent@swarm``."""
+        name, swarm = parse_agent_address(address)
+        if swarm is not None:
+            self._links.setdefault(task_id, _TaskLinks()).spoke_to[swarm] = name
+
+    def involved(self, task_id: str) -> set[str]:
+        """The swarms that took part in the task: reached by us, or heard from."""
+        links = self._links.get(task_id)
+        if links is None:
+            return set()
+        return set(links.heard_from) | set(links.spoke_to)
+
+    def contact(self, task_id: str, swarm: str) -> str | None:
+        """The agent of ``swarm`` that last messaged us in the task, else the one we messaged."""
+        links = self._links.get(task_id)
+        if links is None:
+            return None
+        return links.heard_from.get(swarm) or links.spoke_to.get(swarm)
+
+    def upstream(self, task_id: str) -> str | None:
+        links = self._links.get(task_id)
+        return links.upstream if links is not None else None
+
+    def forget(self, task_id: str) -> None:
+        self._links.pop(task_id, None)
+
+    def _remember(self, message_id: str, task_id: str) -> None:
+        self._seen[message_id] = task_id
+        if len(self._seen) > self._seen_limit:
+            self._seen.popitem(last=False)
+
+    # --- inbound ---------------------------------------------------------------------------
+
+    def receive(self, message: MAILInterswarmMessage, direction: Direction) -> MAILTask:
+        """Queue a validated interswarm message; see ``MAILRuntime.receive_interswarm``."""
+        rt = self.rt
+        if not rt.enable_interswarm:
+            raise InvalidMessageError(
+                f"swarm {rt.swarm_name!r} does not take interswarm messages", field="target_swarm"
+            )
+        if message["target_swarm"] != rt.swarm_name:
+            raise InvalidMessageError(
+                f"is {message['target_swarm']!r}, but this is swarm {rt.swarm_name!r}",
+                field="target_swarm",
+            )
+        payload = message["payload"]
+        task_id = payload["task_id"]
+        known = self._seen.get(message["message_id"])
+        if known is not None and (task := rt.tasks.get(known)) is not None:
+            return task  # a retried delivery: the first one was queued
+        source = message["source_swarm"]
+        recipients, to_caller = self._local_recipients(payload)
+        sender = self._sender(payload["sender"], source)
+        notice = message["msg_type"] == "response" and payload["subject"] == Subject.TASK_COMPLETE
+        task = rt.tasks.get(task_id)
+        if task is None:
+            if direction == "back" or notice:
+                raise TaskNotFoundError(task_id)
+            task = self._create(message)
+        else:
+            self._check_known(task, message)
+        self._remember(message["message_id"], task_id)
+        links = self._links.setdefault(task_id, _TaskLinks())
+        links.heard_from[source] = parse_agent_address(sender["address"])[0]
+        task.log.emit(
+            EventName.INTERSWARM_MESSAGE_RECEIVED,
+            f"received interswarm message from swarm {source}",
+        )
+        envelope = self._envelope(message, sender, recipients)
+        if message["msg_type"] == "response":
+            self._answered(task, recipients)
+        if notice:
+            if recipients:
+                self._completion_notice(task, source, envelope)
+        elif to_caller and not recipients:
+            # a reply addressed to this runtime's caller: it is the answer of the turn
+            rt.scheduler.finish(task, TaskState.COMPLETED, envelope)
+        else:
+            if (
+                not task.is_running
+                and task.task_owner != rt.this_owner
+                and source == links.upstream
+            ):
+                rt.reopen(task)  # our copy of a remote task: its owner needs us again
+            rt.scheduler.put(envelope)
+        return task
+
+    def _local_recipients(self, payload: MAILPayload) -> tuple[list[MAILAddress], bool]:
+        """Recipients in this swarm (others are skipped), and whether the caller is one."""
+        rt = self.rt
+        field = "payload.recipients" if "recipients" in payload else "payload.recipient"
+        local: list[MAILAddress] = []
+        to_caller = False
+        for recipient in get_recipients(payload):
+            name, swarm = parse_agent_address(recipient["address"])
+            if swarm != rt.swarm_name:
+                continue  # unqualified names belong to the sender's swarm
+            if name == "all" or name in rt.agents:
+                local.append(create_agent_address(name if name == "all" else f"{name}@{swarm}"))
+            elif name == rt.user_id:
+                to_caller = True
+            else:
+                raise InvalidMessageError(
+                    f"agent {name!r} is not known to swarm {rt.swarm_name!r}", field=field
+                )
+        if not local and not to_caller:
+            raise InvalidMessageError(
+                f"names no agent of swarm {rt.swarm_name!r} (write agent@{rt.swarm_name})",
+                field=field,
+            )
+        return local, to_caller
+
+    @staticmethod
+    def _sender(sender: MAILAddress, source: str) -> MAILAddress:
+        # A remote sender is always an agent here (never system or admin: no priority
+        # jump), and always qualified, so local agents can answer it.
+        name, swarm = parse_agent_address(sender["address"])
+        return create_agent_address(f"{name}@{swarm or source}")
+
+    def _create(self, message: MAILInterswarmMessage) -> MAILTask:
+        rt = self.rt
+        if rt.stopping:
+            raise TaskStateError("the runtime is shutting down")
+        contributors = list(message["task_contributors"])
+        if rt.this_owner not in contributors:
+            contributors.append(rt.this_owner)
+        task_id = message["payload"]["task_id"]
+        task = rt.tasks.add(
+            MAILTask(
+                task_id=task_id, task_owner=message["task_owner"], task_contributors=contributors
+            )
+        )
+        task.open_turn()
+        self._links.setdefault(task_id, _TaskLinks()).upstream = message["source_swarm"]
+        return task
+
+    @staticmethod
+    def _answered(task: MAILTask, recipients: list[MAILAddress]) -> None:
+        # as a local send_response does: the recipient waits for one answer less
+        for recipient in recipients:
+            name = parse_agent_address(recipient["address"])[0]
+            if task.outstanding.get(name):
+                task.outstanding[name] -= 1
+
+    def _check_known(self, task: MAILTask, message: MAILInterswarmMessage) -> None:
+        """Only the task's owner, through a swarm that took part in it, may continue it."""
+        task_id = task.task_id
+        if task.task_owner != message["task_owner"]:
+            raise TaskStateError(f"task '{task_id}' has another owner")
+        source = message["source_swarm"]
+        involved = (
+            source in task.remote_swarms
+            or source == self.upstream(task_id)
+            or any(_swarm_of(c) == source for c in task.task_contributors)
+        )
+        if not involved:
+            raise TaskNotFoundError(task_id)  # not for this peer to see
+        merged = list(message["task_contributors"])
+        merged += [c for c in task.task_contributors if c not in merged]
+        task.task_contributors = merged
+
+    def _envelope(
+        self, message: MAILInterswarmMessage, sender: MAILAddress, recipients: list[MAILAddress]
+    ) -> MAILMessage:
+        payload = dict(message["payload"])
+        payload["sender"] = sender
+        if "recipients" in payload:
+            payload["recipients"] = recipients
+        elif recipients:
+            payload["recipient"] = recipients[0]
+        return {
+            "id": message["message_id"],
+            "timestamp": message["timestamp"],
+            "message": cast(MAILPayload, payload),
+            "msg_type": message["msg_type"],
+        }
+
+    def _completion_notice(self, task: MAILTask, source: str, envelope: MAILMessage) -> None:
+        """The task completed in ``source``: close our copy if it came from there."""
+        rt = self.rt
+        if not task.is_running:
+            return
+        if task.task_owner == rt.this_owner or source != self.upstream(task.task_id):
+            rt.scheduler.put(envelope)  # a helper finished its part: tell the agent
+            return
+        payload = envelope["message"]
+        recipients = get_recipients(payload)
+        name = parse_agent_address(recipients[0]["address"])[0] if recipients else ""
+        agent = name if name in rt.agents else rt.entrypoint
+        body = payload["body"]
+        others = self.involved(task.task_id) - {source}
+        if others:
+            rt.notify_remote_completion(task, agent, body, others)
+        rt.scheduler.finish(
+            task, TaskState.COMPLETED, rt.system.complete(task.task_id, Subject.TASK_COMPLETE, body)
+        )

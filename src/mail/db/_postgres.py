@@ -1,0 +1,432 @@
+"""The PostgreSQL store (asyncpg), used when ``DATABASE_URL`` is set.
+
+The tables keep the names and columns of the original implementation (CONTRACT §11), so
+its data stays readable; :mod:`mail.db.migrations` adds what it lacked. asyncpg is
+imported when the store opens, never at import time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+from mail.db import migrations
+from mail.db._batch import GroupCommitter, Statement
+from mail.db._common import dumps, event_json, loads, prune_cutoff, reported, utc
+from mail.db.store import BreakpointRow, CallerKey, EventRow, StashRow, TaskRow
+from mail.errors import ConfigurationError, StorageError
+
+__all__ = ["PostgresStore"]
+
+_SAVE_TASK = """INSERT INTO tasks (swarm_name, caller_role, caller_id, task_id, task_owner,
+    task_contributors, remote_swarms, state, title, start_time, updated_at, is_running,
+    completed) VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, $10, $11, $12, $13)
+    ON CONFLICT (task_id, swarm_name, caller_role, caller_id) DO UPDATE SET
+    task_owner = excluded.task_owner, task_contributors = excluded.task_contributors,
+    remote_swarms = excluded.remote_swarms, state = excluded.state, title = excluded.title,
+    start_time = excluded.start_time, updated_at = excluded.updated_at,
+    is_running = excluded.is_running, completed = excluded.completed"""
+# event_id is the SSE id the event is sent with: its sequence number
+_APPEND_EVENT = """INSERT INTO task_events (swarm_name, caller_role, caller_id, task_id,
+    seq, event_type, event_data, event_id)
+    VALUES ($1, $2, $3, $4, $5::bigint, $6, $7, $5::bigint::text)
+    ON CONFLICT (swarm_name, caller_role, caller_id, task_id, seq) DO NOTHING"""
+_SAVE_HISTORY = """INSERT INTO agent_histories (swarm_name, caller_role, caller_id, task_id,
+    agent_name, tool_format, history, updated_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, NOW())
+    ON CONFLICT (swarm_name, caller_role, caller_id, task_id, agent_name) DO UPDATE SET
+    tool_format = excluded.tool_format, history = excluded.history, updated_at = NOW()"""
+_SAVE_RESPONSE = """INSERT INTO task_responses (swarm_name, caller_role, caller_id, task_id,
+    response) VALUES ($1, $2, $3, $4, $5::jsonb)
+    ON CONFLICT (task_id, swarm_name, caller_role, caller_id) DO UPDATE SET
+    response = excluded.response"""
+_DELETE_BREAKPOINTS = """DELETE FROM task_breakpoints
+    WHERE swarm_name = $1 AND caller_role = $2 AND caller_id = $3 AND task_id = $4"""
+_INSERT_BREAKPOINT = """INSERT INTO task_breakpoints (swarm_name, caller_role, caller_id,
+    task_id, position, call_id, agent_name, tool_call, normalized)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb)"""
+_DELETE_STASH = """DELETE FROM task_stash
+    WHERE swarm_name = $1 AND caller_role = $2 AND caller_id = $3 AND task_id = $4"""
+_INSERT_STASH = """INSERT INTO task_stash (swarm_name, caller_role, caller_id, task_id,
+    position, priority, seq, message) VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb)"""
+_LOAD_TASKS = """SELECT task_id, task_owner, task_contributors::text, remote_swarms::text,
+    state, title, start_time, updated_at FROM tasks
+    WHERE swarm_name = $1 AND caller_role = $2 AND caller_id = $3
+    ORDER BY start_time, created_at"""
+_LOAD_TASK = """SELECT task_id, task_owner, task_contributors::text, remote_swarms::text,
+    state, title, start_time, updated_at FROM tasks
+    WHERE swarm_name = $1 AND caller_role = $2 AND caller_id = $3 AND task_id = $4"""
+_LOAD_EVENTS = """SELECT seq, event_type, event_data FROM task_events
+    WHERE swarm_name = $1 AND caller_role = $2 AND caller_id = $3 AND task_id = $4
+      AND seq > $5 ORDER BY seq LIMIT $6"""
+_LOAD_HISTORIES = """SELECT agent_name, history::text FROM agent_histories
+    WHERE swarm_name = $1 AND caller_role = $2 AND caller_id = $3 AND task_id = $4
+    ORDER BY created_at"""
+_LOAD_RESPONSE = """SELECT response::text FROM task_responses
+    WHERE swarm_name = $1 AND caller_role = $2 AND caller_id = $3 AND task_id = $4"""
+_LOAD_BREAKPOINTS = """SELECT call_id, agent_name, tool_call::text, normalized::text
+    FROM task_breakpoints
+    WHERE swarm_name = $1 AND caller_role = $2 AND caller_id = $3 AND task_id = $4
+    ORDER BY position"""
+_LOAD_STASH = """SELECT priority, seq, message::text FROM task_stash
+    WHERE swarm_name = $1 AND caller_role = $2 AND caller_id = $3 AND task_id = $4
+    ORDER BY position"""
+# Finished tasks of every caller, newest first, ranked; kept are the young and the top ones.
+_PRUNE_CANDIDATES = """SELECT swarm_name, caller_role, caller_id, task_id FROM (
+    SELECT swarm_name, caller_role, caller_id, task_id, updated_at,
+           ROW_NUMBER() OVER (ORDER BY updated_at DESC, start_time DESC) AS rank
+    FROM tasks WHERE state IN ('completed', 'failed', 'cancelled')) AS finished
+    WHERE ($1::timestamptz IS NOT NULL AND updated_at < $1)
+       OR ($2::bigint IS NOT NULL AND rank > $2)"""
+# One statement per table, each run with (swarm, role, id, task_id); a task resumed since
+# it was picked no longer matches the state guard and keeps all its rows.
+_PRUNE_DELETES = tuple(
+    """DELETE FROM TABLE WHERE (swarm_name, caller_role, caller_id, task_id) IN (
+        SELECT swarm_name, caller_role, caller_id, task_id FROM tasks
+        WHERE swarm_name = $1 AND caller_role = $2 AND caller_id = $3 AND task_id = $4
+          AND state IN ('completed', 'failed', 'cancelled'))""".replace("TABLE", table)
+    for table in (
+        "task_events",
+        "agent_histories",
+        "task_responses",
+        "task_breakpoints",
+        "task_stash",
+        "tasks",
+    )
+)
+
+
+def _key(key: CallerKey) -> tuple[str, str, str]:
+    return (key.swarm, key.role, key.id)
+
+
+def _task_row(row: Sequence[Any]) -> TaskRow:
+    return TaskRow(
+        task_id=row[0],
+        task_owner=row[1],
+        task_contributors=loads(row[2]),
+        remote_swarms=loads(row[3]),
+        state=row[4],
+        title=row[5],
+        start_time=utc(row[6]),
+        updated_at=utc(row[7]),
+    )
+
+
+def _usable(conn: Any) -> bool:
+    """False for a closed connection, or one the pool took back after it broke."""
+    try:
+        return not conn.is_closed()
+    except Exception:  # noqa: BLE001  # asyncpg raises InterfaceError for a detached proxy
+        return False
+
+
+def _describe(dsn: str | None) -> str:
+    """``host:port/database`` of a DSN, without user or password."""
+    if not dsn:
+        return "postgres store"
+    parts = urlsplit(dsn)
+    port = f":{parts.port}" if parts.port else ""
+    return f"postgres store ({parts.hostname or 'localhost'}{port}{parts.path})"
+
+
+class PostgresStore:
+    """A :class:`~mail.db.store.TaskStore` in PostgreSQL through an asyncpg pool.
+
+    Give either ``dsn`` (the store creates its pool on :meth:`open`, with ``min_size`` /
+    ``max_size`` connections, ``command_timeout`` seconds per statement, ``connect_timeout``
+    per connection attempt and ``application_name=mail-server``, and closes it on
+    :meth:`close`) or an existing asyncpg ``pool`` (used, never closed). Writes are group
+    committed on one connection the store keeps (taken from the pool), so they apply in
+    call order; reads use the rest of the pool. Every method
+    raises :class:`mail.errors.StorageError` naming the server and the operation (never the
+    password). Giving both or neither of ``dsn`` and ``pool`` raises
+    :class:`mail.errors.ConfigurationError`.
+    """
+
+    backend = "postgres"
+
+    def __init__(
+        self,
+        dsn: str | None = None,
+        *,
+        pool: Any | None = None,
+        min_size: int = 1,
+        max_size: int = 10,
+        command_timeout: float = 30.0,
+        connect_timeout: float = 10.0,
+        max_batch: int = 512,
+    ) -> None:
+        if (dsn is None) == (pool is None):
+            raise ConfigurationError("postgres store: give exactly one of dsn and pool")
+        self.name = _describe(dsn)
+        self._dsn = dsn
+        self._pool: Any | None = pool
+        self._owns_pool = pool is None
+        self._pool_options = {
+            "min_size": min_size,
+            "max_size": max_size,
+            "command_timeout": command_timeout,
+            "timeout": connect_timeout,
+            "server_settings": {"application_name": "mail-server"},
+        }
+        self._max_batch = max_batch
+        self._writer: GroupCommitter | None = None
+        self._write_conn: Any | None = None
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self.name!r})"
+
+    async def __aenter__(self) -> PostgresStore:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Create the pool (unless one was given) and apply pending migrations."""
+        if self._writer is not None:
+            return
+        with reported(self.name, "open"):
+            if self._owns_pool:
+                try:
+                    import asyncpg  # type: ignore[import-untyped]  # noqa: PLC0415  # no stubs; imported on open (STYLE §4)
+                except ImportError as e:
+                    raise StorageError(f"{self.name}: open failed: asyncpg is not installed") from e
+                self._pool = await asyncpg.create_pool(self._dsn, **self._pool_options)
+            pool: Any = self._pool
+            try:
+                async with pool.acquire() as conn:
+                    await migrations.apply_postgres(conn)
+            except BaseException:
+                await self._release_pool()
+                raise
+        self._writer = GroupCommitter(self.name, self._run_writes, max_writes=self._max_batch)
+        self._writer.start()
+
+    async def close(self) -> None:
+        """Commit queued writes, then close the pool if the store created it."""
+        writer, self._writer = self._writer, None
+        if writer is None:
+            return
+        try:
+            await writer.close()
+        finally:
+            await self._release_write_conn()
+            await self._release_pool()
+
+    async def _release_write_conn(self) -> None:
+        conn, self._write_conn = self._write_conn, None
+        if conn is not None and self._pool is not None:
+            await self._pool.release(conn)
+
+    async def _release_pool(self) -> None:
+        if self._owns_pool and self._pool is not None:
+            pool, self._pool = self._pool, None
+            await pool.close()
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    def _writer_for(self, op: str) -> GroupCommitter:
+        writer = self._writer
+        if writer is None or self._pool is None:
+            raise StorageError(f"{self.name}: {op} failed: the store is not open")
+        return writer
+
+    async def _write(self, op: str, statements: list[Statement]) -> None:
+        await self._writer_for(op).submit(op, statements)
+
+    async def _fetch(self, op: str, sql: str, *args: Any) -> list[Any]:
+        await self._writer_for(op).barrier()
+        pool = self._pool
+        if pool is None:
+            raise StorageError(f"{self.name}: {op} failed: the store is not open")
+        with reported(self.name, op):
+            rows: list[Any] = await pool.fetch(sql, *args)
+            return rows
+
+    async def _run_writes(self, statements: list[Statement]) -> None:
+        # The flusher is the only writer: it keeps one connection instead of paying the
+        # pool's acquire and reset for every batch, and replaces it once it is broken.
+        pool = self._pool
+        if pool is None:
+            raise StorageError(f"{self.name}: write failed: the store is closed")
+        conn = self._write_conn
+        if conn is not None and not _usable(conn):
+            self._write_conn = None
+            with contextlib.suppress(Exception):  # broken already: give back what can be
+                await pool.release(conn)
+            conn = None
+        if conn is None:
+            conn = self._write_conn = await pool.acquire()
+        if len(statements) == 1:  # executemany alone is atomic already
+            sql, rows = statements[0]
+            await conn.executemany(sql, rows)
+            return
+        async with conn.transaction():
+            for sql, rows in statements:
+                await conn.executemany(sql, rows)
+
+    # -- writes ---------------------------------------------------------------------------
+
+    async def save_task(self, key: CallerKey, task: TaskRow) -> None:
+        """Insert or replace a task record (``is_running``/``completed`` follow ``state``)."""
+        with reported(self.name, "save_task"):
+            running = task.state == "running"
+            row = (
+                *_key(key),
+                task.task_id,
+                task.task_owner,
+                dumps(list(task.task_contributors)),
+                dumps(list(task.remote_swarms)),
+                task.state,
+                task.title,
+                utc(task.start_time),
+                utc(task.updated_at),
+                running,
+                not running,
+            )
+        await self._write("save_task", [(_SAVE_TASK, [row])])
+
+    async def append_events(self, key: CallerKey, rows: Sequence[EventRow]) -> None:
+        """Store events, ignoring sequence numbers already stored."""
+        if not rows:
+            return
+        k = _key(key)
+        with reported(self.name, "append_events"):
+            params = [(*k, r.task_id, int(r.seq), r.event, event_json(r)) for r in rows]
+        await self._write("append_events", [(_APPEND_EVENT, params)])
+
+    async def save_history(
+        self,
+        key: CallerKey,
+        task_id: str,
+        agent: str,
+        history: list[dict[str, Any]],
+        tool_format: str,
+    ) -> None:
+        """Replace an agent's current history in a task."""
+        with reported(self.name, "save_history"):
+            row = (*_key(key), task_id, agent, tool_format, dumps(history))
+        await self._write("save_history", [(_SAVE_HISTORY, [row])])
+
+    async def save_response(self, key: CallerKey, task_id: str, message: dict[str, Any]) -> None:
+        """Insert or replace a task's final response."""
+        with reported(self.name, "save_response"):
+            row = (*_key(key), task_id, dumps(message))
+        await self._write("save_response", [(_SAVE_RESPONSE, [row])])
+
+    async def save_breakpoints(
+        self, key: CallerKey, task_id: str, rows: Sequence[BreakpointRow]
+    ) -> None:
+        """Replace a task's pending breakpoint calls."""
+        k = (*_key(key), task_id)
+        with reported(self.name, "save_breakpoints"):
+            params = [
+                (*k, i, r.call_id, r.agent, dumps(r.call), dumps(r.normalized))
+                for i, r in enumerate(rows)
+            ]
+        await self._write(
+            "save_breakpoints", [(_DELETE_BREAKPOINTS, [k]), (_INSERT_BREAKPOINT, params)]
+        )
+
+    async def save_stash(self, key: CallerKey, task_id: str, rows: Sequence[StashRow]) -> None:
+        """Replace a task's stashed messages."""
+        k = (*_key(key), task_id)
+        with reported(self.name, "save_stash"):
+            params = [
+                (*k, i, int(r.priority), int(r.seq), dumps(r.message)) for i, r in enumerate(rows)
+            ]
+        await self._write("save_stash", [(_DELETE_STASH, [k]), (_INSERT_STASH, params)])
+
+    # -- reads ----------------------------------------------------------------------------
+
+    async def load_tasks(self, key: CallerKey) -> list[TaskRow]:
+        """Return the caller's tasks, oldest first."""
+        rows = await self._fetch("load_tasks", _LOAD_TASKS, *_key(key))
+        with reported(self.name, "load_tasks"):
+            return [_task_row(r) for r in rows]
+
+    async def load_task(self, key: CallerKey, task_id: str) -> TaskRow | None:
+        """Return one task record, or ``None``."""
+        rows = await self._fetch("load_task", _LOAD_TASK, *_key(key), task_id)
+        with reported(self.name, "load_task"):
+            return _task_row(rows[0]) if rows else None
+
+    async def load_events(
+        self, key: CallerKey, task_id: str, after: int = 0, limit: int | None = None
+    ) -> list[EventRow]:
+        """Return the events after ``after`` in order, at most ``limit``."""
+        rows = await self._fetch("load_events", _LOAD_EVENTS, *_key(key), task_id, after, limit)
+        with reported(self.name, "load_events"):
+            return [
+                EventRow(task_id=task_id, seq=s, event=e, data=loads(d), data_json=d)
+                for s, e, d in rows
+            ]
+
+    async def load_histories(self, key: CallerKey, task_id: str) -> dict[str, list[dict[str, Any]]]:
+        """Return each agent's current history in a task."""
+        rows = await self._fetch("load_histories", _LOAD_HISTORIES, *_key(key), task_id)
+        with reported(self.name, "load_histories"):
+            return {agent: loads(history) for agent, history in rows}
+
+    async def load_response(self, key: CallerKey, task_id: str) -> dict[str, Any] | None:
+        """Return a task's final response, or ``None``."""
+        rows = await self._fetch("load_response", _LOAD_RESPONSE, *_key(key), task_id)
+        with reported(self.name, "load_response"):
+            return dict(loads(rows[0][0])) if rows else None
+
+    async def load_breakpoints(self, key: CallerKey, task_id: str) -> list[BreakpointRow]:
+        """Return a task's pending breakpoint calls."""
+        rows = await self._fetch("load_breakpoints", _LOAD_BREAKPOINTS, *_key(key), task_id)
+        with reported(self.name, "load_breakpoints"):
+            return [
+                BreakpointRow(call_id=i, agent=a, call=loads(c), normalized=loads(n))
+                for i, a, c, n in rows
+            ]
+
+    async def load_stash(self, key: CallerKey, task_id: str) -> list[StashRow]:
+        """Return a task's stashed messages."""
+        rows = await self._fetch("load_stash", _LOAD_STASH, *_key(key), task_id)
+        with reported(self.name, "load_stash"):
+            return [StashRow(priority=p, seq=s, message=loads(m)) for p, s, m in rows]
+
+    # -- maintenance ----------------------------------------------------------------------
+
+    async def prune(
+        self, *, older_than: timedelta | None = None, keep_last: int | None = None
+    ) -> int:
+        """Delete finished tasks older than ``older_than`` or beyond ``keep_last``."""
+        self._writer_for("prune")
+        cutoff = prune_cutoff(older_than, keep_last)
+        if cutoff is None and keep_last is None:
+            return 0
+        doomed = await self._fetch("prune", _PRUNE_CANDIDATES, cutoff, keep_last)
+        if doomed:
+            params = [tuple(row) for row in doomed]
+            await self._write("prune", [(sql, params) for sql in _PRUNE_DELETES])
+        return len(doomed)
+
+    async def health(self) -> str:
+        """``"ok"``, or what is wrong (closed, the last failed write, no answer in 5 s)."""
+        writer = self._writer
+        if writer is None or self._pool is None:
+            return "closed"
+        if writer.last_error is not None:
+            return writer.last_error
+        try:
+            await self._pool.fetchval("SELECT 1", timeout=5.0)
+        except Exception as e:  # noqa: BLE001  # health reports any failure, it never raises
+            return f"{self.name}: health check failed: {str(e) or type(e).__name__}"
+        return "ok"
+
+    async def schema_version(self) -> int:
+        """The newest applied migration."""
+        rows = await self._fetch("schema_version", "SELECT MAX(version) FROM schema_migrations")
+        return int(rows[0][0] or 0)

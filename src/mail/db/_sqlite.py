@@ -1,0 +1,412 @@
+"""The SQLite store: the embedded default, one file next to the server's data."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, TypeVar
+
+from mail.db import migrations
+from mail.db._batch import GroupCommitter, Statement
+from mail.db._common import dumps, event_json, from_iso, iso, iso_now, loads, prune_cutoff, reported
+from mail.db.store import BreakpointRow, CallerKey, EventRow, StashRow, TaskRow
+from mail.errors import StorageError
+
+__all__ = ["SQLiteStore"]
+
+T = TypeVar("T")
+
+_SAVE_TASK = """INSERT INTO tasks (swarm_name, caller_role, caller_id, task_id, task_owner,
+    task_contributors, remote_swarms, state, title, start_time, updated_at, is_running,
+    completed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    ON CONFLICT (swarm_name, caller_role, caller_id, task_id) DO UPDATE SET
+    task_owner = excluded.task_owner, task_contributors = excluded.task_contributors,
+    remote_swarms = excluded.remote_swarms, state = excluded.state, title = excluded.title,
+    start_time = excluded.start_time, updated_at = excluded.updated_at,
+    is_running = excluded.is_running, completed = excluded.completed"""
+_APPEND_EVENT = """INSERT OR IGNORE INTO task_events (swarm_name, caller_role, caller_id,
+    task_id, seq, event_type, event_data) VALUES (?, ?, ?, ?, ?, ?, ?)"""
+_SAVE_HISTORY = """INSERT INTO agent_histories (swarm_name, caller_role, caller_id, task_id,
+    agent_name, tool_format, history, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+    ON CONFLICT (swarm_name, caller_role, caller_id, task_id, agent_name) DO UPDATE SET
+    tool_format = excluded.tool_format, history = excluded.history,
+    updated_at = excluded.updated_at"""
+_SAVE_RESPONSE = """INSERT INTO task_responses (swarm_name, caller_role, caller_id, task_id,
+    response) VALUES (?, ?, ?, ?, ?)
+    ON CONFLICT (swarm_name, caller_role, caller_id, task_id) DO UPDATE SET
+    response = excluded.response"""
+_DELETE_BREAKPOINTS = """DELETE FROM task_breakpoints
+    WHERE swarm_name = ? AND caller_role = ? AND caller_id = ? AND task_id = ?"""
+_INSERT_BREAKPOINT = """INSERT INTO task_breakpoints (swarm_name, caller_role, caller_id,
+    task_id, position, call_id, agent_name, tool_call, normalized)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+_DELETE_STASH = """DELETE FROM task_stash
+    WHERE swarm_name = ? AND caller_role = ? AND caller_id = ? AND task_id = ?"""
+_INSERT_STASH = """INSERT INTO task_stash (swarm_name, caller_role, caller_id, task_id,
+    position, priority, seq, message) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"""
+_LOAD_TASKS = """SELECT task_id, task_owner, task_contributors, remote_swarms, state, title,
+    start_time, updated_at FROM tasks
+    WHERE swarm_name = ? AND caller_role = ? AND caller_id = ? ORDER BY start_time, rowid"""
+_LOAD_TASK = """SELECT task_id, task_owner, task_contributors, remote_swarms, state, title,
+    start_time, updated_at FROM tasks
+    WHERE swarm_name = ? AND caller_role = ? AND caller_id = ? AND task_id = ?"""
+_LOAD_EVENTS = """SELECT seq, event_type, event_data FROM task_events
+    WHERE swarm_name = ? AND caller_role = ? AND caller_id = ? AND task_id = ? AND seq > ?
+    ORDER BY seq LIMIT ?"""
+_LOAD_HISTORIES = """SELECT agent_name, history FROM agent_histories
+    WHERE swarm_name = ? AND caller_role = ? AND caller_id = ? AND task_id = ? ORDER BY rowid"""
+_LOAD_RESPONSE = """SELECT response FROM task_responses
+    WHERE swarm_name = ? AND caller_role = ? AND caller_id = ? AND task_id = ?"""
+_LOAD_BREAKPOINTS = """SELECT call_id, agent_name, tool_call, normalized FROM task_breakpoints
+    WHERE swarm_name = ? AND caller_role = ? AND caller_id = ? AND task_id = ?
+    ORDER BY position"""
+_LOAD_STASH = """SELECT priority, seq, message FROM task_stash
+    WHERE swarm_name = ? AND caller_role = ? AND caller_id = ? AND task_id = ?
+    ORDER BY position"""
+# Finished tasks of every caller, newest first, ranked; kept are the young and the top ones.
+_PRUNE_CANDIDATES = """SELECT swarm_name, caller_role, caller_id, task_id FROM (
+    SELECT swarm_name, caller_role, caller_id, task_id, updated_at,
+           ROW_NUMBER() OVER (ORDER BY updated_at DESC, start_time DESC) AS rank
+    FROM tasks WHERE state IN ('completed', 'failed', 'cancelled'))
+    WHERE (? IS NOT NULL AND updated_at < ?) OR (? IS NOT NULL AND rank > ?)"""
+# One statement per table, each run with (swarm, role, id, task_id); a task resumed since
+# it was picked no longer matches the state guard and keeps all its rows.
+_PRUNE_DELETES = tuple(
+    """DELETE FROM TABLE WHERE (swarm_name, caller_role, caller_id, task_id) IN (
+        SELECT swarm_name, caller_role, caller_id, task_id FROM tasks
+        WHERE swarm_name = ?1 AND caller_role = ?2 AND caller_id = ?3 AND task_id = ?4
+          AND state IN ('completed', 'failed', 'cancelled'))""".replace("TABLE", table)
+    for table in (
+        "task_events",
+        "agent_histories",
+        "task_responses",
+        "task_breakpoints",
+        "task_stash",
+        "tasks",
+    )
+)
+
+
+def _key(key: CallerKey) -> tuple[str, str, str]:
+    return (key.swarm, key.role, key.id)
+
+
+def _task_row(row: Sequence[Any]) -> TaskRow:
+    return TaskRow(
+        task_id=row[0],
+        task_owner=row[1],
+        task_contributors=loads(row[2]),
+        remote_swarms=loads(row[3]),
+        state=row[4],
+        title=row[5],
+        start_time=from_iso(row[6]),
+        updated_at=from_iso(row[7]),
+    )
+
+
+class SQLiteStore:
+    """A :class:`~mail.db.store.TaskStore` in one SQLite file (WAL mode).
+
+    All SQLite work runs on one dedicated thread, off the event loop. Writes are group
+    committed (see :mod:`mail.db._batch`): each awaits the transaction that carries it.
+    ``pragmas`` are extra ``PRAGMA name = value`` settings applied on open (for example
+    ``{"cache_size": -65536}``). Missing parent directories are created. Every method
+    raises :class:`mail.errors.StorageError` naming the file and the operation.
+    """
+
+    backend = "sqlite"
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        pragmas: Mapping[str, int | str] | None = None,
+        max_batch: int = 512,
+    ) -> None:
+        self.path = Path(path)
+        self.name = f"sqlite store ({self.path})"
+        self._pragmas = dict(pragmas or {})
+        self._max_batch = max_batch
+        self._conn: sqlite3.Connection | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._writer: GroupCommitter | None = None
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({str(self.path)!r})"
+
+    async def __aenter__(self) -> SQLiteStore:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Open (creating) the file, set WAL mode and apply pending migrations."""
+        if self._writer is not None:
+            return
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mail-sqlite")
+        try:
+            with reported(self.name, "open"):
+                await asyncio.get_running_loop().run_in_executor(executor, self._connect)
+        except BaseException:
+            executor.shutdown(wait=False)
+            raise
+        self._executor = executor
+        self._writer = GroupCommitter(self.name, self._run_writes, max_writes=self._max_batch)
+        self._writer.start()
+
+    def _connect(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=True)
+        try:
+            self._configure(conn)
+            migrations.apply_sqlite(conn)
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+
+    def _configure(self, conn: sqlite3.Connection) -> None:
+        conn.execute("PRAGMA busy_timeout = 10000")
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            raise sqlite3.OperationalError(f"cannot use WAL mode (journal_mode is {mode})")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        for name, value in self._pragmas.items():
+            # PRAGMA takes no parameters: accept identifiers and integers only
+            if not (name.isidentifier() and (isinstance(value, int) or value.isidentifier())):
+                raise sqlite3.OperationalError(f"bad pragma {name!r} = {value!r}")
+            conn.execute(f"PRAGMA {name} = {value}")
+
+    async def close(self) -> None:
+        """Commit queued writes, close the file and stop the thread."""
+        writer, self._writer = self._writer, None
+        if writer is None:
+            return
+        try:
+            await writer.close()
+        finally:
+            executor, self._executor = self._executor, None
+            if executor is not None:
+                await asyncio.get_running_loop().run_in_executor(executor, self._disconnect)
+                executor.shutdown(wait=True)
+
+    def _disconnect(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    def _writer_for(self, op: str) -> GroupCommitter:
+        writer = self._writer
+        if writer is None:
+            raise StorageError(f"{self.name}: {op} failed: the store is not open")
+        return writer
+
+    async def _write(self, op: str, statements: list[Statement]) -> None:
+        await self._writer_for(op).submit(op, statements)
+
+    async def _read(self, op: str, fn: Callable[[sqlite3.Connection], T]) -> T:
+        writer = self._writer_for(op)
+        await writer.barrier()
+        executor = self._executor
+        if executor is None:
+            raise StorageError(f"{self.name}: {op} failed: the store is not open")
+        with reported(self.name, op):
+            return await asyncio.get_running_loop().run_in_executor(executor, self._call, fn)
+
+    def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        if self._conn is None:
+            raise sqlite3.ProgrammingError("the store is closed")
+        return fn(self._conn)
+
+    async def _run_writes(self, statements: list[Statement]) -> None:
+        executor = self._executor
+        if executor is None:
+            raise sqlite3.ProgrammingError("the store is closed")
+        await asyncio.get_running_loop().run_in_executor(executor, self._transaction, statements)
+
+    def _transaction(self, statements: list[Statement]) -> None:
+        conn = self._conn
+        if conn is None:
+            raise sqlite3.ProgrammingError("the store is closed")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for sql, rows in statements:
+                conn.executemany(sql, rows)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    # -- writes ---------------------------------------------------------------------------
+
+    async def save_task(self, key: CallerKey, task: TaskRow) -> None:
+        """Insert or replace a task record."""
+        with reported(self.name, "save_task"):
+            running = task.state == "running"
+            row = (
+                *_key(key),
+                task.task_id,
+                task.task_owner,
+                dumps(list(task.task_contributors)),
+                dumps(list(task.remote_swarms)),
+                task.state,
+                task.title,
+                iso(task.start_time),
+                iso(task.updated_at),
+                running,
+                not running,
+            )
+        await self._write("save_task", [(_SAVE_TASK, [row])])
+
+    async def append_events(self, key: CallerKey, rows: Sequence[EventRow]) -> None:
+        """Store events, ignoring sequence numbers already stored."""
+        if not rows:
+            return
+        k = _key(key)
+        with reported(self.name, "append_events"):
+            params = [(*k, r.task_id, int(r.seq), r.event, event_json(r)) for r in rows]
+        await self._write("append_events", [(_APPEND_EVENT, params)])
+
+    async def save_history(
+        self,
+        key: CallerKey,
+        task_id: str,
+        agent: str,
+        history: list[dict[str, Any]],
+        tool_format: str,
+    ) -> None:
+        """Replace an agent's current history in a task."""
+        with reported(self.name, "save_history"):
+            row = (*_key(key), task_id, agent, tool_format, dumps(history), iso_now())
+        await self._write("save_history", [(_SAVE_HISTORY, [row])])
+
+    async def save_response(self, key: CallerKey, task_id: str, message: dict[str, Any]) -> None:
+        """Insert or replace a task's final response."""
+        with reported(self.name, "save_response"):
+            row = (*_key(key), task_id, dumps(message))
+        await self._write("save_response", [(_SAVE_RESPONSE, [row])])
+
+    async def save_breakpoints(
+        self, key: CallerKey, task_id: str, rows: Sequence[BreakpointRow]
+    ) -> None:
+        """Replace a task's pending breakpoint calls."""
+        k = (*_key(key), task_id)
+        with reported(self.name, "save_breakpoints"):
+            params = [
+                (*k, i, r.call_id, r.agent, dumps(r.call), dumps(r.normalized))
+                for i, r in enumerate(rows)
+            ]
+        await self._write(
+            "save_breakpoints", [(_DELETE_BREAKPOINTS, [k]), (_INSERT_BREAKPOINT, params)]
+        )
+
+    async def save_stash(self, key: CallerKey, task_id: str, rows: Sequence[StashRow]) -> None:
+        """Replace a task's stashed messages."""
+        k = (*_key(key), task_id)
+        with reported(self.name, "save_stash"):
+            params = [
+                (*k, i, int(r.priority), int(r.seq), dumps(r.message)) for i, r in enumerate(rows)
+            ]
+        await self._write("save_stash", [(_DELETE_STASH, [k]), (_INSERT_STASH, params)])
+
+    # -- reads ----------------------------------------------------------------------------
+
+    async def _rows(self, op: str, sql: str, args: Sequence[Any]) -> list[Any]:
+        return await self._read(op, lambda c: c.execute(sql, args).fetchall())
+
+    async def load_tasks(self, key: CallerKey) -> list[TaskRow]:
+        """Return the caller's tasks, oldest first."""
+        rows = await self._rows("load_tasks", _LOAD_TASKS, _key(key))
+        with reported(self.name, "load_tasks"):
+            return [_task_row(r) for r in rows]
+
+    async def load_task(self, key: CallerKey, task_id: str) -> TaskRow | None:
+        """Return one task record, or ``None``."""
+        rows = await self._rows("load_task", _LOAD_TASK, (*_key(key), task_id))
+        with reported(self.name, "load_task"):
+            return _task_row(rows[0]) if rows else None
+
+    async def load_events(
+        self, key: CallerKey, task_id: str, after: int = 0, limit: int | None = None
+    ) -> list[EventRow]:
+        """Return the events after ``after`` in order, at most ``limit``."""
+        args = (*_key(key), task_id, after, -1 if limit is None else limit)
+        rows = await self._rows("load_events", _LOAD_EVENTS, args)
+        with reported(self.name, "load_events"):
+            return [
+                EventRow(task_id=task_id, seq=s, event=e, data=loads(d), data_json=d)
+                for s, e, d in rows
+            ]
+
+    async def load_histories(self, key: CallerKey, task_id: str) -> dict[str, list[dict[str, Any]]]:
+        """Return each agent's current history in a task."""
+        rows = await self._rows("load_histories", _LOAD_HISTORIES, (*_key(key), task_id))
+        with reported(self.name, "load_histories"):
+            return {agent: loads(history) for agent, history in rows}
+
+    async def load_response(self, key: CallerKey, task_id: str) -> dict[str, Any] | None:
+        """Return a task's final response, or ``None``."""
+        rows = await self._rows("load_response", _LOAD_RESPONSE, (*_key(key), task_id))
+        with reported(self.name, "load_response"):
+            return dict(loads(rows[0][0])) if rows else None
+
+    async def load_breakpoints(self, key: CallerKey, task_id: str) -> list[BreakpointRow]:
+        """Return a task's pending breakpoint calls."""
+        rows = await self._rows("load_breakpoints", _LOAD_BREAKPOINTS, (*_key(key), task_id))
+        with reported(self.name, "load_breakpoints"):
+            return [
+                BreakpointRow(call_id=i, agent=a, call=loads(c), normalized=loads(n))
+                for i, a, c, n in rows
+            ]
+
+    async def load_stash(self, key: CallerKey, task_id: str) -> list[StashRow]:
+        """Return a task's stashed messages."""
+        rows = await self._rows("load_stash", _LOAD_STASH, (*_key(key), task_id))
+        with reported(self.name, "load_stash"):
+            return [StashRow(priority=p, seq=s, message=loads(m)) for p, s, m in rows]
+
+    # -- maintenance ----------------------------------------------------------------------
+
+    async def prune(
+        self, *, older_than: timedelta | None = None, keep_last: int | None = None
+    ) -> int:
+        """Delete finished tasks older than ``older_than`` or beyond ``keep_last``."""
+        self._writer_for("prune")
+        cutoff = prune_cutoff(older_than, keep_last)
+        if cutoff is None and keep_last is None:
+            return 0
+        bound = None if cutoff is None else iso(cutoff)
+        args = (bound, bound, keep_last, keep_last)
+        doomed = await self._rows("prune", _PRUNE_CANDIDATES, args)
+        if doomed:
+            await self._write("prune", [(sql, doomed) for sql in _PRUNE_DELETES])
+        return len(doomed)
+
+    async def health(self) -> str:
+        """``"ok"``, or what is wrong (closed, the last failed write, an unreadable file)."""
+        writer = self._writer
+        if writer is None:
+            return "closed"
+        if writer.last_error is not None:
+            return writer.last_error
+        try:
+            await self._read("health", lambda c: c.execute("SELECT 1").fetchone())
+        except Exception as e:  # noqa: BLE001  # health reports any failure, it never raises
+            return str(e) or type(e).__name__
+        return "ok"
+
+    async def schema_version(self) -> int:
+        """The newest applied migration."""
+        rows = await self._rows("schema_version", "SELECT MAX(version) FROM schema_migrations", ())
+        return int(rows[0][0] or 0)

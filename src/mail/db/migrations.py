@@ -1,0 +1,302 @@
+"""Versioned schema migrations of the SQLite and PostgreSQL stores.
+
+Each backend has an ordered tuple of :class:`Migration`. A store applies the pending ones
+when it opens (so do ``mail db-init`` and ``mail db-migrate``), each in its own
+transaction, recording it in ``schema_migrations(version, description, applied_at)``.
+Applying is idempotent and safe when several processes start at once (SQLite: a write
+lock per migration; PostgreSQL: an advisory lock). A released migration is never edited:
+a schema change is a new migration at the end of the list.
+
+PostgreSQL version 1 is the original implementation's schema (CONTRACT §11, ``mail
+db-init`` of v1.3.6) written with ``IF NOT EXISTS``, so a database the original created is
+picked up as it is; version 2 adds what this implementation needs (task ``state``, event
+``seq`` with a unique index, one current history per task and agent, breakpoint and stash
+tables) and converts the original's rows.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "Migration",
+    "SQLITE_MIGRATIONS",
+    "POSTGRES_MIGRATIONS",
+    "latest_version",
+    "apply_sqlite",
+    "apply_postgres",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """One schema change: its version, what it does and its SQL statements."""
+
+    version: int
+    description: str
+    statements: tuple[str, ...]
+
+
+# The SQL below is written out in full, never assembled from shared pieces: a released
+# migration must not change when some other constant does.
+
+SQLITE_MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "tasks, events, current histories, responses, breakpoints, stash",
+        (
+            """CREATE TABLE tasks (
+                swarm_name TEXT NOT NULL, caller_role TEXT NOT NULL, caller_id TEXT NOT NULL,
+                task_id TEXT NOT NULL,
+                task_owner TEXT NOT NULL,
+                task_contributors TEXT NOT NULL DEFAULT '[]',
+                remote_swarms TEXT NOT NULL DEFAULT '[]',
+                state TEXT NOT NULL DEFAULT 'running',
+                is_running INTEGER NOT NULL DEFAULT 0,
+                completed INTEGER NOT NULL DEFAULT 0,
+                title TEXT,
+                start_time TEXT NOT NULL,
+                created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%f+00:00', 'now')),
+                updated_at TEXT NOT NULL,
+                UNIQUE (swarm_name, caller_role, caller_id, task_id))""",
+            "CREATE INDEX idx_tasks_start ON tasks (swarm_name, caller_role, caller_id, start_time)",
+            "CREATE INDEX idx_tasks_finished ON tasks (state, updated_at)",
+            """CREATE TABLE task_events (
+                swarm_name TEXT NOT NULL, caller_role TEXT NOT NULL, caller_id TEXT NOT NULL,
+                task_id TEXT NOT NULL,
+                seq INTEGER NOT NULL,
+                event_type TEXT NOT NULL,
+                event_data TEXT NOT NULL,
+                UNIQUE (swarm_name, caller_role, caller_id, task_id, seq))""",
+            """CREATE TABLE agent_histories (
+                swarm_name TEXT NOT NULL, caller_role TEXT NOT NULL, caller_id TEXT NOT NULL,
+                task_id TEXT NOT NULL,
+                agent_name TEXT NOT NULL,
+                tool_format TEXT NOT NULL,
+                history TEXT NOT NULL,
+                created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%f+00:00', 'now')),
+                updated_at TEXT NOT NULL,
+                UNIQUE (swarm_name, caller_role, caller_id, task_id, agent_name))""",
+            """CREATE TABLE task_responses (
+                swarm_name TEXT NOT NULL, caller_role TEXT NOT NULL, caller_id TEXT NOT NULL,
+                task_id TEXT NOT NULL,
+                response TEXT NOT NULL,
+                created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%f+00:00', 'now')),
+                UNIQUE (swarm_name, caller_role, caller_id, task_id))""",
+            """CREATE TABLE task_breakpoints (
+                swarm_name TEXT NOT NULL, caller_role TEXT NOT NULL, caller_id TEXT NOT NULL,
+                task_id TEXT NOT NULL,
+                position INTEGER NOT NULL,
+                call_id TEXT NOT NULL,
+                agent_name TEXT NOT NULL,
+                tool_call TEXT NOT NULL,
+                normalized TEXT NOT NULL,
+                UNIQUE (swarm_name, caller_role, caller_id, task_id, position))""",
+            """CREATE TABLE task_stash (
+                swarm_name TEXT NOT NULL, caller_role TEXT NOT NULL, caller_id TEXT NOT NULL,
+                task_id TEXT NOT NULL,
+                position INTEGER NOT NULL,
+                priority INTEGER NOT NULL,
+                seq INTEGER NOT NULL,
+                message TEXT NOT NULL,
+                UNIQUE (swarm_name, caller_role, caller_id, task_id, position))""",
+        ),
+    ),
+)
+
+POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "the original's tables (CONTRACT §11)",
+        (
+            """CREATE TABLE IF NOT EXISTS agent_histories (
+                id UUID PRIMARY KEY DEFAULT gen_random_uuid(),
+                swarm_name TEXT NOT NULL,
+                caller_role TEXT NOT NULL,
+                caller_id TEXT NOT NULL,
+                tool_format TEXT NOT NULL,
+                task_id TEXT NOT NULL,
+                agent_name TEXT NOT NULL,
+                history JSONB NOT NULL,
+                created_at TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT NOW(),
+                updated_at TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT NOW())""",
+            "CREATE INDEX IF NOT EXISTS idx_agent_histories_swarm_name ON agent_histories (swarm_name)",
+            "CREATE INDEX IF NOT EXISTS idx_agent_histories_task_id ON agent_histories (task_id)",
+            "CREATE INDEX IF NOT EXISTS idx_agent_histories_caller ON agent_histories (caller_role, caller_id)",
+            "CREATE INDEX IF NOT EXISTS idx_agent_histories_agent_name ON agent_histories (agent_name)",
+            "CREATE INDEX IF NOT EXISTS idx_agent_histories_created_at ON agent_histories (created_at DESC)",
+            """CREATE TABLE IF NOT EXISTS tasks (
+                id UUID PRIMARY KEY DEFAULT gen_random_uuid(),
+                task_id TEXT NOT NULL,
+                swarm_name TEXT NOT NULL,
+                caller_role TEXT NOT NULL,
+                caller_id TEXT NOT NULL,
+                task_owner TEXT NOT NULL,
+                task_contributors JSONB NOT NULL DEFAULT '[]',
+                remote_swarms JSONB NOT NULL DEFAULT '[]',
+                is_running BOOLEAN NOT NULL DEFAULT FALSE,
+                completed BOOLEAN NOT NULL DEFAULT FALSE,
+                title TEXT,
+                start_time TIMESTAMP WITH TIME ZONE NOT NULL,
+                created_at TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT NOW(),
+                updated_at TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT NOW(),
+                UNIQUE (task_id, swarm_name, caller_role, caller_id))""",
+            "CREATE INDEX IF NOT EXISTS idx_tasks_lookup ON tasks (swarm_name, caller_role, caller_id)",
+            "CREATE INDEX IF NOT EXISTS idx_tasks_task_id ON tasks (task_id)",
+            """CREATE TABLE IF NOT EXISTS task_events (
+                id UUID PRIMARY KEY DEFAULT gen_random_uuid(),
+                task_id TEXT NOT NULL,
+                swarm_name TEXT NOT NULL,
+                caller_role TEXT NOT NULL,
+                caller_id TEXT NOT NULL,
+                event_type TEXT,
+                event_data TEXT,
+                event_id TEXT,
+                created_at TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT NOW())""",
+            "CREATE INDEX IF NOT EXISTS idx_task_events_lookup ON task_events (task_id, swarm_name, caller_role, caller_id)",
+            "CREATE INDEX IF NOT EXISTS idx_task_events_created ON task_events (created_at)",
+            """CREATE TABLE IF NOT EXISTS task_responses (
+                id UUID PRIMARY KEY DEFAULT gen_random_uuid(),
+                task_id TEXT NOT NULL,
+                swarm_name TEXT NOT NULL,
+                caller_role TEXT NOT NULL,
+                caller_id TEXT NOT NULL,
+                response JSONB NOT NULL,
+                created_at TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT NOW(),
+                UNIQUE (task_id, swarm_name, caller_role, caller_id))""",
+            "CREATE INDEX IF NOT EXISTS idx_task_responses_lookup ON task_responses (task_id, swarm_name, caller_role, caller_id)",
+        ),
+    ),
+    Migration(
+        2,
+        "task state, event seq, one current history per agent, breakpoints, stash",
+        (
+            # tasks.state; is_running and completed stay, kept in sync by every write.
+            "ALTER TABLE tasks ADD COLUMN IF NOT EXISTS state TEXT",
+            """UPDATE tasks SET state = CASE WHEN completed THEN 'completed' ELSE 'running' END
+                WHERE state IS NULL""",
+            "ALTER TABLE tasks ALTER COLUMN state SET DEFAULT 'running'",
+            "ALTER TABLE tasks ALTER COLUMN state SET NOT NULL",
+            "CREATE INDEX IF NOT EXISTS idx_tasks_finished ON tasks (state, updated_at)",
+            # task_events.seq: the original's rows are numbered in insertion order.
+            "ALTER TABLE task_events ADD COLUMN IF NOT EXISTS seq BIGINT",
+            """UPDATE task_events AS e SET seq = n.rn
+                FROM (SELECT id, row_number() OVER (
+                        PARTITION BY swarm_name, caller_role, caller_id, task_id
+                        ORDER BY created_at, id) AS rn
+                      FROM task_events) AS n
+                WHERE e.id = n.id AND e.seq IS NULL""",
+            "UPDATE task_events SET event_type = '' WHERE event_type IS NULL",
+            "UPDATE task_events SET event_data = '{}' WHERE event_data IS NULL",
+            "ALTER TABLE task_events ALTER COLUMN seq SET NOT NULL",
+            """CREATE UNIQUE INDEX IF NOT EXISTS uq_task_events_seq
+                ON task_events (swarm_name, caller_role, caller_id, task_id, seq)""",
+            # the unique index above serves every lookup the old one did
+            "DROP INDEX IF EXISTS idx_task_events_lookup",
+            # The original inserted the full history at every completion: the newest row of
+            # a task and agent is its current history, the older ones are its prefixes.
+            """DELETE FROM agent_histories AS a USING agent_histories AS b
+                WHERE a.swarm_name = b.swarm_name AND a.caller_role = b.caller_role
+                  AND a.caller_id = b.caller_id AND a.task_id = b.task_id
+                  AND a.agent_name = b.agent_name
+                  AND (a.created_at, a.id) < (b.created_at, b.id)""",
+            """CREATE UNIQUE INDEX IF NOT EXISTS uq_agent_histories_current
+                ON agent_histories (swarm_name, caller_role, caller_id, task_id, agent_name)""",
+            """CREATE TABLE IF NOT EXISTS task_breakpoints (
+                id UUID PRIMARY KEY DEFAULT gen_random_uuid(),
+                swarm_name TEXT NOT NULL, caller_role TEXT NOT NULL, caller_id TEXT NOT NULL,
+                task_id TEXT NOT NULL,
+                position INTEGER NOT NULL,
+                call_id TEXT NOT NULL,
+                agent_name TEXT NOT NULL,
+                tool_call JSONB NOT NULL,
+                normalized JSONB NOT NULL,
+                created_at TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT NOW(),
+                UNIQUE (swarm_name, caller_role, caller_id, task_id, position))""",
+            """CREATE TABLE IF NOT EXISTS task_stash (
+                id UUID PRIMARY KEY DEFAULT gen_random_uuid(),
+                swarm_name TEXT NOT NULL, caller_role TEXT NOT NULL, caller_id TEXT NOT NULL,
+                task_id TEXT NOT NULL,
+                position INTEGER NOT NULL,
+                priority INTEGER NOT NULL,
+                seq BIGINT NOT NULL,
+                message JSONB NOT NULL,
+                created_at TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT NOW(),
+                UNIQUE (swarm_name, caller_role, caller_id, task_id, position))""",
+        ),
+    ),
+)
+
+_MIGRATIONS = {"sqlite": SQLITE_MIGRATIONS, "postgres": POSTGRES_MIGRATIONS}
+
+_SQLITE_VERSIONS = """CREATE TABLE IF NOT EXISTS schema_migrations (
+    version INTEGER PRIMARY KEY, description TEXT NOT NULL,
+    applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%f+00:00', 'now')))"""
+_POSTGRES_VERSIONS = """CREATE TABLE IF NOT EXISTS schema_migrations (
+    version INTEGER PRIMARY KEY, description TEXT NOT NULL,
+    applied_at TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT NOW())"""
+# pg_advisory_lock key serializing migrations between processes ("MAIL" in ASCII)
+_POSTGRES_LOCK = 0x4D41494C
+
+
+def latest_version(backend: str) -> int:
+    """The version a fully migrated ``backend`` (``"sqlite"``, ``"postgres"``) is at; 0 for
+    ``"memory"``. Raises ``KeyError`` for an unknown backend."""
+    if backend == "memory":
+        return 0
+    return _MIGRATIONS[backend][-1].version
+
+
+def apply_sqlite(conn: sqlite3.Connection) -> list[int]:
+    """Apply pending SQLite migrations on ``conn`` (autocommit mode); return the versions
+    applied. Raises ``sqlite3.Error``; a failed migration is rolled back."""
+    conn.execute(_SQLITE_VERSIONS)
+    applied: list[int] = []
+    for migration in SQLITE_MIGRATIONS:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            done = conn.execute(
+                "SELECT 1 FROM schema_migrations WHERE version = ?", (migration.version,)
+            ).fetchone()
+            if done is None:
+                for statement in migration.statements:
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO schema_migrations (version, description) VALUES (?, ?)",
+                    (migration.version, migration.description),
+                )
+                applied.append(migration.version)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+    return applied
+
+
+async def apply_postgres(conn: Any) -> list[int]:
+    """Apply pending PostgreSQL migrations on the asyncpg connection ``conn``; return the
+    versions applied. Raises asyncpg errors; a failed migration is rolled back."""
+    applied: list[int] = []
+    await conn.execute("SELECT pg_advisory_lock($1)", _POSTGRES_LOCK)
+    try:
+        await conn.execute(_POSTGRES_VERSIONS)
+        for migration in POSTGRES_MIGRATIONS:
+            async with conn.transaction():
+                done = await conn.fetchval(
+                    "SELECT 1 FROM schema_migrations WHERE version = $1", migration.version
+                )
+                if done is not None:
+                    continue
+                for statement in migration.statements:
+                    await conn.execute(statement)
+                await conn.execute(
+                    "INSERT INTO schema_migrations (version, description) VALUES ($1, $2)",
+                    migration.version,
+                    migration.description,
+                )
+                applied.append(migration.version)
+    finally:
+        await conn.execute("SELECT pg_advisory_unlock($1)", _POSTGRES_LOCK)
+    return applied

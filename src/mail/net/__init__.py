@@ -1,0 +1,15 @@
+"""Federation: the swarm registry and the interswarm router.
+
+``SwarmRegistry`` knows the local swarm and its peers, persists the persistent ones with
+tokens as ``${SWARM_AUTH_TOKEN_<NAME>}`` references, checks their health and discovers
+more from peers' ``GET /swarms`` (see ``docs/registry.md``). ``InterswarmRouter`` delivers
+messages addressed to ``agent@other-swarm`` over HTTP and reports failures to the agent
+that sent them (see ``docs/interswarm.md``).
+"""
+
+from __future__ import annotations
+
+from mail.net.registry import SwarmEndpoint, SwarmRegistry
+from mail.net.router import InterswarmRouter, RouterSettings
+
+__all__ = ["InterswarmRouter", "RouterSettings", "SwarmEndpoint", "SwarmRegistry"]

@@ -1,0 +1,165 @@
+"""The registry's HTTP calls to peers: ``GET /``, ``GET /health``, ``GET /swarms``.
+
+Every failure becomes :class:`~mail.errors.RemoteSwarmUnavailableError` naming the URL.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiohttp
+
+from mail.errors import RemoteSwarmUnavailableError
+
+__all__ = ["PeerClient", "PeerInfo", "is_http_url"]
+
+#: Largest response body read from a peer.
+MAX_BODY = 1_048_576
+
+
+def is_http_url(value: str) -> bool:
+    """True for an ``http``/``https`` URL with a host."""
+    try:
+        parts = urlsplit(value)
+    except ValueError:  # e.g. an unclosed IPv6 bracket
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
+
+
+def describe(error: BaseException) -> str:
+    """The error's text, or its type when it has none (timeouts)."""
+    return str(error) or type(error).__name__
+
+
+@dataclass(slots=True, kw_only=True)
+class PeerInfo:
+    """What a peer's ``GET /`` says about it."""
+
+    version: str
+    name: str | None = None
+    description: str = ""
+    keywords: list[str] = field(default_factory=list)
+    public: bool = False
+    latency: float = 0.0
+
+
+class PeerClient:
+    """One ``aiohttp`` session (external or owned) and a per-request timeout."""
+
+    def __init__(self, session: aiohttp.ClientSession | None, timeout: float) -> None:
+        self._session = session
+        self._owns_session = session is None
+        self._timeout = aiohttp.ClientTimeout(total=timeout)
+
+    def _http(self) -> aiohttp.ClientSession:
+        if self._session is None or (self._owns_session and self._session.closed):
+            self._session = aiohttp.ClientSession()
+            self._owns_session = True
+        return self._session
+
+    async def get_json(self, url: str) -> tuple[Any, float]:
+        """The decoded JSON body of ``GET url`` and the round trip in seconds.
+
+        Raises :class:`RemoteSwarmUnavailableError` when the request fails, the status is
+        not 200, or the body is not JSON or larger than 1 MiB.
+        """
+        started = time.perf_counter()
+        try:
+            async with self._http().get(url, timeout=self._timeout) as response:
+                status = response.status
+                body = await response.content.read(MAX_BODY + 1)
+        except (aiohttp.ClientError, TimeoutError) as e:
+            raise RemoteSwarmUnavailableError(f"GET {url} failed: {describe(e)}") from e
+        elapsed = time.perf_counter() - started
+        if status != HTTPStatus.OK:
+            raise RemoteSwarmUnavailableError(f"GET {url} answered HTTP {status}")
+        if len(body) > MAX_BODY:
+            raise RemoteSwarmUnavailableError(f"GET {url} answered more than {MAX_BODY} bytes")
+        try:
+            return json.loads(body), elapsed
+        except ValueError as e:
+            raise RemoteSwarmUnavailableError(f"GET {url} did not answer JSON") from e
+
+    async def probe(self, url: str) -> tuple[bool, str, float]:
+        """``GET url``: (answered 200, what went wrong, round trip in seconds). Never raises."""
+        started = time.perf_counter()
+        try:
+            async with self._http().get(url, timeout=self._timeout) as response:
+                status = response.status
+        except (aiohttp.ClientError, TimeoutError) as e:
+            return False, describe(e), time.perf_counter() - started
+        return status == HTTPStatus.OK, f"HTTP {status}", time.perf_counter() - started
+
+    async def read_root(self, base_url: str) -> PeerInfo:
+        """Read a MAIL server's ``GET {base_url}/``.
+
+        Raises :class:`RemoteSwarmUnavailableError` when ``base_url`` is not an http(s) URL,
+        the peer cannot be reached, or it does not answer like a MAIL server (a JSON object
+        with ``protocol_version``, or the legacy ``version``, and ``name`` "mail" if any).
+        """
+        if not is_http_url(base_url):
+            raise RemoteSwarmUnavailableError(f"base_url must be an http(s) URL, got {base_url!r}")
+        url = f"{base_url}/"
+        try:
+            info, latency = await self.get_json(url)
+        except RemoteSwarmUnavailableError as e:
+            # the reference server's wording, which clients may match on
+            raise RemoteSwarmUnavailableError(
+                f"failed to get remote swarm info from {base_url}: {e}"
+            ) from e
+        if not isinstance(info, dict) or info.get("name", "mail") != "mail":
+            raise RemoteSwarmUnavailableError(f"{url} is not a MAIL server")
+        version = info.get("protocol_version") or info.get("version")
+        if not isinstance(version, str):
+            raise RemoteSwarmUnavailableError(f"{url} did not report a MAIL protocol version")
+        swarm = info.get("swarm")
+        swarm = swarm if isinstance(swarm, dict) else {}
+        name, description, keywords = (
+            swarm.get("name"),
+            swarm.get("description"),
+            swarm.get("keywords"),
+        )
+        return PeerInfo(
+            version=version,
+            name=name if isinstance(name, str) else None,
+            description=description if isinstance(description, str) else "",
+            keywords=[k for k in keywords if isinstance(k, str)]
+            if isinstance(keywords, list)
+            else [],
+            public=swarm.get("public") is True,
+            latency=latency,
+        )
+
+    async def list_swarms(self, url: str) -> list[tuple[str, str, dict[str, Any] | None]]:
+        """``(name, base_url, metadata)`` of each item of ``GET {url}/swarms``.
+
+        Items are named by ``swarm_name`` (what peers send), or ``name`` for old peers;
+        malformed items are skipped. Raises :class:`RemoteSwarmUnavailableError` when the
+        URL cannot be read or the answer has no ``swarms`` list.
+        """
+        if not is_http_url(url):
+            raise RemoteSwarmUnavailableError(f"discovery URL must be http(s), got {url!r}")
+        data, _ = await self.get_json(f"{url}/swarms")
+        items = data.get("swarms") if isinstance(data, dict) else None
+        if not isinstance(items, list):
+            raise RemoteSwarmUnavailableError(f"GET {url}/swarms answered no 'swarms' list")
+        found: list[tuple[str, str, dict[str, Any] | None]] = []
+        for item in items:
+            if not isinstance(item, dict):
+                continue
+            name, base_url = item.get("swarm_name") or item.get("name"), item.get("base_url")
+            if isinstance(name, str) and name and isinstance(base_url, str):
+                metadata = item.get("metadata")
+                found.append((name, base_url, metadata if isinstance(metadata, dict) else None))
+        return found
+
+    async def aclose(self) -> None:
+        """Close the session if this client created it."""
+        if self._owns_session and self._session is not None:
+            session, self._session = self._session, None
+            await session.close()

@@ -1,0 +1,225 @@
+"""The registry's JSON file: record encoding and decoding, and atomic blocking I/O.
+
+The blocking functions (:func:`read_registry`, :func:`write_registry`) are meant to run in a
+worker thread (``asyncio.to_thread``). Format (CONTRACT 8.5)::
+
+    {"local_swarm_name", "local_base_url", "local_swarm_description",
+     "local_swarm_keywords", "local_swarm_public",
+     "endpoints": {name: {"swarm_name", "base_url", "version", "health_check_url",
+                          "auth_token_ref", "last_seen", "latency", "swarm_description",
+                          "keywords", "public", "is_active", "metadata", "volatile"}}}
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from mail.errors import ConfigurationError
+from mail.net._endpoint import SwarmEndpoint
+
+__all__ = [
+    "FILE_MODE",
+    "LOCAL_KEYS",
+    "decode_endpoint",
+    "decode_endpoints",
+    "encode_endpoint",
+    "read_registry",
+    "write_atomic",
+    "write_registry",
+]
+
+#: The registry file names which environment variables hold peers' tokens: owner only.
+FILE_MODE = 0o600
+#: The top-level fields describing the swarm that wrote the file.
+LOCAL_KEYS = (
+    "local_swarm_name",
+    "local_base_url",
+    "local_swarm_description",
+    "local_swarm_keywords",
+    "local_swarm_public",
+)
+
+
+def encode_endpoint(endpoint: SwarmEndpoint, stored_ref: str | None) -> dict[str, Any]:
+    """The file record of ``endpoint``, with ``stored_ref`` as its ``auth_token_ref``."""
+    return {
+        "swarm_name": endpoint.swarm_name,
+        "base_url": endpoint.base_url,
+        "version": endpoint.version,
+        "health_check_url": endpoint.health_check_url,
+        "auth_token_ref": stored_ref,
+        "last_seen": endpoint.last_seen.isoformat() if endpoint.last_seen else None,
+        "latency": endpoint.latency,
+        "swarm_description": endpoint.swarm_description,
+        "keywords": list(endpoint.keywords),
+        "public": endpoint.public,
+        "is_active": endpoint.is_active,
+        "metadata": endpoint.metadata,
+        "volatile": endpoint.volatile,
+    }
+
+
+class _Reader:
+    """Typed access to one record; every mistake names the source and the entry."""
+
+    def __init__(self, data: dict[str, Any], where: str) -> None:
+        self.data = data
+        self.where = where
+
+    def fail(self, key: str, expected: str) -> ConfigurationError:
+        return ConfigurationError(
+            f"{self.where}: '{key}' must be {expected}, got {self.data.get(key)!r}"
+        )
+
+    def opt_str(self, key: str) -> str | None:
+        value = self.data.get(key)
+        if value is None or isinstance(value, str):
+            return value
+        raise self.fail(key, "a string or null")
+
+    def boolean(self, key: str, default: bool) -> bool:
+        value = self.data.get(key, default)
+        if isinstance(value, bool):
+            return value
+        raise self.fail(key, "true or false")
+
+    def latency(self) -> float | None:
+        value = self.data.get("latency")
+        if value is None:
+            return None
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        raise self.fail("latency", "a number or null")
+
+    def keywords(self) -> list[str]:
+        value = self.data.get("keywords") or []
+        if isinstance(value, list) and all(isinstance(k, str) for k in value):
+            return list(value)
+        raise self.fail("keywords", "a list of strings")
+
+    def metadata(self) -> dict[str, Any] | None:
+        value = self.data.get("metadata")
+        if value is None or isinstance(value, dict):
+            return value
+        raise self.fail("metadata", "an object or null")
+
+    def last_seen(self) -> datetime | None:
+        value = self.opt_str("last_seen")
+        if value is None:
+            return None
+        try:
+            seen = datetime.fromisoformat(value)
+        except ValueError:
+            raise self.fail("last_seen", "an ISO-8601 timestamp") from None
+        return seen if seen.tzinfo else seen.replace(tzinfo=UTC)
+
+
+def decode_endpoint(name: str, data: object, source: str) -> SwarmEndpoint:
+    """Build the endpoint stored under ``name``.
+
+    ``auth_token_ref`` is taken as is (a reference, or a raw token in old files); the
+    legacy key ``auth_token`` is read when it is absent. Entries without ``volatile`` are
+    persistent. Raises :class:`ConfigurationError` naming ``source`` and the entry when a
+    field is missing or has the wrong type.
+    """
+    where = f"{source}: endpoint '{name}'"
+    if not isinstance(data, dict):
+        raise ConfigurationError(f"{where} must be an object")
+    reader = _Reader(data, where)
+    swarm_name = reader.opt_str("swarm_name") or name
+    if swarm_name != name:
+        raise ConfigurationError(f"{where} has swarm_name {swarm_name!r}")
+    base_url = reader.opt_str("base_url")
+    if not base_url:
+        raise reader.fail("base_url", "a non-empty string")
+    token = reader.opt_str("auth_token_ref") if "auth_token_ref" in data else None
+    if token is None and "auth_token" in data:
+        token = reader.opt_str("auth_token")
+    return SwarmEndpoint(
+        swarm_name=name,
+        base_url=base_url,
+        version=reader.opt_str("version"),
+        health_check_url=reader.opt_str("health_check_url") or "",
+        auth_token_ref=token or None,
+        last_seen=reader.last_seen(),
+        is_active=reader.boolean("is_active", True),
+        latency=reader.latency(),
+        swarm_description=reader.opt_str("swarm_description") or "",
+        keywords=reader.keywords(),
+        metadata=reader.metadata(),
+        public=reader.boolean("public", False),
+        volatile=reader.boolean("volatile", False),
+    )
+
+
+def decode_endpoints(data: object, source: str) -> list[SwarmEndpoint]:
+    """The endpoints of an ``endpoints`` object; raises :class:`ConfigurationError`."""
+    if not isinstance(data, dict):
+        raise ConfigurationError(f"{source}: 'endpoints' must be an object")
+    return [decode_endpoint(str(name), entry, source) for name, entry in data.items()]
+
+
+def read_registry(path: Path) -> tuple[dict[str, Any], list[SwarmEndpoint]] | None:
+    """The ``local_*`` fields and endpoints saved in ``path``; ``None`` when it is missing.
+
+    Blocking. Raises ``OSError`` when the file cannot be read and
+    :class:`ConfigurationError` naming it when it is not a registry file.
+    """
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except ValueError as e:  # UnicodeDecodeError included
+        raise ConfigurationError(f"swarm registry file {path} is not valid JSON: {e}") from e
+    if not isinstance(data, dict):
+        raise ConfigurationError(f"swarm registry file {path} must hold a JSON object")
+    local = {key: data[key] for key in LOCAL_KEYS if key in data}
+    return local, decode_endpoints(data.get("endpoints", {}), f"swarm registry file {path}")
+
+
+def write_registry(path: Path, data: dict[str, Any]) -> None:
+    """Serialize ``data`` and :func:`write_atomic` it. Blocking; raises ``OSError``,
+    ``TypeError`` or ``ValueError`` (data that is not JSON)."""
+    write_atomic(path, json.dumps(data, indent=2))
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` so readers see the old or the new file, never a part.
+
+    Writes a temporary file in the same directory (mode 0600), fsyncs it and renames it
+    over ``path``; the temporary file is removed when anything fails. Blocking; raises
+    ``OSError``.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        tmp.chmod(FILE_MODE)
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_directory(path.parent)
+
+
+def _fsync_directory(directory: Path) -> None:
+    # Makes the rename itself durable. The new file is already in place, and some
+    # platforms (Windows) cannot open a directory, so failing here loses nothing.
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

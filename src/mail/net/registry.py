@@ -1,0 +1,579 @@
+"""The swarm registry: which swarms this server can reach, how, and whether they answer.
+
+One :class:`SwarmRegistry` per server, shared by every caller's runtime, so a swarm
+registered over HTTP is routable at once for everyone. It holds:
+
+* the **local swarm** (always present, never volatile, never health-checked);
+* **persistent** peers, saved to a JSON file (format in ``mail.net._registry_file``) with
+  tokens stored only as ``${SWARM_AUTH_TOKEN_<NAME>}`` references resolved from the
+  environment when a token is needed;
+* **volatile** peers, kept in memory only; they may hold a raw token.
+
+Saving writes a temporary file, fsyncs it and renames it over the old one, in a worker
+thread; a failed save raises :class:`~mail.errors.StorageError` and undoes the change that
+needed it. Health checks run in one owned background task and back off exponentially for
+peers that stay down. Every accessor hands out copies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import aiohttp
+
+from mail.errors import ConfigurationError, RemoteSwarmUnavailableError, StorageError
+from mail.net._endpoint import SwarmEndpoint
+from mail.net._health import HEALTH_TASK_NAME, HealthMonitor
+from mail.net._peer_http import PeerClient, describe
+from mail.net._registry_file import (
+    LOCAL_KEYS,
+    decode_endpoints,
+    encode_endpoint,
+    read_registry,
+    write_registry,
+)
+from mail.net._tokens import (
+    DEFAULT_TOKEN_PREFIX,
+    env_ref,
+    env_var_name,
+    is_env_ref,
+    persistent_ref,
+    ref_variable,
+    resolve,
+    stored_ref,
+)
+from mail.version import PROTOCOL_VERSION
+
+__all__ = ["HEALTH_TASK_NAME", "SwarmEndpoint", "SwarmRegistry"]
+
+logger = logging.getLogger("mail.net.registry")
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class SwarmRegistry:
+    """Endpoints of the local swarm and its peers, with persistence and health checks.
+
+    ``persistence_file`` is where persistent peers are saved (``None``: memory only).
+    ``env`` is where ``${VAR}`` token references are looked up (default ``os.environ``,
+    read at resolution time). ``session`` is an external ``aiohttp.ClientSession`` (else one
+    is created and closed by :meth:`aclose`). Every peer request times out after
+    ``request_timeout`` seconds. Health checks run every ``health_interval`` seconds; a peer
+    that failed ``n`` times in a row is next checked after ``min(interval * 2**n,
+    max_backoff)`` seconds, measured on ``clock``.
+    """
+
+    def __init__(
+        self,
+        local_swarm_name: str,
+        local_base_url: str,
+        persistence_file: str | Path | None = None,
+        *,
+        local_swarm_description: str = "",
+        local_swarm_keywords: Iterable[str] | None = None,
+        local_swarm_public: bool = False,
+        local_version: str | None = None,
+        env: Mapping[str, str] | None = None,
+        session: aiohttp.ClientSession | None = None,
+        request_timeout: float = 10.0,
+        health_interval: float = 30.0,
+        max_backoff: float = 600.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not local_swarm_name:
+            raise ConfigurationError("the local swarm name is required")
+        self.local_swarm_name = local_swarm_name
+        self.local_base_url = local_base_url.rstrip("/")
+        self.local_swarm_description = local_swarm_description
+        self.local_swarm_keywords = list(local_swarm_keywords or [])
+        self.local_swarm_public = local_swarm_public
+        self.local_version = local_version or PROTOCOL_VERSION
+        self.persistence_file = Path(persistence_file) if persistence_file is not None else None
+        self._env = env
+        self._endpoints: dict[str, SwarmEndpoint] = {}
+        self._save_lock = asyncio.Lock()
+        self._client = PeerClient(session, request_timeout)
+        self._health = HealthMonitor(
+            self._endpoints,
+            local_swarm_name,
+            self._client,
+            interval=health_interval,
+            max_backoff=max_backoff,
+            clock=clock,
+        )
+        self.register_local_swarm(self.local_base_url)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def __contains__(self, swarm_name: object) -> bool:
+        return swarm_name in self._endpoints
+
+    def __len__(self) -> int:
+        return len(self._endpoints)
+
+    # --- local swarm -----------------------------------------------------------------------
+
+    def register_local_swarm(
+        self,
+        base_url: str | None = None,
+        *,
+        description: str | None = None,
+        keywords: Iterable[str] | None = None,
+        public: bool | None = None,
+    ) -> SwarmEndpoint:
+        """(Re)build the local swarm's entry; arguments left ``None`` keep their value.
+
+        Returns a copy of the local endpoint.
+        """
+        if base_url is not None:
+            self.local_base_url = base_url.rstrip("/")
+        if description is not None:
+            self.local_swarm_description = description
+        if keywords is not None:
+            self.local_swarm_keywords = list(keywords)
+        if public is not None:
+            self.local_swarm_public = public
+        self._endpoints[self.local_swarm_name] = SwarmEndpoint(
+            swarm_name=self.local_swarm_name,
+            base_url=self.local_base_url,
+            version=self.local_version,
+            last_seen=_now(),
+            is_active=True,
+            swarm_description=self.local_swarm_description,
+            keywords=list(self.local_swarm_keywords),
+            public=self.local_swarm_public,
+            volatile=False,
+        )
+        return self._copy(self._endpoints[self.local_swarm_name])
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def _copy(self, endpoint: SwarmEndpoint) -> SwarmEndpoint:
+        result = endpoint.copy()
+        if endpoint.swarm_name == self.local_swarm_name:
+            result.last_seen = _now()  # we are up whenever we answer
+        return result
+
+    def _select(self, keep: Callable[[SwarmEndpoint], bool]) -> dict[str, SwarmEndpoint]:
+        return {name: self._copy(e) for name, e in self._endpoints.items() if keep(e)}
+
+    def get_swarm_endpoint(self, swarm_name: str) -> SwarmEndpoint | None:
+        """A copy of the entry for ``swarm_name``, or ``None`` when unknown."""
+        endpoint = self._endpoints.get(swarm_name)
+        return self._copy(endpoint) if endpoint is not None else None
+
+    def get_all_endpoints(self) -> dict[str, SwarmEndpoint]:
+        """Copies of every entry, the local swarm included, by name."""
+        return self._select(lambda e: True)
+
+    def get_public_endpoints(self) -> dict[str, SwarmEndpoint]:
+        """Copies of the entries marked public (what ``GET /swarms`` lists)."""
+        return self._select(lambda e: e.public)
+
+    def get_active_endpoints(self) -> dict[str, SwarmEndpoint]:
+        """Copies of the entries whose last contact succeeded."""
+        return self._select(lambda e: e.is_active)
+
+    def get_persistent_endpoints(self) -> dict[str, SwarmEndpoint]:
+        """Copies of the non-volatile entries (the local swarm included)."""
+        return self._select(lambda e: not e.volatile)
+
+    # --- tokens ----------------------------------------------------------------------------
+
+    def _environ(self) -> Mapping[str, str]:
+        return self._env if self._env is not None else os.environ
+
+    def get_resolved_auth_token(self, swarm_name: str) -> str | None:
+        """The token to send to ``swarm_name``: ``${VAR}`` is looked up, a raw token is itself.
+
+        ``None`` when the swarm is unknown, has no token, or its variable is unset or empty
+        (logged as a warning).
+        """
+        endpoint = self._endpoints.get(swarm_name)
+        if endpoint is None:
+            return None
+        return resolve(endpoint.auth_token_ref, self._environ(), swarm_name)
+
+    def validate_environment_variables(self) -> dict[str, bool]:
+        """Map each variable named by a peer's ``${VAR}`` reference to whether it is set.
+
+        Unset or empty variables are logged as warnings.
+        """
+        results: dict[str, bool] = {}
+        for endpoint in self._endpoints.values():
+            ref = endpoint.auth_token_ref
+            if endpoint.swarm_name == self.local_swarm_name or ref is None or not is_env_ref(ref):
+                continue
+            variable = ref_variable(ref)
+            results[variable] = bool(self._environ().get(variable))
+            if not results[variable]:
+                logger.warning(
+                    "environment variable %s (token of swarm %r) is not set",
+                    variable,
+                    endpoint.swarm_name,
+                )
+        return results
+
+    async def migrate_auth_tokens_to_env_refs(
+        self, prefix: str = DEFAULT_TOKEN_PREFIX
+    ) -> dict[str, str]:
+        """Replace raw tokens of persistent peers by ``${<prefix>_<NAME>}`` references.
+
+        Returns ``{variable: token}`` for the operator to export (the tokens are not
+        written anywhere), then saves. Raises :class:`StorageError` (and restores the raw
+        tokens) when the save fails.
+        """
+        exported: dict[str, str] = {}
+        previous: dict[str, str] = {}
+        for name, endpoint in self._endpoints.items():
+            ref = endpoint.auth_token_ref
+            if name == self.local_swarm_name or endpoint.volatile or not ref or is_env_ref(ref):
+                continue
+            variable = env_var_name(name, prefix)
+            previous[name], exported[variable] = ref, ref
+            endpoint.auth_token_ref = env_ref(variable)
+            logger.info("swarm %r: token moved to environment variable %s", name, variable)
+            if not self._environ().get(variable):
+                logger.warning(
+                    "environment variable %s must be set to swarm %r's token", variable, name
+                )
+        if not exported:
+            return {}
+        try:
+            await self.save()
+        except StorageError:
+            for name, token in previous.items():
+                if name in self._endpoints:
+                    self._endpoints[name].auth_token_ref = token
+            raise
+        return exported
+
+    # --- registration ----------------------------------------------------------------------
+
+    async def register_swarm(
+        self,
+        swarm_name: str,
+        base_url: str,
+        auth_token: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        volatile: bool = True,
+    ) -> SwarmEndpoint:
+        """Read the peer's ``GET {base_url}/`` and record it; returns a copy of the entry.
+
+        A volatile entry keeps ``auth_token`` in memory; a persistent one stores
+        ``${SWARM_AUTH_TOKEN_<NAME>}`` (the token is never written; the variable must be
+        set) and is saved. An existing entry of that name is replaced. Registering the
+        local swarm's name changes nothing and returns the local entry.
+
+        Raises :class:`ConfigurationError` for an empty name,
+        :class:`RemoteSwarmUnavailableError` naming the URL when the peer is not an
+        http(s) URL, unreachable or does not answer like a MAIL server, and
+        :class:`StorageError` when saving fails (the previous entry is then restored).
+        """
+        if not swarm_name:
+            raise ConfigurationError("a swarm name is required to register a swarm")
+        if swarm_name == self.local_swarm_name:
+            logger.warning("not registering %r: it is the local swarm's own name", swarm_name)
+            return self._copy(self._endpoints[swarm_name])
+        base = base_url.strip().rstrip("/")
+        info = await self._client.read_root(base)
+        if info.name is not None and info.name != swarm_name:
+            logger.warning(
+                "swarm registered as %r calls itself %r; messages to it must use %r",
+                swarm_name,
+                info.name,
+                swarm_name,
+            )
+        endpoint = SwarmEndpoint(
+            swarm_name=swarm_name,
+            base_url=base,
+            version=info.version,
+            auth_token_ref=auth_token
+            if volatile
+            else persistent_ref(swarm_name, auth_token, self._environ()),
+            last_seen=_now(),
+            is_active=True,
+            latency=info.latency,
+            swarm_description=info.description,
+            keywords=info.keywords,
+            metadata=copy.deepcopy(metadata),
+            public=info.public,
+            volatile=volatile,
+            next_check=self._health.clock() + self._health.interval,
+        )
+        previous = self._endpoints.get(swarm_name)
+        self._endpoints[swarm_name] = endpoint
+        logger.info(
+            "registered swarm %r at %s (%s)",
+            swarm_name,
+            base,
+            "volatile" if volatile else "persistent",
+        )
+        if not volatile or (previous is not None and not previous.volatile):
+            await self._save_or_restore(swarm_name, previous)
+        return self._copy(endpoint)
+
+    async def unregister_swarm(self, swarm_name: str) -> bool:
+        """Forget ``swarm_name``; False when unknown or local. Saves when it was persistent.
+
+        Raises :class:`StorageError` when that save fails (the entry is then restored).
+        """
+        if swarm_name == self.local_swarm_name:
+            logger.warning("the local swarm %r cannot be unregistered", swarm_name)
+            return False
+        endpoint = self._endpoints.pop(swarm_name, None)
+        if endpoint is None:
+            return False
+        logger.info("unregistered swarm %r", swarm_name)
+        if not endpoint.volatile:
+            await self._save_or_restore(swarm_name, endpoint)
+        return True
+
+    def cleanup_volatile_endpoints(self) -> list[str]:
+        """Forget every volatile entry; returns their names (the file is unaffected)."""
+        names = [n for n, e in self._endpoints.items() if e.volatile]
+        for name in names:
+            del self._endpoints[name]
+        logger.info("removed %d volatile swarm(s)", len(names))
+        return names
+
+    async def _save_or_restore(self, swarm_name: str, previous: SwarmEndpoint | None) -> None:
+        try:
+            await self.save()
+        except StorageError:
+            if previous is None:
+                self._endpoints.pop(swarm_name, None)
+            else:
+                self._endpoints[swarm_name] = previous
+            raise
+
+    # --- persistence -----------------------------------------------------------------------
+
+    def to_dict(self, *, include_volatile: bool = True) -> dict[str, Any]:
+        """The registry in the file format; tokens appear only as ``${VAR}`` references."""
+        return {
+            **self._local_fields(),
+            "endpoints": {
+                name: encode_endpoint(
+                    self._copy(e), None if name == self.local_swarm_name else stored_ref(e)
+                )
+                for name, e in self._endpoints.items()
+                if include_volatile or not e.volatile
+            },
+        }
+
+    def _local_fields(self) -> dict[str, Any]:
+        values = (
+            self.local_swarm_name,
+            self.local_base_url,
+            self.local_swarm_description,
+            list(self.local_swarm_keywords),
+            self.local_swarm_public,
+        )
+        return dict(zip(LOCAL_KEYS, values, strict=True))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], **kwargs: Any) -> SwarmRegistry:
+        """A registry with the identity and entries of ``data`` (the :meth:`to_dict` format).
+
+        ``kwargs`` go to the constructor (``persistence_file``, ``env``, ``session``...).
+        Raises :class:`ConfigurationError` when ``data`` is malformed.
+        """
+        name, base_url = data.get("local_swarm_name"), data.get("local_base_url")
+        if not isinstance(name, str) or not isinstance(base_url, str):
+            raise ConfigurationError("local_swarm_name and local_base_url must be strings")
+        keywords = data.get("local_swarm_keywords") or []
+        registry = cls(
+            name,
+            base_url,
+            local_swarm_description=str(data.get("local_swarm_description") or ""),
+            local_swarm_keywords=[str(k) for k in keywords] if isinstance(keywords, list) else [],
+            local_swarm_public=data.get("local_swarm_public") is True,
+            **kwargs,
+        )
+        registry._merge(decode_endpoints(data.get("endpoints", {}), "registry data"), "data")
+        return registry
+
+    def _merge(self, endpoints: list[SwarmEndpoint], source: str) -> int:
+        loaded = 0
+        for endpoint in endpoints:
+            name = endpoint.swarm_name
+            if name == self.local_swarm_name or name in self._endpoints:
+                continue
+            if endpoint.auth_token_ref and not is_env_ref(endpoint.auth_token_ref):
+                logger.warning(
+                    "%s holds a raw token for swarm %r (see migrate_auth_tokens_to_env_refs)",
+                    source,
+                    name,
+                )
+            self._endpoints[name] = endpoint
+            loaded += 1
+        return loaded
+
+    async def load(self) -> int:
+        """Add the entries saved in the persistence file; returns how many were added.
+
+        A missing file (or no file configured) adds nothing. Entries already registered and
+        the local swarm's are skipped; the file's ``local_*`` fields never override the
+        configured identity (a difference is logged). Raises :class:`ConfigurationError`
+        naming the file when it is not a valid registry file, :class:`StorageError` when
+        it cannot be read.
+        """
+        path = self.persistence_file
+        if path is None:
+            return 0
+        try:
+            found = await asyncio.to_thread(read_registry, path)
+        except OSError as e:
+            raise StorageError(f"could not read the swarm registry file {path}: {e}") from e
+        if found is None:
+            logger.info("no swarm registry file at %s yet", path)
+            return 0
+        local, endpoints = found
+        ours = self._local_fields()
+        differ = [key for key, value in local.items() if value != ours[key]]
+        if differ:
+            logger.warning(
+                "swarm registry file %s differs from the configured local swarm in %s; "
+                "the configuration wins",
+                path,
+                ", ".join(differ),
+            )
+        loaded = self._merge(endpoints, str(path))
+        logger.info("loaded %d swarm(s) from %s", loaded, path)
+        self.validate_environment_variables()
+        return loaded
+
+    async def save(self) -> None:
+        """Write the persistent entries to the persistence file, atomically, off the loop.
+
+        Does nothing when no file is configured. Raises :class:`StorageError` (and logs)
+        when the file cannot be written; the previous file is then left intact.
+        """
+        path = self.persistence_file
+        if path is None:
+            return
+        async with self._save_lock:  # saves land in the order they were asked for
+            try:
+                await asyncio.to_thread(write_registry, path, self.to_dict(include_volatile=False))
+            except (OSError, TypeError, ValueError) as e:
+                # The StorageError raised below carries the traceback; log where it happened.
+                logger.error("could not save the swarm registry to %s: %s", path, describe(e))  # noqa: TRY400
+                raise StorageError(f"could not save the swarm registry to {path}: {e}") from e
+        logger.debug("saved the swarm registry to %s", path)
+
+    # Names of the original implementation.
+    load_persistent_endpoints = load
+    save_persistent_endpoints = save
+
+    # --- health ----------------------------------------------------------------------------
+
+    @property
+    def health_interval(self) -> float:
+        """Seconds between health-check rounds."""
+        return self._health.interval
+
+    @property
+    def max_backoff(self) -> float:
+        """Longest delay before re-checking a peer that keeps failing."""
+        return self._health.max_backoff
+
+    async def check_health(self, swarm_name: str) -> bool:
+        """GET the peer's health URL now and update its entry; True when it answered 200.
+
+        Success marks it active, sets ``last_seen`` and ``latency`` (the round trip in
+        seconds) and resets the backoff; failure marks it inactive and doubles the delay
+        before its next scheduled check. The local swarm is always healthy. Raises
+        :class:`RemoteSwarmUnavailableError` when the swarm is unknown.
+        """
+        endpoint = self._endpoints.get(swarm_name)
+        if endpoint is None:
+            raise RemoteSwarmUnavailableError(f"unknown swarm {swarm_name!r}")
+        if swarm_name == self.local_swarm_name:
+            return True
+        return await self._health.check(endpoint)
+
+    async def run_health_checks(self, *, only_due: bool = True) -> dict[str, bool]:
+        """Check every peer whose backoff has elapsed (every peer with ``only_due=False``).
+
+        Checks run concurrently; returns ``{name: healthy}`` for the peers checked.
+        """
+        return await self._health.run(only_due=only_due)
+
+    def start_health_checks(self) -> asyncio.Task[None]:
+        """Start the health loop, named ``mail-registry-health``; returns its task.
+
+        One loop per registry: while it runs, the same task is returned. The loop checks
+        due peers at once, then every ``health_interval`` seconds, until
+        :meth:`stop_health_checks`. Must be called with a running event loop.
+        """
+        return self._health.start()
+
+    @property
+    def health_checks_running(self) -> bool:
+        """True while the health loop runs."""
+        return self._health.running
+
+    async def stop_health_checks(self) -> None:
+        """Cancel the health loop and wait for it to end (no-op when not running)."""
+        await self._health.stop()
+
+    # --- discovery -------------------------------------------------------------------------
+
+    async def discover_swarms(self, discovery_urls: list[str]) -> list[str]:
+        """Register (as volatile) the swarms listed by each URL's ``GET {url}/swarms``.
+
+        Items are read by ``swarm_name`` (``name`` for old peers); the local swarm and
+        swarms already known are skipped. A URL or a listed swarm that fails is logged and
+        skipped. Returns the names added.
+        """
+        claimed: set[str] = set()
+        found = await asyncio.gather(
+            *(self._discover_from(url.strip().rstrip("/"), claimed) for url in discovery_urls)
+        )
+        return [name for names in found for name in names]
+
+    async def _discover_from(self, url: str, claimed: set[str]) -> list[str]:
+        try:
+            items = await self._client.list_swarms(url)
+        except RemoteSwarmUnavailableError as e:
+            logger.warning("swarm discovery from %s failed: %s", url, e)
+            return []
+        added: list[str] = []
+        for name, base_url, metadata in items:
+            if name == self.local_swarm_name or name in self._endpoints or name in claimed:
+                continue
+            claimed.add(name)
+            try:
+                await self.register_swarm(name, base_url, metadata=metadata)
+            except RemoteSwarmUnavailableError as e:
+                logger.warning("discovered swarm %r not registered: %s", name, e)
+                continue
+            added.append(name)
+        logger.info("discovered %d swarm(s) from %s", len(added), url)
+        return added
+
+    async def aclose(self) -> None:
+        """Stop the health loop and close the HTTP session if the registry created it."""
+        await self.stop_health_checks()
+        await self._client.aclose()

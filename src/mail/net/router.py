@@ -1,0 +1,443 @@
+"""The interswarm router: delivers messages addressed to ``agent@other-swarm`` over HTTP.
+
+One :class:`InterswarmRouter` per server, shared by every caller's runtime, with the
+server's :class:`~mail.net.registry.SwarmRegistry` and one ``aiohttp`` session. A runtime
+hands it a message with remote recipients (:meth:`InterswarmRouter.send`); for each
+target swarm the router, in an owned background task:
+
+1. looks the swarm up in the registry (unknown, or inactive and failing a fresh health
+   check: error) and takes the token to send (the registry's, else the environment
+   variable ``SWARM_AUTH_TOKEN_<NAME>``; none: error);
+2. rewrites the message for the peer (sender ``name@<local>``, unqualified recipients
+   ``name@<local>``) and chooses the direction: ``back`` when a contributor of the task
+   is in the target swarm, else ``forward``;
+3. POSTs ``{"message": MAILInterswarmMessage}`` to ``{peer}/interswarm/{direction}``
+   (protocol 1.3), or the bare message to the synchronous ``{peer}/interswarm/message``
+   of a peer whose ``GET /`` reported a version below 1.2, whose answer is then queued
+   as if it had come back through ``/interswarm/back``;
+4. records ``interswarm_message_sent`` in the task, or reports the failure to the runtime
+   (:meth:`~mail.core.runtime.MAILRuntime.report_remote_failure`): an
+   ``interswarm_message_error`` event and an ``::agent_error::`` message to the agent
+   that sent it, so the agent can react and the task can still complete.
+
+Connection errors and 5xx answers are retried (3 times, after 0.2, 0.4 and 0.8 s by
+default); 4xx answers and timeouts are not. Receivers deduplicate by message id, so a
+retried delivery runs once. The registry token travels only in the ``Authorization``
+header; the body's ``auth_token`` is an empty string.
+
+When a task with remote swarms completes, :meth:`InterswarmRouter.notify_completion`
+sends each a ``::task_complete::`` response addressed to the agent of that swarm that
+last messaged us in the task (else the one we last messaged).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Collection, Coroutine, Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self
+
+import aiohttp
+
+from mail.core._system_messages import Subject
+from mail.core.events import EventName
+from mail.core.message import (
+    MAILInterswarmMessage,
+    MAILMessage,
+    build_interswarm_mail_xml,
+    create_agent_address,
+    get_recipients,
+    make_interswarm_message,
+    make_response,
+    validate_message,
+)
+from mail.errors import ConfigurationError, MAILError, RemoteSwarmUnavailableError
+from mail.net._outbound import (
+    Direction,
+    by_swarm,
+    contributors_of,
+    direction_to,
+    from_legacy_answer,
+    is_legacy_version,
+    outbound_message,
+)
+from mail.net._outbound import synthesized_owner as legacy_task_owner
+from mail.net._tokens import env_var_name
+from mail.net._transport import JsonPoster
+
+if TYPE_CHECKING:
+    from mail.core.runtime import MAILRuntime
+    from mail.core.tasks import MAILTask
+    from mail.net._endpoint import SwarmEndpoint
+    from mail.net.registry import SwarmRegistry
+
+__all__ = ["InterswarmRouter", "RouterSettings", "legacy_task_owner"]
+
+logger = logging.getLogger("mail.net.router")
+
+
+@dataclass(frozen=True, slots=True)
+class RouterSettings:
+    """How the router talks to peers.
+
+    ``timeout``: seconds for one delivery (protocol 1.3 peers answer at once);
+    ``retries`` after a connection error or a 5xx, waiting ``backoff``, then twice as
+    long each time; ``legacy_timeout``: seconds for the synchronous exchange with a
+    protocol 1.1 peer, which answers only once its task is done. Raises
+    :class:`~mail.errors.ConfigurationError` for a non-positive time or negative count.
+    """
+
+    timeout: float = 10.0
+    retries: int = 3
+    backoff: float = 0.2
+    legacy_timeout: float = 600.0
+
+    def __post_init__(self) -> None:
+        if self.timeout <= 0 or self.legacy_timeout <= 0:
+            raise ConfigurationError("router timeouts must be positive")
+        if self.retries < 0 or self.backoff < 0:
+            raise ConfigurationError("router retries and backoff must not be negative")
+
+
+class InterswarmRouter:
+    """Routes messages between this server's runtimes and peer swarms (module docstring).
+
+    ``session`` is an external ``aiohttp.ClientSession`` (else one is created on first
+    use and closed by :meth:`aclose`); ``env`` is where ``SWARM_AUTH_TOKEN_<NAME>`` is
+    looked up for peers the registry holds no token for (default ``os.environ``).
+    """
+
+    def __init__(
+        self,
+        registry: SwarmRegistry,
+        *,
+        session: aiohttp.ClientSession | None = None,
+        settings: RouterSettings | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.registry = registry
+        self.settings = settings or RouterSettings()
+        self._session = session
+        self._owns_session = session is None
+        self._poster: JsonPoster | None = None
+        self._env = env
+        self._tasks: set[asyncio.Task[Any]] = set()
+        # (runtime, task id) -> (swarm, future): a synchronous protocol 1.1 exchange waits
+        # for the first message a local agent sends back to that swarm
+        self._replies: dict[tuple[int, str], tuple[str, asyncio.Future[MAILMessage]]] = {}
+        self._closed = False
+
+    @property
+    def local_swarm_name(self) -> str:
+        return self.registry.local_swarm_name
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def _http(self) -> JsonPoster:
+        if self._poster is None or self._poster.session.closed:
+            if self._session is None or self._session.closed:
+                self._session = aiohttp.ClientSession()
+                self._owns_session = True
+            settings = self.settings
+            self._poster = JsonPoster(
+                self._session,
+                timeout=settings.timeout,
+                retries=settings.retries,
+                backoff=settings.backoff,
+                user_agent=f"MAIL-Interswarm-Router/{self.local_swarm_name}",
+            )
+        return self._poster
+
+    # --- what runtimes call (mail.core.runtime.RemoteRouter) ------------------------------
+
+    def send(
+        self, runtime: MAILRuntime, task: MAILTask, message: MAILMessage, targets: list[str]
+    ) -> None:
+        """Deliver ``message`` to each swarm of ``targets`` (``agent@swarm``) in the background.
+
+        Failures reach the sending agent through ``runtime.report_remote_failure``.
+        """
+        sender = message["message"]["sender"]["address"]
+        agent = sender if sender in runtime.agents else None
+        for swarm in by_swarm(targets):
+            if self._answer_waiting_exchange(runtime, task, message, swarm):
+                continue
+            if self._closed:
+                reason = f"cannot send to swarm {swarm}: the server is shutting down"
+                runtime.report_remote_failure(task, agent, reason)
+                continue
+            self._spawn(
+                self._send_one(runtime, task, message, swarm, agent),
+                f"interswarm:{task.task_id}:{swarm}",
+            )
+
+    def notify_completion(
+        self,
+        runtime: MAILRuntime,
+        task: MAILTask,
+        agent: str,
+        body: str,
+        swarms: Collection[str],
+    ) -> None:
+        """Send each of ``swarms`` a ``::task_complete::`` notice, in the background.
+
+        The notice goes to the agent of that swarm that last messaged us in the task (else
+        the one we last messaged, else an agent named like our entrypoint). Protocol 1.1
+        peers get none. Failures are recorded as ``interswarm_message_error`` events of
+        the (completed) task.
+        """
+        local = self.local_swarm_name
+        for swarm in [] if self._closed else swarms:
+            endpoint = self.registry.get_swarm_endpoint(swarm)
+            if endpoint is not None and is_legacy_version(endpoint.version):
+                continue  # protocol 1.1 has no notices: its exchange ended with the answer
+            contact = runtime.remote_contact(task.task_id, swarm) or runtime.entrypoint
+            notice = make_response(
+                task_id=task.task_id,
+                sender=create_agent_address(agent),
+                recipient=create_agent_address(f"{contact}@{swarm}"),
+                subject=Subject.TASK_COMPLETE,
+                body=body,
+                sender_swarm=local,
+                recipient_swarm=swarm,
+                routing_info={"origin_swarm": local, "remote_swarm": swarm},
+            )
+            self._spawn(
+                self._send_one(runtime, task, notice, swarm, None),
+                f"interswarm-complete:{task.task_id}:{swarm}",
+            )
+
+    def known_swarms(self) -> list[str]:
+        """Names of the active peers (the local swarm excluded), sorted."""
+        local = self.local_swarm_name
+        return sorted(n for n in self.registry.get_active_endpoints() if n != local)
+
+    async def discover_swarms(self, discovery_urls: list[str]) -> list[str]:
+        """Register, as volatile entries, the swarms listed by each URL's ``GET /swarms``.
+
+        Returns the names added. Discovered entries carry no token: messages to them
+        need ``SWARM_AUTH_TOKEN_<NAME>`` in the environment.
+        """
+        return await self.registry.discover_swarms(discovery_urls)
+
+    # --- delivery --------------------------------------------------------------------------
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> None:
+        task = asyncio.get_running_loop().create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and (error := task.exception()) is not None:
+            logger.error("interswarm task %s failed", task.get_name(), exc_info=error)
+
+    async def _send_one(
+        self,
+        runtime: MAILRuntime,
+        task: MAILTask,
+        message: MAILMessage,
+        swarm: str,
+        agent: str | None,
+    ) -> None:
+        try:
+            await self.deliver(runtime, task, message, swarm)
+        except RemoteSwarmUnavailableError as e:
+            logger.warning("task %s: %s", task.task_id, e)
+            runtime.report_remote_failure(task, agent, str(e))
+        except Exception as e:  # a failure must reach the agent, whatever it is
+            logger.exception("task %s: delivery to swarm %s failed", task.task_id, swarm)
+            reason = f"error sending interswarm message to swarm {swarm}: {type(e).__name__}"
+            runtime.report_remote_failure(task, agent, reason)
+
+    async def deliver(
+        self, runtime: MAILRuntime, task: MAILTask, message: MAILMessage, swarm: str
+    ) -> Any:
+        """Send ``message`` of ``task`` to ``swarm`` now and return the peer's JSON answer.
+
+        Records ``interswarm_message_sent`` on success. Raises
+        :class:`~mail.errors.RemoteSwarmUnavailableError` saying ``error sending
+        interswarm message <direction> to swarm <swarm>: <what went wrong>``.
+        """
+        contributors = contributors_of(task.task_contributors, runtime.this_owner)
+        direction = direction_to(swarm, contributors)
+        try:
+            endpoint = await self._usable_endpoint(swarm)
+            token = self._token(swarm)
+            legacy = is_legacy_version(endpoint.version)
+            wire = make_interswarm_message(
+                message=outbound_message(message, self.local_swarm_name, swarm),
+                source_swarm=self.local_swarm_name,
+                target_swarm=swarm,
+                task_owner=task.task_owner,
+                task_contributors=contributors,
+                auth_token="",  # the token travels in the Authorization header only
+                metadata=_legacy_metadata(message) if legacy else {},
+            )
+            if legacy:
+                answer = await self._http().post_json(
+                    f"{endpoint.base_url}/interswarm/message",
+                    wire,
+                    token,
+                    timeout=self.settings.legacy_timeout,
+                )
+            else:
+                answer = await self._http().post_json(
+                    f"{endpoint.base_url}/interswarm/{direction}", {"message": wire}, token
+                )
+        except MAILError as e:
+            raise RemoteSwarmUnavailableError(
+                f"error sending interswarm message {direction} to swarm {swarm}: {e}"
+            ) from e
+        _record_sent(task, wire, direction, swarm)
+        for recipient in get_recipients(wire["payload"]):
+            if recipient["address"].endswith(f"@{swarm}"):
+                runtime.record_remote_delivery(task.task_id, recipient["address"])
+        if legacy:
+            self._queue_legacy_answer(runtime, task, answer, swarm, contributors)
+        return answer
+
+    async def _usable_endpoint(self, swarm: str) -> SwarmEndpoint:
+        endpoint = self.registry.get_swarm_endpoint(swarm)
+        if endpoint is None or swarm == self.local_swarm_name:
+            raise RemoteSwarmUnavailableError(f"swarm '{swarm}' is not registered")
+        if not endpoint.is_active:
+            # the health loop may be minutes behind: ask now rather than refuse
+            if not await self.registry.check_health(swarm):
+                raise RemoteSwarmUnavailableError(
+                    f"swarm '{swarm}' is inactive: its health check fails"
+                )
+            endpoint = self.registry.get_swarm_endpoint(swarm) or endpoint
+        return endpoint
+
+    def _token(self, swarm: str) -> str:
+        token = self.registry.get_resolved_auth_token(swarm)
+        if token:
+            return token
+        variable = env_var_name(swarm)
+        token = (os.environ if self._env is None else self._env).get(variable)
+        if not token:
+            raise RemoteSwarmUnavailableError(f"no token for swarm {swarm}; set {variable}")
+        return token
+
+    def _queue_legacy_answer(
+        self,
+        runtime: MAILRuntime,
+        task: MAILTask,
+        answer: Any,
+        swarm: str,
+        contributors: list[str],
+    ) -> None:
+        try:
+            self.queue_answer(runtime, task, validate_message(answer), swarm, contributors)
+        except MAILError as e:
+            raise RemoteSwarmUnavailableError(
+                f"the answer of swarm {swarm} could not be queued: {e}"
+            ) from e
+
+    def queue_answer(
+        self,
+        runtime: MAILRuntime,
+        task: MAILTask,
+        answer: MAILMessage,
+        swarm: str,
+        contributors: list[str] | None = None,
+    ) -> MAILTask:
+        """Queue a protocol 1.1 answer (a bare, validated ``MAILMessage`` from ``swarm``)
+        in ``task`` as if it had come back through ``/interswarm/back``.
+
+        Raises like :meth:`~mail.core.runtime.MAILRuntime.receive_interswarm`.
+        """
+        return runtime.receive_interswarm(
+            from_legacy_answer(
+                answer,
+                source_swarm=swarm,
+                local=self.local_swarm_name,
+                task_owner=task.task_owner,
+                contributors=contributors
+                or contributors_of(task.task_contributors, runtime.this_owner),
+            ),
+            "back",
+        )
+
+    # --- synchronous exchanges with protocol 1.1 peers (inbound) ----------------------------
+
+    def expect_reply(
+        self, runtime: MAILRuntime, task_id: str, swarm: str
+    ) -> asyncio.Future[MAILMessage]:
+        """A future of the first message ``runtime``'s agents send to ``swarm`` in the task.
+
+        That message is not sent over HTTP: the caller answers it synchronously. Call
+        :meth:`forget_reply` when done waiting.
+        """
+        future: asyncio.Future[MAILMessage] = asyncio.get_running_loop().create_future()
+        self._replies[(id(runtime), task_id)] = (swarm, future)
+        return future
+
+    def forget_reply(self, runtime: MAILRuntime, task_id: str) -> None:
+        entry = self._replies.pop((id(runtime), task_id), None)
+        if entry is not None and not entry[1].done():
+            entry[1].cancel()
+
+    def _answer_waiting_exchange(
+        self, runtime: MAILRuntime, task: MAILTask, message: MAILMessage, swarm: str
+    ) -> bool:
+        entry = self._replies.get((id(runtime), task.task_id))
+        if entry is None or entry[0] != swarm or entry[1].done():
+            return False
+        entry[1].set_result(message)
+        wire = make_interswarm_message(
+            message=outbound_message(message, self.local_swarm_name, swarm),
+            source_swarm=self.local_swarm_name,
+            target_swarm=swarm,
+            task_owner=task.task_owner,
+            task_contributors=contributors_of(task.task_contributors, runtime.this_owner),
+        )
+        _record_sent(task, wire, "back", swarm)
+        return True
+
+    # --- shutdown --------------------------------------------------------------------------
+
+    async def aclose(self, timeout: float = 5.0) -> None:
+        """Let deliveries in flight finish (up to ``timeout`` s), cancel the rest, and
+        close the HTTP session if the router created it."""
+        self._closed = True
+        pending = set(self._tasks)
+        if pending:
+            _, late = await asyncio.wait(pending, timeout=timeout)
+            for task in late:
+                task.cancel()
+            await asyncio.gather(*late, return_exceptions=True)
+        for _, future in self._replies.values():
+            future.cancel()
+        self._replies.clear()
+        if self._owns_session and self._session is not None:
+            session, self._session = self._session, None
+            await session.close()
+
+
+def _legacy_metadata(message: MAILMessage) -> dict[str, Any]:
+    routing = message["message"].get("routing_info") or {}
+    return {"expect_response": True, "original_message_id": message["id"], "routing_info": routing}
+
+
+def _record_sent(
+    task: MAILTask, wire: MAILInterswarmMessage, direction: Direction, swarm: str
+) -> None:
+    xml = build_interswarm_mail_xml(wire)["content"]
+    task.log.emit(
+        EventName.INTERSWARM_MESSAGE_SENT,
+        f"sent interswarm message {direction} to swarm {swarm}:\n{xml}",
+    )

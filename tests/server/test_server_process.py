@@ -1,0 +1,136 @@
+"""``mail server`` as a real process: starts from any working directory, answers, and stops
+cleanly on SIGINT; an unknown swarm is a one-line usage error (CONTRACT 9.3)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from tests.server.conftest import MAIL_TOML
+
+pytestmark = pytest.mark.timeout(45)
+
+# Variables that would change what the server reads; the subprocess runs without them.
+_MAIL_ENV = (
+    "MAIL_CONFIG_PATH",
+    "MAIL_DATA_DIR",
+    "MAIL_LOG_LEVEL",
+    "SWARM_NAME",
+    "SWARM_SOURCE",
+    "SWARM_REGISTRY_FILE",
+    "BASE_URL",
+    "AUTH_ENDPOINT",
+    "TOKEN_INFO_ENDPOINT",
+    "DATABASE_URL",
+)
+READY_WITHIN = 10.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+def clean_env(data_dir: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _MAIL_ENV}
+    return env | {"MAIL_DATA_DIR": str(data_dir), "MAIL_LOG_LEVEL": "WARNING"}
+
+
+@pytest.fixture
+def dirs(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    """(working directory with nothing in it, data directory)."""
+    cwd, data = tmp_path / "cwd", tmp_path / "data"
+    cwd.mkdir()
+    yield cwd, data
+
+
+def wait_healthy(url: str, process: subprocess.Popen[bytes]) -> float:
+    """Poll GET /health every 50 ms until 200; the seconds it took. (Polling a subprocess
+    for readiness is the one place these tests sleep: it offers no other signal.)"""
+    started = time.perf_counter()
+    deadline = started + READY_WITHIN
+    with httpx.Client(timeout=0.5) as client:
+        while time.perf_counter() < deadline:
+            if process.poll() is not None:
+                pytest.fail(f"mail server exited early with status {process.returncode}")
+            try:
+                if client.get(f"{url}/health").status_code == 200:
+                    return time.perf_counter() - started
+            except httpx.TransportError:
+                pass
+            time.sleep(0.05)
+    pytest.fail(f"mail server not healthy within {READY_WITHIN}s")
+
+
+def test_mail_server_process_serves_and_stops_on_sigint(dirs: tuple[Path, Path]) -> None:
+    cwd, data = dirs
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = cwd.parent / "server.log"
+    command = [sys.executable, "-m", "mail.cli", "server", "-c", str(MAIL_TOML)]
+    command += ["-p", str(port), "-H", "127.0.0.1"]
+    launched = time.perf_counter()
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            command, cwd=cwd, env=clean_env(data), stdout=output, stderr=subprocess.STDOUT
+        )
+    try:
+        waited = wait_healthy(url, process)
+        print(
+            f"mail server: healthy {time.perf_counter() - launched:.3f}s after launch "
+            f"(polled {waited:.3f}s)"
+        )
+        credentials = json.loads((data / "credentials.json").read_text(encoding="utf-8"))
+        user_key = next(k["key"] for k in credentials["keys"] if k["role"] == "user")
+        with httpx.Client(base_url=url, timeout=10) as client:
+            root = client.get("/").json()
+            answer = client.post(
+                "/message",
+                json={"body": "what is 6*7?"},
+                headers={"Authorization": f"Bearer {user_key}"},
+            )
+        assert root["swarm"]["name"] == "offline"
+        assert root["protocol_version"] == "1.3"
+        assert answer.status_code == 200
+        assert "42" in answer.json()["response"]
+
+        process.send_signal(signal.SIGINT)
+        status = process.wait(timeout=15)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=5)
+    output_text = log.read_text(encoding="utf-8", errors="replace")
+    assert status == 0, f"exit status {status}; output:\n{output_text[-2000:]}"
+    assert "Traceback" not in output_text
+    assert list(cwd.iterdir()) == []  # nothing written to the working directory
+
+
+@pytest.mark.parametrize("module", ["mail.cli", "mail.server"])
+def test_unknown_swarm_is_a_one_line_error(dirs: tuple[Path, Path], module: str) -> None:
+    cwd, data = dirs
+    command = [sys.executable, "-m", module]
+    command += [*(["server"] if module == "mail.cli" else []), "-n", "nosuch", "-c", str(MAIL_TOML)]
+
+    result = subprocess.run(
+        command, cwd=cwd, env=clean_env(data), capture_output=True, text=True, timeout=30,
+        check=False,
+    )  # fmt: skip
+
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("mail server: ")
+    assert "nosuch" in lines[0]
+    assert result.stdout == ""

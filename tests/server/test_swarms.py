@@ -1,0 +1,329 @@
+"""``/swarms`` (list, register, ``/swarms/register``), ``/swarms/dump`` and ``/swarms/load``
+(CONTRACT 1.5, 14; security 15.11). Peers are real servers started in the test."""
+
+from __future__ import annotations
+
+import json
+import socket
+from datetime import datetime
+from typing import Any
+
+import pytest
+from tests.server.conftest import SWARMS_JSON, Running, Start, scripted_template, shared
+
+from mail.testing import ScriptedAgent, tc
+
+pytestmark = pytest.mark.timeout(30)
+
+_ENTRY_KEYS = {
+    "swarm_name",
+    "base_url",
+    "version",
+    "last_seen",
+    "is_active",
+    "latency",
+    "swarm_description",
+    "keywords",
+    "metadata",
+}
+
+
+def offline_swarm_object() -> dict[str, Any]:
+    swarms = json.loads(SWARMS_JSON.read_text(encoding="utf-8"))
+    found: dict[str, Any] = next(s for s in swarms if s["name"] == "offline")
+    return found
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+def private_template() -> Any:
+    agent = ScriptedAgent(rule=lambda _m: tc("task_complete", finish_message="hi"))
+    return scripted_template({"supervisor": agent}, name="hidden", public=False)
+
+
+# --- GET /swarms -----------------------------------------------------------------------------
+
+
+async def test_public_local_swarm_is_listed(offline: Running) -> None:
+    response = await (await offline.anon()).get("/swarms")
+
+    assert response.status_code == 200
+    swarms = response.json()["swarms"]
+    assert len(swarms) == 1
+    local = swarms[0]
+    assert set(local) == _ENTRY_KEYS
+    assert local["swarm_name"] == "offline"
+    assert local["base_url"] == offline.state.base_url
+    assert local["is_active"] is True
+    assert local["latency"] is None
+    assert local["keywords"] == ["demo", "offline", "weather", "math"]
+    assert local["swarm_description"].startswith("Scripted agents, no LLM")
+
+
+async def test_private_local_swarm_is_not_listed(start: Start) -> None:
+    server = await start(template=private_template())
+
+    response = await (await server.anon()).get("/swarms")
+
+    assert response.json() == {"swarms": []}
+
+
+# --- registration --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "name_field"), [("/swarms", "name"), ("/swarms/register", "swarm_name")]
+)
+async def test_register_a_real_peer(
+    start: Start, offline: Running, path: str, name_field: str
+) -> None:
+    peer = await start()
+    admin = await offline.admin()
+
+    response = await admin.post(
+        path,
+        json={name_field: "remote-offline", "base_url": peer.url + "/", "metadata": {"x": 1}},
+    )
+
+    assert response.status_code == 200
+    assert response.json() == {"status": "registered", "swarm_name": "remote-offline"}
+    swarms = (await (await offline.anon()).get("/swarms")).json()["swarms"]
+    assert [s["swarm_name"] for s in swarms] == ["offline", "remote-offline"]
+    entry = swarms[1]
+    assert set(entry) == _ENTRY_KEYS  # no auth_token, volatile or public leak out
+    assert entry["base_url"] == peer.url
+    assert entry["version"] == "1.3"
+    assert entry["is_active"] is True
+    assert entry["latency"] is None or entry["latency"] >= 0  # measured, or not yet
+    assert entry["metadata"] == {"x": 1}
+    assert entry["keywords"] == ["demo", "offline", "weather", "math"]
+    assert entry["swarm_description"].startswith("Scripted agents, no LLM")
+    datetime.fromisoformat(entry["last_seen"])
+
+
+async def test_registered_private_peer_is_not_listed(start: Start, offline: Running) -> None:
+    peer = await start(template=private_template())
+
+    response = await (await offline.admin()).post(
+        "/swarms", json={"name": "hidden", "base_url": peer.url, "auth_token": "secret"}
+    )
+
+    assert response.status_code == 200
+    listed = (await (await offline.anon()).get("/swarms")).text
+    assert "hidden" not in listed
+    assert "secret" not in listed
+
+
+async def test_registering_the_local_name_is_ignored(offline: Running) -> None:
+    response = await (await offline.admin()).post(
+        "/swarms", json={"name": "offline", "base_url": f"http://127.0.0.1:{closed_port()}"}
+    )
+
+    assert response.status_code == 200
+    assert response.json() == {"status": "registered", "swarm_name": "offline"}
+    swarms = (await (await offline.anon()).get("/swarms")).json()["swarms"]
+    assert [s["base_url"] for s in swarms] == [offline.state.base_url]
+
+
+@shared
+@pytest.mark.parametrize(
+    "payload",
+    [{}, {"name": "x"}, {"base_url": "http://127.0.0.1:1"}, {"name": " ", "base_url": "http://a"}],
+    ids=["empty", "no-url", "no-name", "blank-name"],
+)
+async def test_register_needs_name_and_base_url(
+    shared_offline: Running, payload: dict[str, str]
+) -> None:
+    response = await (await shared_offline.admin()).post("/swarms", json=payload)
+
+    assert response.status_code == 400
+    assert response.json() == {"detail": "name and base_url are required"}
+
+
+@shared
+async def test_register_metadata_must_be_an_object(shared_offline: Running) -> None:
+    response = await (await shared_offline.admin()).post(
+        "/swarms", json={"name": "p", "base_url": "http://127.0.0.1:1", "metadata": [1]}
+    )
+
+    assert response.status_code == 400
+    assert response.json() == {"detail": "metadata must be an object"}
+
+
+@shared
+async def test_register_unreachable_peer_is_502(shared_offline: Running) -> None:
+    url = f"http://127.0.0.1:{closed_port()}"
+
+    response = await (await shared_offline.admin()).post(
+        "/swarms", json={"name": "p", "base_url": url}
+    )
+
+    assert response.status_code == 502
+    assert url in response.json()["detail"]  # names the peer that failed
+    assert len((await (await shared_offline.anon()).get("/swarms")).json()["swarms"]) == 1
+
+
+@shared
+async def test_register_non_http_base_url_is_400(shared_offline: Running) -> None:
+    """A base_url that is not an http(s) URL is the caller's mistake, not a gateway failure."""
+    response = await (await shared_offline.admin()).post(
+        "/swarms", json={"name": "p", "base_url": "ftp://example.com"}
+    )
+
+    assert response.status_code == 400
+    assert "base_url must be an http(s) URL" in response.json()["detail"]
+
+
+async def test_register_peer_that_is_not_mail_is_502(start: Start, offline: Running) -> None:
+    # A MAIL server's /health answers, but its "/" of a path prefix does not exist: 404.
+    peer = await start()
+
+    response = await (await offline.admin()).post(
+        "/swarms", json={"name": "p", "base_url": peer.url + "/nowhere"}
+    )
+
+    assert response.status_code == 502
+
+
+@shared
+@pytest.mark.parametrize("path", ["/swarms", "/swarms/register"])
+@pytest.mark.parametrize(
+    ("who", "detail"), [("user", "invalid role"), ("anon", "no API key provided")]
+)
+async def test_register_is_admin_only(
+    shared_offline: Running, path: str, who: str, detail: str
+) -> None:
+    client = await getattr(shared_offline, who)()
+
+    response = await client.post(path, json={"name": "p", "base_url": "http://127.0.0.1:1"})
+
+    assert response.status_code == 401
+    assert response.json() == {"detail": detail}
+
+
+# --- dump ------------------------------------------------------------------------------------
+
+
+@shared
+async def test_dump(shared_offline: Running) -> None:
+    response = await (await shared_offline.admin()).get("/swarms/dump")
+
+    assert response.status_code == 200
+    assert response.json() == {"status": "dumped", "swarm_name": "offline"}
+
+
+@shared
+@pytest.mark.parametrize(
+    ("who", "detail"), [("user", "invalid role"), ("anon", "no API key provided")]
+)
+async def test_dump_is_admin_only(shared_offline: Running, who: str, detail: str) -> None:
+    response = await (await getattr(shared_offline, who)()).get("/swarms/dump")
+
+    assert (response.status_code, response.json()) == (401, {"detail": detail})
+
+
+# --- load ------------------------------------------------------------------------------------
+
+
+async def test_load_replaces_the_swarm_for_new_callers(offline: Running) -> None:
+    user, user2, admin = await offline.user(), await offline.user2(), await offline.admin()
+    assert (await user.post("/message", json={"body": "what is 1+1?", "task_id": "a"})).is_success
+    swarm = offline_swarm_object() | {"name": "offline-2", "description": "loaded over HTTP"}
+
+    response = await admin.post("/swarms/load", json={"json": json.dumps(swarm)})
+
+    assert response.status_code == 200
+    assert response.json() == {"status": "success", "swarm_name": "offline-2"}
+    answer = await user2.post("/message", json={"body": "what is 6*7?", "task_id": "b"})
+    assert answer.status_code == 200
+    assert "42" in answer.json()["response"]
+    theirs = (await user2.get("/task", params={"task_id": "b"})).json()
+    assert theirs["task_owner"] == "user:u2@offline-2"
+    # an existing caller keeps the runtime it has
+    more = await user.post("/message", json={"body": "what is 2+2?", "task_id": "c"})
+    assert more.is_success
+    mine = (await user.get("/task", params={"task_id": "c"})).json()
+    assert mine["task_owner"] == "user:u1@offline"
+
+
+@shared
+@pytest.mark.parametrize(
+    ("payload", "detail"),
+    [
+        ({}, "json is required: the JSON text of one swarm object"),
+        ({"json": ""}, "json is required: the JSON text of one swarm object"),
+        ({"json": {"name": "x"}}, "json is required: the JSON text of one swarm object"),
+    ],
+    ids=["missing", "empty", "object-not-text"],
+)
+async def test_load_needs_json_text(
+    shared_offline: Running, payload: dict[str, object], detail: str
+) -> None:
+    response = await (await shared_offline.admin()).post("/swarms/load", json=payload)
+
+    assert response.status_code == 400
+    assert response.json() == {"detail": detail}
+
+
+@shared
+@pytest.mark.parametrize(
+    "text",
+    ["{not json", "[]", json.dumps([offline_swarm_object()]), json.dumps({"name": "x"})],
+    ids=["invalid", "empty-list", "a-list", "incomplete"],
+)
+async def test_load_rejects_bad_definitions(shared_offline: Running, text: str) -> None:
+    response = await (await shared_offline.admin()).post("/swarms/load", json={"json": text})
+
+    assert response.status_code == 400
+    assert response.json()["detail"].startswith("error loading swarm from JSON")
+    assert shared_offline.state.template.name == "offline"
+
+
+@shared
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"agents": [{**offline_swarm_object()["agents"][0], "factory": "python::os:system"}]},
+        {"action_imports": ["python::subprocess:run"]},
+        {
+            "agents": [
+                {
+                    **offline_swarm_object()["agents"][0],
+                    "agent_params": {"system": "url::http://127.0.0.1:1/prompt.json"},
+                }
+            ]
+        },
+    ],
+    ids=["python-os-system", "python-action-import", "url-reference"],
+)
+async def test_load_restricts_references(shared_offline: Running, change: dict[str, Any]) -> None:
+    swarm = offline_swarm_object() | change
+
+    response = await (await shared_offline.admin()).post(
+        "/swarms/load", json={"json": json.dumps(swarm)}
+    )
+
+    assert response.status_code == 400
+    detail = response.json()["detail"]
+    assert detail.startswith("error loading swarm from JSON")
+    assert "not allowed" in detail
+    assert shared_offline.state.template.name == "offline"
+
+
+@shared
+@pytest.mark.parametrize(
+    ("who", "detail"), [("user", "invalid role"), ("anon", "no API key provided")]
+)
+async def test_load_is_admin_only(shared_offline: Running, who: str, detail: str) -> None:
+    swarm = json.dumps(offline_swarm_object())
+
+    response = await (await getattr(shared_offline, who)()).post(
+        "/swarms/load", json={"json": swarm}
+    )
+
+    assert (response.status_code, response.json()) == (401, {"detail": detail})

@@ -1,0 +1,187 @@
+"""``GET /tasks/{id}/events``: replay after ``Last-Event-ID`` or ``?after=``, then live; and a
+client that reconnects mid-task sees every event exactly once (CONTRACT decision 3)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+import pytest_asyncio
+from tests.server.conftest import Frame, Running, Start, frames, gated_swarm, read_stream, shared
+
+pytestmark = pytest.mark.timeout(30)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def finished(shared_offline: Running) -> tuple[Running, dict[str, object]]:
+    """The module's server with a finished task of user u1 (asked through /message, as JSON).
+    The tests using it only read."""
+    response = await (await shared_offline.user()).post(
+        "/message", json={"body": "what is 6*7?", "task_id": "t-done", "show_events": True}
+    )
+    assert response.status_code == 200
+    return shared_offline, response.json()
+
+
+async def replay(server: Running, task_id: str, **kwargs: object) -> list[Frame]:
+    user = await server.user()
+    async with user.stream("GET", f"/tasks/{task_id}/events", **kwargs) as response:  # type: ignore[arg-type]
+        assert response.status_code == 200
+        assert response.headers["content-type"] == "text/event-stream; charset=utf-8"
+        return await read_stream(response)
+
+
+@shared
+async def test_replay_everything(finished: tuple[Running, dict[str, object]]) -> None:
+    server, answer = finished
+    events = answer["events"]
+    assert isinstance(events, list)
+
+    stream = await replay(server, "t-done")
+
+    assert [f.id for f in stream[:-1]] == [int(e["id"]) for e in events]
+    assert [f.event for f in stream[:-1]] == [e["event"] for e in events]
+    final = stream[-1]
+    assert (final.event, final.id) == ("task_complete", None)
+    assert final.data == {
+        "timestamp": final.data["timestamp"],
+        "task_id": "t-done",
+        "response": answer["response"],
+    }
+
+
+@shared
+async def test_replay_after_last_event_id(finished: tuple[Running, dict[str, object]]) -> None:
+    server, answer = finished
+    events = answer["events"]
+    assert isinstance(events, list)
+
+    stream = await replay(server, "t-done", headers={"Last-Event-ID": "5"})
+
+    assert [f.id for f in stream[:-1]] == list(range(6, len(events) + 1))
+    assert [f.data for f in stream[:-1]] == [e["data"] for e in events[5:]]
+    assert stream[-1].event == "task_complete"
+    assert stream[-1].id is None
+
+
+@shared
+async def test_replay_after_query_parameter(finished: tuple[Running, dict[str, object]]) -> None:
+    server, answer = finished
+    events = answer["events"]
+    assert isinstance(events, list)
+
+    stream = await replay(server, "t-done", params={"after": 10})
+
+    assert [f.id for f in stream[:-1]] == list(range(11, len(events) + 1))
+    assert stream[-1].event == "task_complete"
+
+
+@shared
+async def test_replay_after_the_last_event_gives_only_the_end(
+    finished: tuple[Running, dict[str, object]],
+) -> None:
+    server, answer = finished
+    events = answer["events"]
+    assert isinstance(events, list)
+
+    stream = await replay(server, "t-done", headers={"Last-Event-ID": str(len(events))})
+
+    assert [f.event for f in stream] == ["task_complete"]
+
+
+@shared
+async def test_non_numeric_last_event_id_is_400(
+    finished: tuple[Running, dict[str, object]],
+) -> None:
+    server, _ = finished
+
+    response = await (await server.user()).get(
+        "/tasks/t-done/events", headers={"Last-Event-ID": "abc"}
+    )
+
+    assert response.status_code == 400
+    assert response.json() == {"detail": "Last-Event-ID must be a sequence number, got 'abc'"}
+
+
+@shared
+async def test_negative_after_is_400(finished: tuple[Running, dict[str, object]]) -> None:
+    server, _ = finished
+
+    response = await (await server.user()).get("/tasks/t-done/events", params={"after": -1})
+
+    assert response.status_code == 400
+
+
+@shared
+async def test_unknown_and_foreign_tasks_are_404(
+    finished: tuple[Running, dict[str, object]],
+) -> None:
+    server, _ = finished
+
+    unknown = await (await server.user()).get("/tasks/nope/events")
+    foreign = await (await server.user2()).get("/tasks/t-done/events")
+    admin = await (await server.admin()).get("/tasks/t-done/events")
+
+    assert (unknown.status_code, unknown.json()) == (404, {"detail": "task 'nope' not found"})
+    assert (foreign.status_code, foreign.json()) == (404, {"detail": "task 't-done' not found"})
+    assert (admin.status_code, admin.json()) == (404, {"detail": "task 't-done' not found"})
+
+
+@shared
+async def test_events_need_an_admin_or_user_token(
+    finished: tuple[Running, dict[str, object]],
+) -> None:
+    server, _ = finished
+
+    anon = await (await server.anon()).get("/tasks/t-done/events")
+    agent = await (await server.agent()).get("/tasks/t-done/events")
+
+    assert (anon.status_code, anon.json()) == (401, {"detail": "no API key provided"})
+    assert (agent.status_code, agent.json()) == (401, {"detail": "invalid role"})
+
+
+async def test_reconnect_with_last_event_id_sees_every_event_once(start: Start) -> None:
+    gate = asyncio.Event()
+    template, _worker = gated_swarm(gate)
+    server = await start(template=template)
+    user = await server.user()
+
+    before: list[Frame] = []
+    async with user.stream(
+        "POST", "/message", json={"body": "job", "stream": True, "task_id": "t-re"}
+    ) as response:
+        async for frame in frames(response):
+            before.append(frame)
+            if len(before) == 3:
+                break
+    # mid-task: nothing can end it before the worker's gate opens
+    assert (await user.get("/task", params={"task_id": "t-re"})).json()["is_running"] is True
+    last_seen = before[-1].id
+    assert last_seen == 3
+
+    async with user.stream(
+        "GET", "/tasks/t-re/events", headers={"Last-Event-ID": str(last_seen)}
+    ) as response:
+        assert response.status_code == 200
+        gate.set()
+        after = await read_stream(response)
+
+    stored = before + after[:-1]
+    ids = [f.id for f in stored]
+    assert ids == list(range(1, len(stored) + 1)), "no duplicates, no gaps"
+    assert {f.data["task_id"] for f in before + after} == {"t-re"}
+    assert [f.event for f in stored] == [
+        "new_message",  # user -> supervisor
+        "tool_call",
+        "new_message",  # supervisor -> worker
+        "tool_call",  # worker: send_response
+        "new_message",  # worker -> supervisor
+        "tool_call",  # supervisor: task_complete
+        "task_complete_call",
+        "new_message",  # ::task_complete::
+    ]
+    assert after[-1].event == "task_complete"
+    assert after[-1].data["response"] == "done: worked"
+    # the whole log, read afterwards, is exactly the union
+    full = (await user.get("/task", params={"task_id": "t-re"})).json()["events"]
+    assert [int(e["id"]) for e in full] == ids

@@ -1,0 +1,227 @@
+"""``/ui/*``: bearer auth in production, the loopback development identity in debug mode,
+``/ui/message`` streaming by default, ``/ui/dump-events`` writing into the data directory
+(CONTRACT 1.3, 1.5; security 15.10)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from tests.server.conftest import Running, Start, make_config, read_stream, shared
+
+pytestmark = pytest.mark.timeout(30)
+
+UI_GETS = ["/ui/agents", "/ui/tasks", "/ui/task/t-ui", "/ui/task-summary/t-ui", "/ui/dump-events"]
+
+
+@pytest.fixture
+async def with_task(offline: Running) -> Running:
+    response = await (await offline.user()).post(
+        "/message", json={"body": "what is 6*7?", "task_id": "t-ui"}
+    )
+    assert response.status_code == 200
+    return offline
+
+
+@pytest.fixture
+async def debug_server(start: Start, tmp_path: Path) -> Running:
+    return await start(make_config(tmp_path, debug=True))
+
+
+@shared
+@pytest.mark.parametrize("path", [*UI_GETS, "/ui/message"])
+async def test_ui_routes_need_a_token_without_debug(shared_offline: Running, path: str) -> None:
+    anon = await shared_offline.anon()
+
+    response = await (
+        anon.post(path, json={"body": "hi"}) if path == "/ui/message" else anon.get(path)
+    )
+
+    assert response.status_code == 401
+    assert response.json() == {"detail": "no API key provided"}
+
+
+@shared
+@pytest.mark.parametrize("path", [*UI_GETS, "/ui/message"])
+async def test_ui_routes_refuse_agents(shared_offline: Running, path: str) -> None:
+    agent = await shared_offline.agent()
+
+    response = await (
+        agent.post(path, json={"body": "hi"}) if path == "/ui/message" else agent.get(path)
+    )
+
+    assert (response.status_code, response.json()) == (401, {"detail": "invalid role"})
+
+
+@shared
+@pytest.mark.parametrize("path", UI_GETS)
+async def test_ui_routes_work_with_a_user_token(shared_offline: Running, path: str) -> None:
+    user = await shared_offline.user()
+    if (await user.get("/task", params={"task_id": "t-ui"})).status_code == 404:
+        created = await user.post("/message", json={"body": "what is 6*7?", "task_id": "t-ui"})
+        assert created.status_code == 200
+
+    response = await user.get(path)
+
+    assert response.status_code == 200
+
+
+async def test_ui_agents_shape(offline: Running) -> None:
+    response = await (await offline.user()).get("/ui/agents")
+
+    assert response.json() == {
+        "agents": [
+            {
+                "name": "supervisor",
+                "comm_targets": ["weather", "math"],
+                "enable_entrypoint": True,
+                "can_complete_tasks": True,
+                "enable_interswarm": False,
+            },
+            {
+                "name": "weather",
+                "comm_targets": ["supervisor"],
+                "enable_entrypoint": False,
+                "can_complete_tasks": False,
+                "enable_interswarm": False,
+            },
+            {
+                "name": "math",
+                "comm_targets": ["supervisor"],
+                "enable_entrypoint": False,
+                "can_complete_tasks": False,
+                "enable_interswarm": False,
+            },
+        ],
+        "entrypoint": "supervisor",
+    }
+
+
+async def test_ui_tasks_task_and_summary(with_task: Running) -> None:
+    user = await with_task.user()
+    await user.post("/message", json={"body": "what is 1+1?", "task_id": "t-ui-2"})
+
+    tasks = (await user.get("/ui/tasks")).json()
+    task = (await user.get("/ui/task/t-ui")).json()
+    summary = (await user.get("/ui/task-summary/t-ui")).json()
+
+    assert [t["task_id"] for t in tasks] == ["t-ui-2", "t-ui"]  # newest first
+    first = tasks[1]
+    assert set(first) == {
+        "task_id",
+        "task_owner",
+        "is_running",
+        "completed",
+        "start_time",
+        "event_count",
+        "title",
+    }
+    assert first["task_owner"] == "user:u1@offline"
+    assert first["event_count"] == len(task["events"])
+    assert first["title"] == "what is 6*7?"
+    assert set(task) == {
+        "task_id",
+        "task_owner",
+        "is_running",
+        "completed",
+        "start_time",
+        "title",
+        "events",
+    }
+    assert task["events"][0]["event"] == "new_message"
+    assert isinstance(task["events"][0]["data"], dict)  # parsed, unlike /task
+    assert summary == {"task_id": "t-ui", "title": "what is 6*7?"}
+
+
+@pytest.mark.parametrize("path", ["/ui/task/t-ui", "/ui/task-summary/t-ui"])
+async def test_ui_task_of_someone_else_is_404(with_task: Running, path: str) -> None:
+    response = await (await with_task.user2()).get(path)
+
+    assert response.status_code == 404
+    assert response.json() == {"detail": "task 't-ui' not found"}
+
+
+# --- debug mode ------------------------------------------------------------------------------
+
+
+async def test_debug_loopback_without_token_is_the_ui_dev_user(debug_server: Running) -> None:
+    anon = await debug_server.anon()
+
+    async with anon.stream("POST", "/ui/message", json={"body": "what is 6*7?"}) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"] == "text/event-stream; charset=utf-8"
+        stream = await read_stream(response)
+    task_id = stream[-1].data["task_id"]
+
+    assert stream[-1].event == "task_complete"
+    assert "42" in stream[-1].data["response"]
+    sender = stream[0].data["extra_data"]["full_message"]["message"]["sender"]
+    assert sender == {"address_type": "user", "address": "ui-dev-user"}
+    tasks = (await anon.get("/ui/tasks")).json()
+    assert [(t["task_id"], t["task_owner"]) for t in tasks] == [
+        (task_id, "user:ui-dev-user@offline")
+    ]
+    for path in ("/ui/agents", f"/ui/task/{task_id}", f"/ui/task-summary/{task_id}"):
+        assert (await anon.get(path)).status_code == 200, path
+
+
+async def test_debug_does_not_open_other_routes(debug_server: Running) -> None:
+    anon = await debug_server.anon()
+
+    for method, path in (("GET", "/whoami"), ("GET", "/tasks"), ("POST", "/message")):
+        response = await anon.request(method, path, json={"body": "hi"})
+        assert response.status_code == 401, path
+
+
+async def test_debug_with_a_token_still_checks_it(debug_server: Running) -> None:
+    bad = await debug_server.client("nope")
+    user = await debug_server.user()
+
+    rejected = await bad.get("/ui/tasks")
+    mine = await user.post("/ui/message", json={"body": "what is 6*7?", "stream": False})
+
+    assert (rejected.status_code, rejected.json()) == (401, {"detail": "invalid API key"})
+    assert mine.status_code == 200
+    tasks = (await user.get("/ui/tasks")).json()
+    assert [t["task_owner"] for t in tasks] == ["user:u1@offline"]
+    assert (await (await debug_server.anon()).get("/ui/tasks")).json() == []
+
+
+async def test_ui_message_without_stream_includes_events(debug_server: Running) -> None:
+    """CONTRACT 1.5: a non-streamed /ui/message answer always carries the task's events."""
+    response = await (await debug_server.anon()).post(
+        "/ui/message", json={"body": "what is 6*7?", "stream": False}
+    )
+
+    assert response.status_code == 200
+    body = response.json()
+    assert "42" in body["response"]
+    assert isinstance(body["events"], list)
+    assert body["events"]
+    assert body["events"][-1]["event"] == "task_complete"
+
+
+async def test_dump_events_writes_into_the_data_dir(
+    debug_server: Running, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    elsewhere = tmp_path_factory.mktemp("cwd")
+    monkeypatch.chdir(elsewhere)
+    anon = await debug_server.anon()
+    await anon.post("/ui/message", json={"body": "what is 6*7?", "stream": False})
+
+    response = await anon.get("/ui/dump-events")
+
+    assert response.status_code == 200
+    body = response.json()
+    dump = tmp_path / "events_dump.jsonl"
+    assert dump.is_file()
+    assert list(elsewhere.iterdir()) == []
+    assert body["event_count"] == len(body["events"]) > 0
+    assert body["message"] == f"Dumped {body['event_count']} events to {dump}"
+    lines = [json.loads(line) for line in dump.read_text(encoding="utf-8").splitlines()]
+    assert lines == body["events"]
+    for row in lines:
+        assert set(row) == {"task_id", "event_type", "event_id", "data"}
+    assert [r["event_id"] for r in lines] == list(range(1, len(lines) + 1))
