@@ -16,13 +16,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from aiohttp import web
 
 from mail.api import MAILAgentTemplate, MAILSwarmTemplate
@@ -30,6 +29,7 @@ from mail.client import MAILClient
 from mail.config import ClientConfig, MAILConfig, load_config
 from mail.server import create_app
 from mail.testing import Incoming, ScriptedAgent, ScriptedCall, StaticAuth, tc
+from mail.testing.server import serve
 
 REPO = Path(__file__).resolve().parents[2]
 SWARMS_JSON = REPO / "swarms.json"
@@ -60,39 +60,6 @@ def make_config(tmp_path: Path, **server: Any) -> MAILConfig:
     return load_config(
         None, env={"MAIL_DATA_DIR": str(tmp_path)}, search=False, overrides=overrides
     )
-
-
-async def _serve_forever(server: uvicorn.Server) -> None:
-    try:
-        await server.serve()
-    except SystemExit as e:  # uvicorn reports a failed startup with sys.exit
-        raise RuntimeError(f"uvicorn exited with status {e.code}") from None
-
-
-async def _started(server: uvicorn.Server, task: asyncio.Task[None]) -> None:
-    # uvicorn offers no "listening" event; poll its flag (bounded by the caller)
-    while not server.started:
-        if task.done():
-            task.result()
-            raise RuntimeError("uvicorn stopped before it started")
-        await asyncio.sleep(0.005)
-
-
-@asynccontextmanager
-async def serve(app: Any) -> AsyncIterator[str]:
-    """Serve ``app`` with uvicorn on ``127.0.0.1:0``; yield ``http://127.0.0.1:PORT``."""
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=0, log_level="warning", timeout_graceful_shutdown=5
-    )
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(_serve_forever(server), name="uvicorn")
-    try:
-        await asyncio.wait_for(_started(server, task), 10.0)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 20.0)
 
 
 @pytest.fixture

@@ -20,14 +20,13 @@ import contextlib
 import json
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
 import pytest
-import uvicorn
 from aiohttp import web
 from fastapi import FastAPI
 
@@ -39,6 +38,7 @@ from mail.server import create_app
 from mail.server._state import ServerState
 from mail.server.auth import Role
 from mail.testing import ScriptedAgent, StaticAuth
+from mail.testing.server import serve
 from mail.version import PROTOCOL_VERSION
 
 REPO = Path(__file__).resolve().parents[2]
@@ -99,39 +99,6 @@ def swarm(
 
 
 # --- servers -------------------------------------------------------------------------------
-
-
-async def _serve_forever(server: uvicorn.Server) -> None:
-    try:
-        await server.serve()
-    except SystemExit as e:  # uvicorn's failed start
-        raise RuntimeError(f"uvicorn exited with status {e.code}") from None
-
-
-async def _started(server: uvicorn.Server, task: asyncio.Task[None]) -> None:
-    # uvicorn offers no event for "listening"; poll its flag (bounded by the caller)
-    while not server.started:
-        if task.done():
-            task.result()
-            raise RuntimeError("uvicorn stopped before it started")
-        await asyncio.sleep(0.005)
-
-
-@asynccontextmanager
-async def serve(app: FastAPI) -> AsyncIterator[str]:
-    """Serve ``app`` with uvicorn on ``127.0.0.1:0``; yield ``http://127.0.0.1:PORT``."""
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", access_log=False
-    )
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(_serve_forever(server), name="uvicorn")
-    try:
-        await within(_started(server, task), 10.0)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await within(task, 20.0)
 
 
 def node_config(tmp_path: Path, name: str, registry: Path | None = None) -> MAILConfig:

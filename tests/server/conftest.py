@@ -24,7 +24,7 @@ import json
 import re
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -32,7 +32,6 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 import pytest_asyncio
-import uvicorn
 from fastapi import FastAPI
 
 from mail.api import MAILAction, MAILAgentTemplate, MAILSwarmTemplate
@@ -41,6 +40,7 @@ from mail.server import create_app
 from mail.server._state import ServerState
 from mail.server.auth import Authenticator, Role
 from mail.testing import Incoming, ScriptedAgent, ScriptedCall, StaticAuth, tc
+from mail.testing.server import serve
 
 REPO = Path(__file__).resolve().parents[2]
 SWARMS_JSON = REPO / "swarms.json"
@@ -73,46 +73,6 @@ async def within(awaitable: Awaitable[T], seconds: float = WAIT) -> T:
 
 
 # --- servers -------------------------------------------------------------------------------
-
-
-async def _serve_forever(server: uvicorn.Server) -> None:
-    # uvicorn reports a failed startup with sys.exit(3); inside a task that would escape
-    # the event loop, so it becomes an ordinary error here.
-    try:
-        await server.serve()
-    except SystemExit as e:
-        raise RuntimeError(f"uvicorn exited with status {e.code}") from None
-
-
-async def _started(server: uvicorn.Server, task: asyncio.Task[None]) -> None:
-    # uvicorn offers no event for "listening"; poll its flag (bounded by the caller).
-    while not server.started:
-        if task.done():
-            task.result()
-            raise RuntimeError("uvicorn stopped before it started")
-        await asyncio.sleep(0.005)
-
-
-@asynccontextmanager
-async def serve(app: FastAPI) -> AsyncIterator[str]:
-    """Serve ``app`` with uvicorn on ``127.0.0.1:0`` and yield ``http://127.0.0.1:PORT``."""
-    config = uvicorn.Config(
-        app,
-        host="127.0.0.1",
-        port=0,
-        log_level="warning",
-        lifespan="on",
-        timeout_graceful_shutdown=5,
-    )
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(_serve_forever(server), name="uvicorn")
-    try:
-        await within(_started(server, task), 10.0)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await within(task, 20.0)
 
 
 def make_config(tmp_path: Path, **server: Any) -> MAILConfig:
