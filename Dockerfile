@@ -1,0 +1,38 @@
+# MAIL server image: `docker build -t mail .` then `docker run -p 8000:8000 mail`.
+# See docs/docker.md.
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    UV_COMPILE_BYTECODE=1 \
+    UV_LINK_MODE=copy \
+    UV_PYTHON_DOWNLOADS=never
+
+RUN pip install --no-cache-dir uv \
+    && groupadd --gid 10001 mail \
+    && useradd --uid 10001 --gid mail --create-home --shell /usr/sbin/nologin mail \
+    && mkdir -p /app /data \
+    && chown mail:mail /app /data
+
+WORKDIR /app
+USER mail
+
+# Dependencies first, so that code changes do not invalidate this layer.
+COPY --chown=mail:mail pyproject.toml uv.lock README.md ./
+RUN uv sync --locked --no-dev --no-install-project
+
+COPY --chown=mail:mail src/ ./src/
+COPY --chown=mail:mail swarms.json mail.toml ./
+COPY --chown=mail:mail spec/ ./spec/
+RUN uv sync --locked --no-dev
+
+ENV MAIL_DATA_DIR=/data \
+    PATH="/app/.venv/bin:${PATH}"
+
+VOLUME /data
+EXPOSE 8000
+
+HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
+    CMD python -c "import sys, urllib.request; sys.exit(0 if urllib.request.urlopen('http://127.0.0.1:8000/health', timeout=4).status == 200 else 1)"
+
+CMD ["mail", "server", "-c", "/app/mail.toml", "-H", "0.0.0.0", "-p", "8000"]

@@ -1,0 +1,291 @@
+"""The container files, checked without a Docker engine (issue 9).
+
+The Dockerfile is parsed into instructions; what it copies must exist, the commands it
+runs must work here (``uv sync``, the health check, ``mail server`` with the CMD's flags).
+docker-compose.yml must parse and wire the server to PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+DOCKERFILE = REPO / "Dockerfile"
+COMPOSE = REPO / "docker-compose.yml"
+
+pytestmark = pytest.mark.timeout(120)
+
+_INSTRUCTIONS = {
+    "ADD", "ARG", "CMD", "COPY", "ENTRYPOINT", "ENV", "EXPOSE", "FROM", "HEALTHCHECK",
+    "LABEL", "ONBUILD", "RUN", "SHELL", "STOPSIGNAL", "USER", "VOLUME", "WORKDIR",
+}  # fmt: skip
+
+
+def parse_dockerfile(text: str) -> list[tuple[str, str]]:
+    """``[(INSTRUCTION, arguments)]``: comments dropped, continuation lines joined."""
+    instructions: list[tuple[str, str]] = []
+    pending = ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or (line.startswith("#") and not pending):
+            continue
+        if line.startswith("#"):  # a comment inside a continued instruction
+            continue
+        if line.endswith("\\"):
+            pending += line[:-1].strip() + " "
+            continue
+        full = (pending + line).strip()
+        pending = ""
+        keyword, _, arguments = full.partition(" ")
+        assert keyword.upper() in _INSTRUCTIONS, f"unknown instruction: {full}"
+        instructions.append((keyword.upper(), arguments.strip()))
+    assert not pending, "the Dockerfile ends inside a continued line"
+    return instructions
+
+
+@pytest.fixture(scope="module")
+def dockerfile() -> list[tuple[str, str]]:
+    return parse_dockerfile(DOCKERFILE.read_text(encoding="utf-8"))
+
+
+def _all(instructions: list[tuple[str, str]], keyword: str) -> list[str]:
+    return [arguments for name, arguments in instructions if name == keyword]
+
+
+def _one(instructions: list[tuple[str, str]], keyword: str) -> str:
+    found = _all(instructions, keyword)
+    assert len(found) == 1, f"expected one {keyword}, found {found}"
+    return found[0]
+
+
+def _exec_form(arguments: str) -> list[str]:
+    value = json.loads(arguments)
+    assert isinstance(value, list)
+    assert all(isinstance(v, str) for v in value)
+    return value
+
+
+def _healthcheck_command(instructions: list[tuple[str, str]]) -> list[str]:
+    healthcheck = _one(instructions, "HEALTHCHECK")
+    _, _, command = healthcheck.partition("CMD ")
+    assert command, healthcheck
+    if command.lstrip().startswith("["):
+        return _exec_form(command)
+    return shlex.split(command)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+# --- the Dockerfile ------------------------------------------------------------------------
+
+
+def test_dockerfile_parser_joins_continuations_and_drops_comments() -> None:
+    text = '# c\nFROM x\nRUN a \\\n    # inner\n    && b\n\nCMD ["y"]\n'
+    assert parse_dockerfile(text) == [("FROM", "x"), ("RUN", "a && b"), ("CMD", '["y"]')]
+    with pytest.raises(AssertionError):
+        parse_dockerfile("FORM x\n")
+
+
+def test_base_image_is_python_slim(dockerfile: list[tuple[str, str]]) -> None:
+    assert dockerfile[0][0] == "FROM"
+    assert re.fullmatch(r"python:3\.1[1-9]-slim", dockerfile[0][1])
+
+
+def test_runs_as_a_non_root_user(dockerfile: list[tuple[str, str]]) -> None:
+    users = _all(dockerfile, "USER")
+    assert users, "no USER instruction"
+    assert users[-1] not in {"root", "0"}
+    setup = " ".join(_all(dockerfile, "RUN"))
+    assert f"useradd --uid 10001 --gid {users[-1]}" in setup
+    # the user is set before anything is installed into /app
+    names = [name for name, _ in dockerfile]
+    assert names.index("USER") < names.index("COPY")
+
+
+def test_uv_installs_the_locked_dependencies(dockerfile: list[tuple[str, str]]) -> None:
+    runs = _all(dockerfile, "RUN")
+    assert any("pip install" in run and "uv" in run for run in runs)
+    assert "uv sync --locked --no-dev --no-install-project" in runs
+    assert "uv sync --locked --no-dev" in runs
+    env = " ".join(_all(dockerfile, "ENV"))
+    assert "MAIL_DATA_DIR=/data" in env
+    assert "/app/.venv/bin" in env
+    assert _one(dockerfile, "WORKDIR") == "/app"
+    assert _one(dockerfile, "VOLUME") == "/data"
+    assert _one(dockerfile, "EXPOSE") == "8000"
+
+
+def test_every_copied_path_exists(dockerfile: list[tuple[str, str]]) -> None:
+    copies = _all(dockerfile, "COPY")
+    assert copies
+    copied: list[str] = []
+    for arguments in copies:
+        words = [w for w in shlex.split(arguments) if not w.startswith("--")]
+        *sources, _destination = words
+        assert sources, arguments
+        copied += sources
+    for source in copied:
+        assert (REPO / source).exists(), f"COPY {source}: no such path in the repository"
+    for needed in ("pyproject.toml", "uv.lock", "README.md", "src/", "mail.toml", "swarms.json"):
+        assert needed in copied
+
+
+def test_dockerignore_keeps_local_state_out() -> None:
+    ignored = (REPO / ".dockerignore").read_text(encoding="utf-8").split()
+    for entry in (".venv", ".git", ".mail", "**/__pycache__"):
+        assert entry in ignored
+    # nothing the Dockerfile copies is ignored
+    for kept in ("src", "spec", "uv.lock", "mail.toml", "swarms.json", "README.md"):
+        assert kept not in ignored
+
+
+def test_cmd_runs_mail_server(dockerfile: list[tuple[str, str]]) -> None:
+    cmd = _exec_form(_one(dockerfile, "CMD"))
+    assert cmd == ["mail", "server", "-c", "/app/mail.toml", "-H", "0.0.0.0", "-p", "8000"]  # noqa: S104
+
+
+@pytest.mark.skipif(shutil.which("uv") is None, reason="uv is not installed")
+def test_uv_sync_step_works_here() -> None:
+    help_text = subprocess.run(
+        ["uv", "sync", "--help"], capture_output=True, text=True, check=True, timeout=30
+    ).stdout
+    if "--dry-run" in help_text:
+        command = ["uv", "sync", "--locked", "--no-dev", "--dry-run"]
+    else:
+        command = ["uv", "lock", "--check"]
+    env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never"}
+    result = subprocess.run(
+        command, cwd=REPO, capture_output=True, text=True, timeout=90, env=env, check=False
+    )
+    assert result.returncode == 0, result.stderr
+
+
+# --- the CMD and HEALTHCHECK against a real server -------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def server(
+    dockerfile: list[tuple[str, str]], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[int]:
+    """``mail server`` with the CMD's flags (loopback and a free port instead of 0.0.0.0:8000)."""
+    cmd = _exec_form(_one(dockerfile, "CMD"))
+    assert cmd[:2] == ["mail", "server"]
+    port = _free_port()
+    flags = {"-c": str(REPO / "mail.toml"), "-H": "127.0.0.1", "-p": str(port)}
+    args = [flags.get(previous, word) for previous, word in zip(["", *cmd[:-1]], cmd, strict=True)]
+    data_dir = tmp_path_factory.mktemp("container-data")
+    env = {**os.environ, "MAIL_DATA_DIR": str(data_dir)}
+    env.pop("DATABASE_URL", None)
+    log = (data_dir / "server.log").open("w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mail.cli", *args[1:]],
+        cwd=data_dir,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert process.poll() is None, (data_dir / "server.log").read_text()
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2):
+                    break
+            except OSError:
+                assert time.monotonic() < deadline, "the server did not become healthy"
+                time.sleep(0.2)
+        yield port
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+        log.close()
+
+
+def test_cmd_flags_start_a_healthy_server(server: int) -> None:
+    with urllib.request.urlopen(f"http://127.0.0.1:{server}/health", timeout=5) as response:
+        assert response.status == 200
+        assert json.load(response)["status"] == "healthy"
+
+
+def test_healthcheck_command_works_here(dockerfile: list[tuple[str, str]], server: int) -> None:
+    command = _healthcheck_command(dockerfile)
+    assert command[:2] == ["python", "-c"]
+    script = command[2]
+    assert "http://127.0.0.1:8000/health" in script
+    local = script.replace("127.0.0.1:8000", f"127.0.0.1:{server}")
+    ok = subprocess.run([sys.executable, "-c", local], timeout=30, check=False)
+    assert ok.returncode == 0
+    # and it fails when nothing answers
+    dead = script.replace("127.0.0.1:8000", f"127.0.0.1:{_free_port()}")
+    failed = subprocess.run(
+        [sys.executable, "-c", dead], timeout=30, check=False, capture_output=True
+    )
+    assert failed.returncode != 0
+
+
+# --- docker-compose.yml ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, object]:
+    data = yaml.safe_load(COMPOSE.read_text(encoding="utf-8"))
+    assert isinstance(data, dict)
+    return data
+
+
+def test_compose_has_the_server_and_postgres(compose: dict[str, object]) -> None:
+    assert "version" not in compose
+    services = compose["services"]
+    assert isinstance(services, dict)
+    assert set(services) == {"postgres", "mail"}
+    assert str(services["postgres"]["image"]).startswith("postgres:16")
+    assert "pg_isready" in " ".join(services["postgres"]["healthcheck"]["test"])
+    mail = services["mail"]
+    assert mail["build"] == "."
+    assert "8000:8000" in mail["ports"]
+    assert mail["environment"]["MAIL_DATA_DIR"] == "/data"
+    assert any(str(v).endswith(":/data") for v in mail["volumes"])
+    assert mail["depends_on"] == {"postgres": {"condition": "service_healthy"}}
+    declared = set(compose.get("volumes") or {})  # type: ignore[call-overload]
+    for service in services.values():
+        for volume in service.get("volumes", []):
+            source = str(volume).split(":")[0]
+            if not source.startswith((".", "/")):
+                assert source in declared, f"volume {source} is not declared"
+
+
+def test_compose_database_url_matches_postgres(compose: dict[str, object]) -> None:
+    services = compose["services"]
+    assert isinstance(services, dict)
+    postgres = services["postgres"]["environment"]
+    url = urlsplit(services["mail"]["environment"]["DATABASE_URL"])
+    assert url.scheme in {"postgresql", "postgres"}
+    assert url.username == postgres["POSTGRES_USER"]
+    assert url.password == postgres["POSTGRES_PASSWORD"]
+    assert url.hostname == "postgres"
+    assert url.port == 5432
+    assert url.path.lstrip("/") == postgres["POSTGRES_DB"]
