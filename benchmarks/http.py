@@ -92,8 +92,18 @@ def _template() -> MAILSwarmTemplate:
 
 
 def build_server(data_dir: Path) -> uvicorn.Server:
+    # MAIL_BENCH_STORE=sqlite keeps tasks in <data_dir>/mail.db; default: memory only
+    store = os.environ.get("MAIL_BENCH_STORE", "memory")
+    database: dict[str, Any] = {"persist": store != "memory"}
+    if store == "sqlite":
+        database["sqlite_path"] = str(data_dir / "mail.db")
+    elif store == "postgres":
+        database["url"] = os.environ["MAIL_BENCH_DATABASE_URL"]
     config = load_config(
-        None, env={}, search=False, overrides={"server": {"data_dir": str(data_dir)}}
+        None,
+        env={},
+        search=False,
+        overrides={"server": {"data_dir": str(data_dir)}, "database": database},
     )
     app = create_app(
         config, template=_template(), authenticator=StaticAuth({API_KEY: ("user", "bench")})

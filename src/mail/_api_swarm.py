@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from mail._api_actions import MAILAction
 from mail._api_agents import MAILAgent, MAILAgentTemplate, describe_contacts, with_contacts
+from mail.core._persist import TaskSink
 from mail.core.actions import ActionOverrideFunction
 from mail.core.events import MAILEvent
 from mail.core.message import (
@@ -124,6 +125,7 @@ class MAILSwarmTemplate:
         swarm_registry: object | None = None,
         max_finished_tasks: int = 1000,
         finished_task_ttl: float = 3600.0,
+        store: TaskSink | None = None,
     ) -> MAILSwarm:
         """Build every agent and return a runnable :class:`MAILSwarm` for one caller.
 
@@ -160,6 +162,7 @@ class MAILSwarmTemplate:
             router=router,
             max_finished_tasks=max_finished_tasks,
             finished_task_ttl=finished_task_ttl,
+            store=store,
         )
 
     # --- reshaping -----------------------------------------------------------------------
@@ -372,6 +375,7 @@ class MAILSwarm:
         router: RemoteRouter | None = None,
         max_finished_tasks: int = 1000,
         finished_task_ttl: float = 3600.0,
+        store: TaskSink | None = None,
     ) -> None:
         _check(
             name,
@@ -413,6 +417,7 @@ class MAILSwarm:
             router=router,
             max_finished_tasks=max_finished_tasks,
             finished_task_ttl=finished_task_ttl,
+            store=store,
         )
 
     def __repr__(self) -> str:

@@ -56,6 +56,7 @@ class HealthInfo(TypedDict):
     status: str
     swarm_name: str
     timestamp: str
+    storage: NotRequired[str]  # "ok", or the store's last failure (servers with a store)
 
 
 class WhoAmI(TypedDict):

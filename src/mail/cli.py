@@ -127,6 +127,35 @@ def _add_server_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     server.set_defaults(handler=_run_server)
 
 
+def _add_db_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    for name, text in (
+        ("db-init", "create the task store's tables (applies every migration)"),
+        ("db-migrate", "apply the task store's pending schema migrations"),
+    ):
+        cmd = sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
+        cmd.add_argument("-c", "--config", metavar="PATH", help="mail.toml to read")
+        cmd.set_defaults(handler=_run_db_migrate, db_command=name)
+    prune = sub.add_parser(
+        "db-prune",
+        help="delete finished tasks from the task store",
+        description="Delete finished (completed, failed, cancelled) tasks and their rows.",
+    )
+    prune.add_argument("-c", "--config", metavar="PATH", help="mail.toml to read")
+    prune.add_argument(
+        "--older-than",
+        type=_positive_float,
+        metavar="DAYS",
+        help="delete finished tasks last updated more than DAYS days ago",
+    )
+    prune.add_argument(
+        "--keep",
+        type=int,
+        metavar="N",
+        help="keep only the N most recently updated finished tasks",
+    )
+    prune.set_defaults(handler=_run_db_prune, db_command="db-prune")
+
+
 def _positive_float(value: str) -> float:
     try:
         number = float(value)
@@ -276,6 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     _add_server_parser(sub)
     _add_client_parsers(sub)
+    _add_db_parsers(sub)
     version = sub.add_parser(
         "version",
         help="print the implementation and protocol versions",
@@ -362,6 +392,69 @@ def _run_server(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return 130
     return 0
+
+
+def _db_config(args: argparse.Namespace) -> Any:
+    from mail.config import load_config  # noqa: PLC0415  # keep `mail --help` fast
+
+    database = load_config(args.config).database
+    if not database.persist:
+        raise _DbUsageError("[database] persist is false: there is no store to work on")
+    return database
+
+
+class _DbUsageError(Exception):
+    pass
+
+
+def _run_db(args: argparse.Namespace, work: Any) -> int:
+    import asyncio  # noqa: PLC0415
+
+    from mail.errors import ConfigurationError, StorageError  # noqa: PLC0415
+
+    _configure_logging()
+    try:
+        database = _db_config(args)
+
+        async def run() -> str:
+            from mail.db import open_store  # noqa: PLC0415  # only db commands need it
+
+            store = await open_store(database)  # applies pending migrations
+            try:
+                return str(await work(store))
+            finally:
+                await store.close()
+
+        print(asyncio.run(run()))
+    except (ConfigurationError, _DbUsageError) as e:
+        return _fail(args.db_command, e)
+    except StorageError as e:
+        _fail(args.db_command, e)
+        return 1
+    return 0
+
+
+def _run_db_migrate(args: argparse.Namespace) -> int:
+    async def work(store: Any) -> str:
+        return f"{store.backend} store at schema version {await store.schema_version()}"
+
+    return _run_db(args, work)
+
+
+def _run_db_prune(args: argparse.Namespace) -> int:
+    from datetime import timedelta  # noqa: PLC0415
+
+    if args.older_than is None and args.keep is None:
+        return _fail("db-prune", ValueError("give --older-than DAYS and/or --keep N"))
+    if args.keep is not None and args.keep < 0:
+        return _fail("db-prune", ValueError("--keep must be 0 or more"))
+    older = None if args.older_than is None else timedelta(days=args.older_than)
+
+    async def work(store: Any) -> str:
+        removed = await store.prune(older_than=older, keep_last=args.keep)
+        return f"pruned {removed} finished tasks"
+
+    return _run_db(args, work)
 
 
 def _run_version(_args: argparse.Namespace) -> int:

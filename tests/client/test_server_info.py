@@ -41,8 +41,12 @@ async def test_root_and_health_need_no_key(offline: str, connect: Connect) -> No
 async def test_get_health(user: MAILClient) -> None:
     health = await user.get_health()
 
-    assert set(health) == {"status", "swarm_name", "timestamp"}
-    assert (health["status"], health["swarm_name"]) == ("healthy", "offline")
+    assert set(health) == {"status", "swarm_name", "timestamp", "storage"}
+    assert (health["status"], health["swarm_name"], health["storage"]) == (
+        "healthy",
+        "offline",
+        "ok",
+    )
     assert health["timestamp"].endswith("+00:00")
 
 

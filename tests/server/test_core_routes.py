@@ -48,8 +48,9 @@ async def test_get_health_needs_no_token(shared_offline: Running) -> None:
 
     assert response.status_code == 200
     body = response.json()
-    assert set(body) == {"status", "swarm_name", "timestamp"}
+    assert set(body) == {"status", "swarm_name", "timestamp", "storage"}
     assert body["status"] == "healthy"
+    assert body["storage"] == "ok"  # the task store (SQLite in the data directory) works
     assert body["swarm_name"] == "offline"
     assert body["timestamp"].endswith("+00:00")
     datetime.fromisoformat(body["timestamp"])

@@ -70,6 +70,10 @@ class Scheduler:
         """Queue ``message`` at its protocol priority."""
         self.push((message_priority(message), next(self._seq), message))
 
+    def next_seq(self) -> int:
+        """A fresh queue sequence number (ties of equal priority run in this order)."""
+        return next(self._seq)
+
     def push(self, item: QueueItem) -> None:
         task = self.rt.tasks.get(item[2]["message"]["task_id"])
         if task is not None:
@@ -306,6 +310,8 @@ class Scheduler:
                 inbox = self._inboxes[key]
                 while True:
                     await self.rt.turns.run(task, agent, message, xml)
+                    if self.rt.recorder is not None:
+                        self.rt.recorder.turn_ended(task, agent)
                     if inbox and task.is_running:
                         if self._heap and self._loop is not None:
                             self._drain()
@@ -337,6 +343,8 @@ class Scheduler:
         if not task.is_running:
             return False
         task.close_turn(state, message)
+        if self.rt.recorder is not None:
+            self.rt.recorder.task_finished(task)
         for evicted in self.rt.tasks.mark_finished(task):
             self.rt.forget(evicted)
         return True

@@ -139,13 +139,15 @@ class MAILEvent:
 class EventLog:
     """Append-only, ordered events of one task, readable by any number of followers."""
 
-    __slots__ = ("_changed", "_events", "_first_seq", "task_id")
+    __slots__ = ("_changed", "_events", "_first_seq", "listener", "task_id")
 
     def __init__(self, task_id: str, events: list[MAILEvent] | None = None) -> None:
         self.task_id = task_id
         self._events: list[MAILEvent] = list(events or ())
         self._first_seq = (self._events[0].seq or 1) if self._events else 1
         self._changed: asyncio.Future[None] | None = None
+        #: called with each appended event (the runtime's store recorder), if set
+        self.listener: Callable[[MAILEvent], None] | None = None
 
     def __len__(self) -> int:
         return len(self._events)
@@ -159,6 +161,8 @@ class EventLog:
         """Give ``event`` the next sequence number, store it and wake the followers."""
         event.seq = self._first_seq + len(self._events)
         self._events.append(event)
+        if self.listener is not None:
+            self.listener(event)
         changed = self._changed
         if changed is not None:
             self._changed = None

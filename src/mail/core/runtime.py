@@ -38,6 +38,7 @@ from typing import Any, Literal, Protocol
 
 from mail.core._breakpoints import parse_breakpoint_results
 from mail.core._dispatch import TurnRunner
+from mail.core._persist import StoreRecorder, TaskSink, restore
 from mail.core._remote import Direction, RemoteLedger
 from mail.core._scheduler import Scheduler
 from mail.core._system_messages import Subject, SystemMessages
@@ -102,6 +103,9 @@ class MAILRuntime:
         exclude_tools: MAIL tools no agent of this swarm may use.
         router: the interswarm router (``None``: remote addresses are refused).
         max_finished_tasks, finished_task_ttl: in-memory retention of finished tasks.
+        store: where tasks are kept beyond the process (``None``: memory only); see
+            :mod:`mail.core._persist`. Writes are batched in the background; call
+            :meth:`restore` to load the stored tasks and :meth:`shutdown` to write the rest.
     """
 
     def __init__(  # noqa: PLR0917  # the seeds' positional signature
@@ -122,6 +126,7 @@ class MAILRuntime:
         router: RemoteRouter | None = None,
         max_finished_tasks: int = 1000,
         finished_task_ttl: float = 3600.0,
+        store: TaskSink | None = None,
     ) -> None:
         self.agents = agents
         self.actions = actions
@@ -149,6 +154,26 @@ class MAILRuntime:
         self.turns = TurnRunner(self)
         self.remote = RemoteLedger(self)
         self._loop_task: asyncio.Task[None] | None = None
+        self.store = store
+        self.recorder: StoreRecorder | None = None
+        if store is not None:
+            self.recorder = StoreRecorder(store)
+            self.recorder.bind(self)
+            self.tasks.on_add = self.recorder.attach
+
+    async def restore(self) -> int:
+        """Load the stored tasks (none without a store); returns how many were loaded.
+
+        Tasks that were running when the process stopped come back ``interrupted``.
+        """
+        if self.store is None:
+            return 0
+        return await restore(self, self.store)
+
+    @property
+    def storage_error(self) -> str | None:
+        """Why the last write to the store failed, ``None`` when it works."""
+        return self.recorder.error if self.recorder is not None else None
 
     # --- submission ----------------------------------------------------------------------
 
@@ -290,6 +315,8 @@ class MAILRuntime:
             task.steps = 0
             self.tasks.mark_active(task.task_id)
             self.scheduler.resume(task)
+        if self.recorder is not None:
+            self.recorder.task_changed(task)
 
     def _resume_breakpoint(self, task: MAILTask, kwargs: dict[str, Any]) -> None:
         if task.state is not TaskState.WAITING_BREAKPOINT or not task.pending_breakpoints:
@@ -308,6 +335,8 @@ class MAILRuntime:
         )
         task.open_turn()
         self.tasks.mark_active(task.task_id)
+        if self.recorder is not None:
+            self.recorder.task_changed(task)
         resolved_agents: set[str] = set()
         for call_id, content in results:
             pending = task.pending_breakpoints.pop(call_id)
@@ -430,6 +459,8 @@ class MAILRuntime:
                 )
                 self.scheduler.finish(task, TaskState.CANCELLED, self.system.shutdown(task.task_id))
         await self._stop_loop()
+        if self.recorder is not None:
+            await self.recorder.close()
 
     async def _stop_loop(self) -> None:
         loop_task, self._loop_task = self._loop_task, None

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -171,6 +171,8 @@ class TaskTable:
         self.max_age = max_age
         self._tasks: dict[str, MAILTask] = {}
         self._finished: OrderedDict[str, float] = OrderedDict()
+        #: called with each task added (the runtime's store recorder), if set
+        self.on_add: Callable[[MAILTask], None] | None = None
 
     def __contains__(self, task_id: object) -> bool:
         return task_id in self._tasks
@@ -184,8 +186,10 @@ class TaskTable:
     def get(self, task_id: str) -> MAILTask | None:
         return self._tasks.get(task_id)
 
-    def add(self, task: MAILTask) -> MAILTask:
+    def add(self, task: MAILTask, *, notify: bool = True) -> MAILTask:
         self._tasks[task.task_id] = task
+        if notify and self.on_add is not None:
+            self.on_add(task)
         return task
 
     def mark_active(self, task_id: str) -> None:

@@ -157,6 +157,11 @@ def create_app(
             # close what _start opened (the HTTP session); the unread file stays as it is
             await state.close(save_registry=False)
             raise
+        try:
+            await _open_store(state)
+        except BaseException:
+            await state.close(save_registry=False)
+            raise
         state.registry.start_health_checks()
         idle = state.config.server.idle_runtime_seconds
         state.spawn(
@@ -242,6 +247,26 @@ def _start(
         router=InterswarmRouter(registry, session=session, settings=router_settings),
         session=session,
     )
+
+
+async def _open_store(state: ServerState) -> None:
+    """Open the configured task store (none with ``persist = false``) and its prune job."""
+    database = state.config.database
+    if not database.persist:
+        return
+    from mail.db import open_store, prune_periodically  # noqa: PLC0415  # only with a store
+
+    state.store = await open_store(database)
+    logger.info("keeping tasks in the %s store", state.store.backend)
+    retention = state.retention
+    if retention is not None:
+        older_than, keep_last = retention
+        state.spawn(
+            prune_periodically(
+                state.store, every=3600.0, older_than=older_than, keep_last=keep_last
+            ),
+            "mail-prune",
+        )
 
 
 def run_server(config: MAILConfig) -> None:

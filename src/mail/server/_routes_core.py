@@ -70,9 +70,23 @@ def _health(request: Request) -> dict[str, Any]:
     }
 
 
-@router.get("/health", response_model=HealthResponse, summary="Health probe")
+@router.get(
+    "/health",
+    response_model=HealthResponse,
+    response_model_exclude_none=True,
+    summary="Health probe",
+)
 async def get_health(request: Request) -> dict[str, Any]:
-    return _health(request)
+    """The server's status; with a task store, ``storage`` says whether writes work
+    (``"ok"`` or the last failure), and ``status`` is ``degraded`` while they fail."""
+    health = _health(request)
+    state = state_of(request)
+    if state.store is not None:
+        storage = state.swarms.storage_error() or await state.store.health()
+        health["storage"] = storage
+        if storage != "ok" and health["status"] == "healthy":
+            health["status"] = "degraded"
+    return health
 
 
 @router.post(

@@ -174,7 +174,7 @@ def _ack(state: ServerState, swarm: MAILSwarm, task: MAILTask) -> dict[str, Any]
 async def forward(request: Request, caller: Caller = Depends(agent_only)) -> dict[str, Any]:
     state = state_of(request)
     message = await _envelope_message(request)
-    swarm = state.swarms.get(caller)
+    swarm = await state.swarms.get(caller)
     return _ack(state, swarm, swarm.runtime.receive_interswarm(message, "forward"))
 
 
@@ -287,7 +287,7 @@ async def _proxy_send(
     state: ServerState, caller: Caller, data: dict[str, Any], *, wait: bool
 ) -> Response:
     send = _ProxySend(data)
-    swarm = state.swarms.get(caller)
+    swarm = await state.swarms.get(caller)
     runtime = swarm.runtime
     if not runtime.enable_interswarm:
         raise InvalidMessageError(f"interswarm messaging is not enabled in swarm {swarm.name}")
@@ -370,7 +370,7 @@ def _reply(answer: MAILMessage, inbound: MAILInterswarmMessage, local: str) -> M
 
 async def _legacy_exchange(state: ServerState, caller: Caller, data: dict[str, Any]) -> Response:
     inbound = _legacy_message(data)
-    runtime = state.swarms.get(caller).runtime
+    runtime = (await state.swarms.get(caller)).runtime
     task = runtime.receive_interswarm(inbound, "forward")
     reply = state.router.expect_reply(runtime, task.task_id, inbound["source_swarm"])
     turn = task.wait_turn()

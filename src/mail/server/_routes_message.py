@@ -107,7 +107,7 @@ async def _handle(
         events_default=events_default,
         timeout=state.config.server.settings.task_timeout,
     )
-    swarm = state.swarms.get(caller)
+    swarm = await state.swarms.get(caller)
     common: dict[str, Any] = {
         "subject": sub.subject,
         "msg_type": sub.msg_type,

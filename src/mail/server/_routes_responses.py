@@ -108,7 +108,7 @@ async def responses(request: Request, caller: Caller = Depends(admin_or_user)) -
     previous = data.get("previous_response_id")
     if previous is not None and not isinstance(previous, str):
         raise InvalidMessageError("parameter 'previous_response_id' must be a string")
-    swarm = state.swarms.get(caller)
+    swarm = await state.swarms.get(caller)
     known = previous is not None and swarm.get_task_by_id(previous) is not None
     outputs = _trailing(data["input"], "function_call_output")
     timeout = state.config.server.settings.task_timeout

@@ -45,9 +45,9 @@ def task_record(task: MAILTask) -> dict[str, Any]:
     }
 
 
-def _task_of(request: Request, caller: Caller, task_id: str) -> tuple[MAILSwarm, MAILTask]:
+async def _task_of(request: Request, caller: Caller, task_id: str) -> tuple[MAILSwarm, MAILTask]:
     # Another caller's task is reported exactly like an unknown one.
-    swarm = state_of(request).swarms.find(caller)
+    swarm = await state_of(request).swarms.resolve(caller)
     task = swarm.get_task_by_id(task_id) if swarm is not None else None
     if swarm is None or task is None:
         raise TaskNotFoundError(task_id)
@@ -56,7 +56,7 @@ def _task_of(request: Request, caller: Caller, task_id: str) -> tuple[MAILSwarm,
 
 @router.get("/tasks", summary="All tasks of the caller, by id")
 async def list_tasks(request: Request, caller: Caller = Depends(admin_or_user)) -> dict[str, Any]:
-    swarm = state_of(request).swarms.find(caller)
+    swarm = await state_of(request).swarms.resolve(caller)
     tasks: list[MAILTask] = list(swarm.runtime.tasks) if swarm is not None else []
     return {t.task_id: task_record(t) for t in tasks}
 
@@ -75,7 +75,7 @@ async def get_task(
         if not isinstance(value, str):
             raise InvalidMessageError("task_id must be a string")
         task_id = value
-    return task_record(_task_of(request, caller, task_id)[1])
+    return task_record((await _task_of(request, caller, task_id))[1])
 
 
 async def _replay_then_follow(task: MAILTask, after: int, ping: float) -> AsyncIterator[MAILEvent]:
@@ -100,7 +100,7 @@ async def task_events(
     last_event_id: str | None = Header(None),
     caller: Caller = Depends(admin_or_user),
 ) -> Response:
-    _, task = _task_of(request, caller, task_id)
+    _, task = await _task_of(request, caller, task_id)
     cursor = after if after is not None else 0
     if after is None and last_event_id:
         if not last_event_id.isdigit():
@@ -159,7 +159,7 @@ def _summary(task: MAILTask) -> dict[str, Any]:
 
 @router.get("/ui/tasks", summary="The caller's tasks, newest first")
 async def ui_tasks(request: Request, caller: Caller = Depends(ui_caller)) -> list[dict[str, Any]]:
-    swarm = state_of(request).swarms.find(caller)
+    swarm = await state_of(request).swarms.resolve(caller)
     tasks = sorted(swarm.runtime.tasks, key=lambda t: t.start_time, reverse=True) if swarm else []
     return [_summary(t) for t in tasks]
 
@@ -168,7 +168,7 @@ async def ui_tasks(request: Request, caller: Caller = Depends(ui_caller)) -> lis
 async def ui_task(
     request: Request, task_id: str, caller: Caller = Depends(ui_caller)
 ) -> dict[str, Any]:
-    _, task = _task_of(request, caller, task_id)
+    _, task = await _task_of(request, caller, task_id)
     record = _summary(task)
     del record["event_count"]
     record["events"] = [
@@ -181,7 +181,7 @@ async def ui_task(
 async def ui_task_summary(
     request: Request, task_id: str, force_regen: bool = False, caller: Caller = Depends(ui_caller)
 ) -> dict[str, Any]:
-    _, task = _task_of(request, caller, task_id)
+    _, task = await _task_of(request, caller, task_id)
     if force_regen:
         task.title = None
     task.title = _title(task)
@@ -194,7 +194,7 @@ async def ui_task_summary(
 )
 async def ui_dump_events(request: Request, caller: Caller = Depends(ui_caller)) -> dict[str, Any]:
     state = state_of(request)
-    swarm = state.swarms.find(caller)
+    swarm = await state.swarms.resolve(caller)
     rows = [
         {"task_id": t.task_id, "event_type": e.event, "event_id": e.seq, "data": e.data()}
         for t in (swarm.runtime.tasks if swarm else [])

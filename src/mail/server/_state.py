@@ -7,7 +7,7 @@ import logging
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
@@ -17,6 +17,7 @@ from mail.net import InterswarmRouter, SwarmRegistry
 
 if TYPE_CHECKING:
     from mail.config import MAILConfig
+    from mail.db import TaskStore
     from mail.server.auth import Authenticator, AuthGate, Caller
 
 __all__ = ["CallerSwarms", "ServerState"]
@@ -40,6 +41,7 @@ class CallerSwarms:
     def __init__(self, state: ServerState) -> None:
         self._state = state
         self._entries: dict[tuple[str, str], _Entry] = {}
+        self._creating = asyncio.Lock()
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -62,34 +64,82 @@ class CallerSwarms:
         """The callers' swarms that hold a task with this id."""
         return [e.swarm for e in self._entries.values() if task_id in e.swarm.runtime.tasks]
 
-    def get(self, caller: Caller) -> MAILSwarm:
-        """The caller's swarm, built and started on first use.
+    async def resolve(self, caller: Caller) -> MAILSwarm | None:
+        """The caller's swarm for reading: its running one, or, when the store holds tasks
+        of the caller, one built (and its tasks reloaded) now; else ``None``."""
+        found = self.find(caller)
+        store = self._state.store
+        if found is not None or store is None:
+            return found
+        from mail.db import CallerKey  # noqa: PLC0415
+
+        role = "swarm" if caller.role == "agent" else caller.role
+        key = CallerKey(swarm=self._state.template.name, role=role, id=caller.id)
+        if not await store.load_tasks(key):
+            return None  # nothing stored: reading does not build a runtime
+        return await self.get(caller)
+
+    async def get(self, caller: Caller) -> MAILSwarm:
+        """The caller's swarm, built, reloaded from the store and started on first use.
 
         A caller with role ``agent`` is a peer swarm: its runtime's role is ``swarm``, so
         the tasks it starts here are run by ``swarm:<id>@<local swarm>``. Raises
-        :class:`SwarmDefinitionError` when the template cannot be instantiated.
+        :class:`SwarmDefinitionError` when the template cannot be instantiated and
+        :class:`StorageError` when the caller's stored tasks cannot be read.
         """
         found = self.find(caller)
         if found is not None:
             return found
+        async with self._creating:
+            found = self.find(caller)
+            if found is not None:
+                return found
+            swarm = await self._build(caller)
+            self._entries[(caller.role, caller.id)] = _Entry(swarm, time.monotonic())
+        logger.info("started a swarm runtime for %s:%s", caller.role, caller.id)
+        return swarm
+
+    async def _build(self, caller: Caller) -> MAILSwarm:
         state = self._state
         settings = state.config.server.settings
+        role = "swarm" if caller.role == "agent" else caller.role
+        sink = None
+        if state.store is not None:
+            from mail._api_store import StoreSink  # noqa: PLC0415
+            from mail.db import CallerKey  # noqa: PLC0415
+
+            key = CallerKey(swarm=state.template.name, role=role, id=caller.id)
+            sink = StoreSink(state.store, key)
         swarm = state.template.instantiate(
             {"user_token": caller.api_key},
             user_id=caller.id,
-            user_role="swarm" if caller.role == "agent" else caller.role,
+            user_role=role,
             base_url=state.base_url,
             print_llm_streams=settings.print_llm_streams,
             router=state.router,
             max_finished_tasks=settings.max_finished_tasks,
             finished_task_ttl=settings.finished_task_ttl,
+            store=sink,
         )
+        try:
+            loaded = await swarm.runtime.restore()
+        except BaseException:
+            await swarm.runtime.shutdown(timeout=0.0)
+            raise
+        if loaded:
+            logger.info("reloaded %d stored tasks for %s:%s", loaded, caller.role, caller.id)
         swarm.runtime.start(
             max_steps=state.template.task_message_limit or settings.task_message_limit
         )
-        self._entries[(caller.role, caller.id)] = _Entry(swarm, time.monotonic())
-        logger.info("started a swarm runtime for %s:%s", caller.role, caller.id)
         return swarm
+
+    def storage_error(self) -> str | None:
+        """The first failed store write reported by a caller's runtime, if any."""
+        for entry in self._entries.values():
+            error = entry.swarm.runtime.storage_error
+            if error is not None:
+                return error
+        return None
 
     async def evict_idle(self, idle_seconds: float) -> int:
         """Shut down swarms unused for ``idle_seconds`` with no running task."""
@@ -129,6 +179,10 @@ class ServerState:
     swarms: CallerSwarms = field(init=False)
     background: set[asyncio.Task[Any]] = field(default_factory=set)
     dependencies: dict[tuple[str, ...], Any] = field(default_factory=dict)
+    #: where tasks are kept (``None`` with ``persist = false``); owned by the lifespan
+    store: TaskStore | None = None
+    #: ``(older_than, keep_last)`` for the hourly prune job, ``None``: no job
+    retention: tuple[timedelta | None, int | None] | None = None
 
     def __post_init__(self) -> None:
         self.swarms = CallerSwarms(self)
@@ -152,6 +206,11 @@ class ServerState:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await self.swarms.shutdown()
+        try:
+            if self.store is not None:
+                await self.store.close()
+        except Exception:
+            logger.exception("closing the task store failed")
         try:
             if save_registry:
                 await self.registry.save()

@@ -117,6 +117,9 @@ class HealthResponse(_Model):
     status: str
     swarm_name: str
     timestamp: str
+    storage: str | None = Field(
+        default=None, description='The task store: "ok" or why writes fail (absent without one)'
+    )
 
 
 class HealthUpdate(BaseModel):

@@ -1,0 +1,362 @@
+"""Keeping a runtime's tasks in a store: the :class:`TaskSink` seam and the recorder.
+
+``mail.core`` does not import ``mail.db`` (STYLE §2): the runtime talks to a
+:class:`TaskSink`, a small protocol over plain snapshots, and ``mail.api`` adapts a
+``mail.db.TaskStore`` to it (``mail.api.StoreSink``).
+
+The hot path never awaits the store. :class:`StoreRecorder` is told what changed (an
+event appended, a task created or ended, an agent's turn ended) and only notes it; one
+background task it owns turns the notes into one :class:`WriteBatch` every
+``interval`` seconds, or as soon as ``max_pending`` rows wait, and hands it to the sink.
+Rows are snapshotted at flush time, so a history written many times between flushes is
+stored once. A failed write is logged at ERROR, kept in :attr:`StoreRecorder.error` (the
+server's ``/health`` reports it) and retried on the next flush: events are stored
+exactly once per sequence number, and every other write replaces, so retrying is safe.
+
+:func:`restore` rebuilds a runtime's tasks from the sink: events keep their sequence
+numbers, and a task that was running when the process stopped becomes ``interrupted``
+with a ``task_interrupted`` event (resumable with ``resume_from="user_response"``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+from mail.core.events import EventLog, EventName, MAILEvent
+from mail.core.tasks import MAILTask, PendingBreakpoint, TaskState
+
+if TYPE_CHECKING:
+    from mail.core.message import MAILMessage
+    from mail.core.runtime import MAILRuntime
+
+__all__ = [
+    "StoreRecorder",
+    "StoredEvent",
+    "StoredTask",
+    "TaskSink",
+    "TaskSnapshot",
+    "WriteBatch",
+    "restore",
+]
+
+logger = logging.getLogger("mail.runtime")
+
+#: ``(call_id, agent, call, normalized)`` of a pending breakpoint call.
+BreakpointTuple = tuple[str, str, dict[str, Any], dict[str, Any]]
+#: ``(priority, seq, message)`` of a stashed queue item.
+StashTuple = tuple[int, int, dict[str, Any]]
+
+
+@dataclass(slots=True, kw_only=True)
+class TaskSnapshot:
+    """The record of one task as stored."""
+
+    task_id: str
+    task_owner: str
+    task_contributors: list[str]
+    remote_swarms: list[str]
+    state: str
+    title: str | None
+    start_time: datetime
+    updated_at: datetime
+
+
+@dataclass(slots=True, kw_only=True)
+class StoredEvent:
+    """One event of a task with its sequence number and wire ``data``."""
+
+    seq: int
+    event: str
+    data: dict[str, Any]
+    data_json: str | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class WriteBatch:
+    """Everything one flush writes, in the order the sink must apply it."""
+
+    tasks: list[TaskSnapshot] = field(default_factory=list)
+    events: dict[str, list[StoredEvent]] = field(default_factory=dict)
+    histories: list[tuple[str, str, list[dict[str, Any]], str]] = field(default_factory=list)
+    responses: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    breakpoints: dict[str, list[BreakpointTuple]] = field(default_factory=dict)
+    stashes: dict[str, list[StashTuple]] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return (
+            len(self.tasks)
+            + sum(len(v) for v in self.events.values())
+            + len(self.histories)
+            + len(self.responses)
+            + len(self.breakpoints)
+            + len(self.stashes)
+        )
+
+
+@dataclass(slots=True, kw_only=True)
+class StoredTask:
+    """A task as loaded back: its record and everything kept with it."""
+
+    record: TaskSnapshot
+    events: list[StoredEvent]
+    histories: dict[str, list[dict[str, Any]]]
+    response: dict[str, Any] | None
+    breakpoints: list[BreakpointTuple]
+    stash: list[StashTuple]
+
+
+class TaskSink(Protocol):
+    """Where a runtime's tasks go (one caller's part of a store)."""
+
+    async def write(self, batch: WriteBatch) -> None:
+        """Apply ``batch`` in order: task records, events, histories, responses,
+        breakpoints, stashes. Raises on failure (nothing is swallowed)."""
+        ...
+
+    async def load(self) -> list[StoredTask]:
+        """Every stored task of this caller, oldest first."""
+        ...
+
+
+class StoreRecorder:
+    """Turns a runtime's changes into batched sink writes, off the hot path."""
+
+    def __init__(
+        self,
+        sink: TaskSink,
+        *,
+        interval: float = 0.05,
+        max_pending: int = 512,
+        retry_after: float = 1.0,
+    ) -> None:
+        self.sink = sink
+        self.interval = interval
+        self.max_pending = max_pending
+        self.retry_after = retry_after
+        #: the last write's failure, ``None`` once a write succeeds again
+        self.error: str | None = None
+        self._runtime: MAILRuntime | None = None
+        self._events: dict[str, list[MAILEvent]] = {}
+        self._tasks: dict[str, MAILTask] = {}
+        self._finished: set[str] = set()
+        self._histories: set[tuple[str, str]] = set()
+        self._retry: WriteBatch | None = None
+        self._pending = 0
+        self._wake = asyncio.Event()
+        self._flushing: asyncio.Task[None] | None = None
+        self._closed = False
+
+    # --- notes from the runtime (cheap, synchronous) -------------------------------------
+
+    def bind(self, runtime: MAILRuntime) -> None:
+        self._runtime = runtime
+
+    def attach(self, task: MAILTask) -> None:
+        """Follow ``task``: record it now and each event its log gets."""
+        task.log.listener = self.event
+        self.task_changed(task)
+
+    def event(self, event: MAILEvent) -> None:
+        self._events.setdefault(event.task_id, []).append(event)
+        self._bump()
+
+    def task_changed(self, task: MAILTask) -> None:
+        self._tasks[task.task_id] = task
+        self._bump()
+
+    def task_finished(self, task: MAILTask) -> None:
+        """The task's turn ended: its record, histories, response, breakpoints and stash."""
+        self._tasks[task.task_id] = task
+        self._finished.add(task.task_id)
+        for agent in task.agents:
+            self._histories.add((task.task_id, agent))
+        self._bump(urgent=True)
+
+    def turn_ended(self, task: MAILTask, agent: str) -> None:
+        self._histories.add((task.task_id, agent))
+        self._bump()
+
+    def _bump(self, *, urgent: bool = False) -> None:
+        self._pending += 1
+        if urgent or self._pending >= self.max_pending:
+            self._wake.set()
+        if self._flushing is None and not self._closed:
+            with contextlib.suppress(RuntimeError):  # no running loop: flushed on close
+                self._flushing = asyncio.get_running_loop().create_task(
+                    self._run(), name="mail-store-recorder"
+                )
+
+    # --- flushing ------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while not self._closed:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.interval)
+            self._wake.clear()
+            if not await self.flush():
+                await asyncio.sleep(self.retry_after)
+
+    def _collect(self) -> WriteBatch:
+        rt = self._runtime
+        batch, self._retry = self._retry or WriteBatch(), None
+        events, self._events = self._events, {}
+        tasks, self._tasks = self._tasks, {}
+        finished, self._finished = self._finished, set()
+        histories, self._histories = self._histories, set()
+        self._pending = 0
+        merged = {t.task_id: t for t in batch.tasks}
+        for task in tasks.values():
+            merged[task.task_id] = _snapshot(task)
+        batch.tasks = list(merged.values())
+        for task_id, evs in events.items():
+            rows = batch.events.setdefault(task_id, [])
+            rows.extend(_stored(e) for e in evs)
+        if rt is not None:
+            for task_id, agent in histories:
+                history = rt.agent_histories.get(f"{task_id}::{agent}")
+                if history is not None:
+                    core = rt.agents.get(agent)
+                    fmt = getattr(core, "tool_format", "responses")
+                    batch.histories.append((task_id, agent, list(history), fmt))
+        for task_id in finished:
+            task = tasks[task_id]
+            if task.response is not None:
+                batch.responses.append((task_id, dict(task.response)))
+            batch.breakpoints[task_id] = [
+                (cid, p.agent, p.call.model_dump(mode="json"), p.normalized)
+                for cid, p in task.pending_breakpoints.items()
+            ]
+            batch.stashes[task_id] = [(p, s, dict(m)) for p, s, m in task.stash]
+        for task in tasks.values():
+            if task.task_id not in finished and task.is_running:
+                # running again: what it waited on is gone
+                batch.breakpoints.setdefault(task.task_id, [])
+                batch.stashes.setdefault(task.task_id, [])
+        return batch
+
+    async def flush(self) -> bool:
+        """Write what is pending now; False (and :attr:`error` set) when the write failed."""
+        batch = self._collect()
+        if not len(batch):
+            return True
+        try:
+            await self.sink.write(batch)
+        except asyncio.CancelledError:
+            self._retry = batch
+            raise
+        except Exception as e:  # noqa: BLE001  # reported (log, /health) and retried
+            self._retry = batch
+            if self.error is None:
+                logger.error("storing tasks failed, will retry: %s", e)  # noqa: TRY400
+            self.error = str(e) or type(e).__name__
+            return False
+        if self.error is not None:
+            logger.warning("storing tasks works again")
+        self.error = None
+        return True
+
+    async def close(self) -> None:
+        """Stop the background task and write everything still pending (once)."""
+        self._closed = True
+        flushing, self._flushing = self._flushing, None
+        if flushing is not None:
+            self._wake.set()
+            flushing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await flushing
+        await self.flush()
+
+
+def _snapshot(task: MAILTask) -> TaskSnapshot:
+    return TaskSnapshot(
+        task_id=task.task_id,
+        task_owner=task.task_owner,
+        task_contributors=list(task.task_contributors),
+        remote_swarms=sorted(task.remote_swarms),
+        state=task.state.value,
+        title=task.title,
+        start_time=task.start_time,
+        updated_at=task.updated_at,
+    )
+
+
+def _stored(event: MAILEvent) -> StoredEvent:
+    data = event.data()
+    return StoredEvent(seq=event.seq or 0, event=event.event, data=data, data_json=json.dumps(data))
+
+
+async def restore(runtime: MAILRuntime, sink: TaskSink) -> int:
+    """Load the stored tasks into ``runtime`` (skipping ids it already holds).
+
+    Returns how many tasks were loaded. A task stored as running is marked interrupted,
+    with a ``task_interrupted`` event.
+    """
+    from mail.core.tools import AgentToolCall  # noqa: PLC0415  # pydantic model, only here
+
+    loaded = 0
+    for stored in await sink.load():
+        rec = stored.record
+        if rec.task_id in runtime.tasks:
+            continue
+        task = MAILTask(
+            task_id=rec.task_id,
+            task_owner=rec.task_owner,
+            task_contributors=list(rec.task_contributors),
+            start_time=rec.start_time,
+            updated_at=rec.updated_at,
+            state=TaskState(rec.state),
+            title=rec.title,
+            remote_swarms=set(rec.remote_swarms),
+        )
+        task.log = EventLog(rec.task_id, [_event(rec.task_id, e) for e in stored.events])
+        for agent, history in stored.histories.items():
+            runtime.agent_histories[f"{rec.task_id}::{agent}"] = history
+            task.agents.add(agent)
+        task.response = stored.response  # type: ignore[assignment]
+        for call_id, agent, call, normalized in stored.breakpoints:
+            task.pending_breakpoints[call_id] = PendingBreakpoint(
+                agent=agent, call=AgentToolCall.model_validate(call), normalized=normalized
+            )
+        task.stash = [
+            (p, runtime.scheduler.next_seq(), cast("MAILMessage", m)) for p, _, m in stored.stash
+        ]
+        runtime.tasks.add(task, notify=False)
+        if task.state is TaskState.RUNNING:
+            task.state = TaskState.INTERRUPTED
+            task.touch()
+            task.response = runtime.system.task_error(
+                task.task_id, "the server stopped while this task was running"
+            )
+            if runtime.recorder is not None:
+                runtime.recorder.attach(task)
+            task.log.emit(
+                EventName.TASK_INTERRUPTED, "the server stopped while this task was running"
+            )
+        elif runtime.recorder is not None:
+            task.log.listener = runtime.recorder.event
+        if task.response is not None:
+            task.turn = asyncio.get_running_loop().create_future()
+            task.turn.set_result(task.response)
+        task.finished_at = None
+        for evicted in runtime.tasks.mark_finished(task):
+            runtime.forget(evicted)
+        loaded += 1
+    return loaded
+
+
+def _event(task_id: str, stored: StoredEvent) -> MAILEvent:
+    data = stored.data
+    return MAILEvent(
+        event=stored.event,
+        task_id=task_id,
+        description=data.get("description", ""),
+        extra_data=data.get("extra_data") or {},
+        timestamp=data.get("timestamp"),
+        seq=stored.seq,
+    )

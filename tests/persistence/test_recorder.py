@@ -1,0 +1,143 @@
+"""The store recorder: batched writes, events exactly once, histories replaced,
+breakpoints saved and cleared, failures reported and retried; reload in-process."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from tests.persistence.conftest import KEY, CutSink, MakeSwarm
+
+from mail._api_store import StoreSink
+from mail.core.events import EventName
+from mail.core.tasks import TaskState
+from mail.db import MemoryStore
+
+pytestmark = pytest.mark.timeout(30)
+
+
+async def _send(swarm, body: str, task_id: str, **kw):  # type: ignore[no-untyped-def]
+    message = swarm.build_message(subject="s", body=body, targets=["supervisor"], task_id=task_id)
+    return await swarm.runtime.submit_and_wait(message, timeout=10, **kw)
+
+
+async def test_completed_task_is_stored_once(make_swarm: MakeSwarm, store: MemoryStore) -> None:
+    swarm = make_swarm(StoreSink(store, KEY))
+    swarm.runtime.start()
+    answer = await _send(swarm, "hello", "t1")
+    assert answer["message"]["body"] == "done: hello"
+    rt = swarm.runtime
+    assert rt.recorder is not None
+    await rt.recorder.flush()
+    await rt.recorder.flush()  # nothing new: no duplicate
+    events = await store.load_events(KEY, "t1")
+    assert [e.seq for e in events] == list(range(1, len(rt.get_events("t1")) + 1))
+    assert [e.event for e in events] == [e.event for e in rt.get_events("t1")]
+    assert json.loads(events[0].data_json or "") == rt.get_events("t1")[0].data()
+    task = await store.load_task(KEY, "t1")
+    assert task is not None and task.state == "completed"
+    assert (await store.load_response(KEY, "t1")) == rt.get_task("t1").response  # type: ignore[union-attr]
+    histories = await store.load_histories(KEY, "t1")
+    assert histories["supervisor"] == rt.agent_histories["t1::supervisor"]
+
+    # a follow-up replaces the history and appends only the new events
+    await _send(swarm, "again", "t1", resume_from="user_response")
+    await rt.recorder.flush()
+    histories = await store.load_histories(KEY, "t1")
+    assert histories["supervisor"] == rt.agent_histories["t1::supervisor"]
+    assert len(await store.load_events(KEY, "t1")) == len(rt.get_events("t1"))
+
+
+async def test_breakpoints_saved_then_cleared(make_swarm: MakeSwarm, store: MemoryStore) -> None:
+    swarm = make_swarm(StoreSink(store, KEY))
+    swarm.runtime.start()
+    paused = await _send(swarm, "pause please", "t-bp")
+    assert paused["message"]["subject"] == "::breakpoint_tool_call::"
+    rt = swarm.runtime
+    assert rt.recorder is not None
+    await rt.recorder.flush()
+    rows = await store.load_breakpoints(KEY, "t-bp")
+    assert [r.agent for r in rows] == ["supervisor"]
+    assert (await store.load_task(KEY, "t-bp")).state == "waiting_breakpoint"  # type: ignore[union-attr]
+
+    answer = await _send(
+        swarm,
+        "",
+        "t-bp",
+        resume_from="breakpoint_tool_call",
+        breakpoint_tool_call_result="Ada",
+    )
+    assert answer["message"]["body"] == "resumed after the breakpoint"
+    await rt.recorder.flush()
+    assert await store.load_breakpoints(KEY, "t-bp") == []
+    assert (await store.load_task(KEY, "t-bp")).state == "completed"  # type: ignore[union-attr]
+
+
+async def test_failed_write_is_reported_and_retried(
+    make_swarm: MakeSwarm, store: MemoryStore
+) -> None:
+    sink = CutSink(StoreSink(store, KEY))
+    swarm = make_swarm(sink)
+    swarm.runtime.start()
+    rt = swarm.runtime
+    assert rt.recorder is not None
+    sink.fail = OSError("disk full")
+    await _send(swarm, "hello", "t1")
+    assert not await rt.recorder.flush()
+    assert rt.storage_error == "disk full"
+    assert await store.load_events(KEY, "t1") == []
+    sink.fail = None
+    assert await rt.recorder.flush()
+    assert rt.storage_error is None
+    assert len(await store.load_events(KEY, "t1")) == len(rt.get_events("t1"))
+
+
+async def test_reload_serves_resumes_and_interrupts(
+    make_swarm: MakeSwarm, store: MemoryStore
+) -> None:
+    sink_a = CutSink(StoreSink(store, KEY))
+    a = make_swarm(sink_a)
+    a.runtime.start()
+    await _send(a, "hello", "t-done")
+    await _send(a, "pause please", "t-bp")
+    await a.runtime.submit(
+        a.build_message(subject="s", body="slow job", targets=["supervisor"], task_id="t-run")
+    )
+    task = a.runtime.get_task("t-run")
+    assert task is not None
+    while not any(e.event == EventName.NEW_MESSAGE for e in task.log.all()[1:]):
+        await task.log.wait(task.log.last_seq, 5)
+    assert a.runtime.recorder is not None
+    await a.runtime.recorder.flush()
+    sink_a.cut = True  # the process "dies": nothing more reaches the store
+
+    b = make_swarm(StoreSink(store, KEY))
+    assert await b.runtime.restore() == 3
+    b.runtime.start()
+    rt_b = b.runtime
+    done_a, done_b = a.runtime.get_events("t-done"), rt_b.get_events("t-done")
+    assert [(e.seq, e.event, e.data()) for e in done_b] == [
+        (e.seq, e.event, e.data()) for e in done_a
+    ]
+    assert rt_b.get_task("t-done").state is TaskState.COMPLETED  # type: ignore[union-attr]
+
+    # the paused task resumes on the new runtime
+    assert rt_b.get_task("t-bp").state is TaskState.WAITING_BREAKPOINT  # type: ignore[union-attr]
+    answer = await _send(
+        b, "", "t-bp", resume_from="breakpoint_tool_call", breakpoint_tool_call_result="Ada"
+    )
+    assert answer["message"]["body"] == "resumed after the breakpoint"
+    seqs = [e.seq for e in rt_b.get_events("t-bp")]
+    assert seqs == list(range(1, len(seqs) + 1))
+
+    # the running task is interrupted, says so, and resumes with user_response
+    run = rt_b.get_task("t-run")
+    assert run is not None and run.state is TaskState.INTERRUPTED
+    assert run.log.all()[-1].event == "task_interrupted"
+    answer = await _send(b, "finish now", "t-run", resume_from="user_response")
+    assert answer["message"]["body"] == "done: finish now"
+    assert rt_b.recorder is not None
+    await rt_b.recorder.flush()
+    stored = await store.load_events(KEY, "t-run")
+    assert [e.seq for e in stored] == [e.seq for e in run.log.all()]
+    assert (await store.load_task(KEY, "t-run")).state == "completed"  # type: ignore[union-attr]
