@@ -1,5 +1,5 @@
 """The ``mail`` command line: ``server``, ``client`` (the REPL), ``message``, ``tasks``,
-``ping``, ``register`` and ``version``.
+``ping``, ``register``, ``doctor`` and ``version``.
 
 Importing this module is cheap on purpose (``mail --help`` and ``mail client --help`` must
 answer at once): it loads only the standard library and :mod:`mail.version`. The
@@ -306,6 +306,18 @@ def build_parser() -> argparse.ArgumentParser:
     _add_server_parser(sub)
     _add_client_parsers(sub)
     _add_db_parsers(sub)
+    doctor = sub.add_parser(
+        "doctor",
+        help="check a deployment's configuration and say what to fix",
+        description=(
+            "Check the configuration: config file, unknown keys, the swarm, LLM keys, auth, "
+            "the task store and the registry's peers. One line per check (✓ ok, ! warning, "
+            "✗ failure) with how to fix it. Exit status 0 when no check fails, 1 otherwise."
+        ),
+        epilog="See docs/cli.md.",
+    )
+    doctor.add_argument("-c", "--config", metavar="PATH", help="mail.toml to check")
+    doctor.set_defaults(handler=_run_doctor)
     version = sub.add_parser(
         "version",
         help="print the implementation and protocol versions",
@@ -455,6 +467,17 @@ def _run_db_prune(args: argparse.Namespace) -> int:
         return f"pruned {removed} finished tasks"
 
     return _run_db(args, work)
+
+
+def _run_doctor(args: argparse.Namespace) -> int:
+    import logging  # noqa: PLC0415
+
+    from mail._doctor import render, run_checks  # noqa: PLC0415  # keep `mail --help` fast
+
+    logging.basicConfig(level=logging.ERROR, stream=sys.stderr)  # the checks report warnings
+    checks = run_checks(args.config, os.environ)
+    print(render(checks))
+    return 1 if any(check.status == "fail" for check in checks) else 0
 
 
 def _run_version(_args: argparse.Namespace) -> int:
