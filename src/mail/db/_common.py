@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Any
 from mail.errors import ConfigurationError, StorageError
 
 if TYPE_CHECKING:
-    from mail.db.store import EventRow
+    from collections.abc import Callable, Sequence
+
+    from mail.db.store import BreakpointRow, CallerKey, EventRow, StashRow, TaskRow
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
 
@@ -73,3 +75,69 @@ def reported(store: str, op: str) -> Iterator[None]:
         raise
     except Exception as e:
         raise failure(store, op, e) from e
+
+
+# --- the SQL stores' parameters (the same rows in SQLite and PostgreSQL) --------------------
+
+
+def key_params(key: CallerKey) -> tuple[str, str, str]:
+    """``(swarm_name, caller_role, caller_id)``: the columns every row starts with."""
+    return (key.swarm, key.role, key.id)
+
+
+def task_params(key: CallerKey, task: TaskRow, when: Callable[[datetime], Any]) -> tuple[Any, ...]:
+    """The ``tasks`` row; ``when`` encodes datetimes for the backend. ``is_running`` and
+    ``completed`` (the original's columns) follow ``state``."""
+    running = task.state == "running"
+    return (
+        *key_params(key),
+        task.task_id,
+        task.task_owner,
+        dumps(list(task.task_contributors)),
+        dumps(list(task.remote_swarms)),
+        task.state,
+        task.title,
+        when(task.start_time),
+        when(task.updated_at),
+        running,
+        not running,
+    )
+
+
+def event_params(key: CallerKey, rows: Sequence[EventRow]) -> list[tuple[Any, ...]]:
+    k = key_params(key)
+    return [(*k, r.task_id, int(r.seq), r.event, event_json(r)) for r in rows]
+
+
+def breakpoint_params(
+    key: CallerKey, task_id: str, rows: Sequence[BreakpointRow]
+) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
+    """The task's key columns (for the delete) and its breakpoint rows (for the insert)."""
+    k = (*key_params(key), task_id)
+    return k, [
+        (*k, i, r.call_id, r.agent, dumps(r.call), dumps(r.normalized)) for i, r in enumerate(rows)
+    ]
+
+
+def stash_params(
+    key: CallerKey, task_id: str, rows: Sequence[StashRow]
+) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
+    """The task's key columns (for the delete) and its stash rows (for the insert)."""
+    k = (*key_params(key), task_id)
+    return k, [(*k, i, int(r.priority), int(r.seq), dumps(r.message)) for i, r in enumerate(rows)]
+
+
+def task_from_row(row: Sequence[Any], when: Callable[[Any], datetime]) -> TaskRow:
+    """A :class:`TaskRow` from the columns the stores' task queries select."""
+    from mail.db.store import TaskRow  # noqa: PLC0415  # store imports this module
+
+    return TaskRow(
+        task_id=row[0],
+        task_owner=row[1],
+        task_contributors=loads(row[2]),
+        remote_swarms=loads(row[3]),
+        state=row[4],
+        title=row[5],
+        start_time=when(row[6]),
+        updated_at=when(row[7]),
+    )

@@ -12,7 +12,21 @@ from typing import Any, TypeVar
 
 from mail.db import migrations
 from mail.db._batch import GroupCommitter, Statement
-from mail.db._common import dumps, event_json, from_iso, iso, iso_now, loads, prune_cutoff, reported
+from mail.db._common import (
+    breakpoint_params,
+    dumps,
+    event_params,
+    from_iso,
+    iso,
+    iso_now,
+    key_params,
+    loads,
+    prune_cutoff,
+    reported,
+    stash_params,
+    task_from_row,
+    task_params,
+)
 from mail.db.store import BreakpointRow, CallerKey, EventRow, StashRow, TaskRow
 from mail.errors import StorageError
 
@@ -89,23 +103,6 @@ _PRUNE_DELETES = tuple(
         "tasks",
     )
 )
-
-
-def _key(key: CallerKey) -> tuple[str, str, str]:
-    return (key.swarm, key.role, key.id)
-
-
-def _task_row(row: Sequence[Any]) -> TaskRow:
-    return TaskRow(
-        task_id=row[0],
-        task_owner=row[1],
-        task_contributors=loads(row[2]),
-        remote_swarms=loads(row[3]),
-        state=row[4],
-        title=row[5],
-        start_time=from_iso(row[6]),
-        updated_at=from_iso(row[7]),
-    )
 
 
 class SQLiteStore:
@@ -253,29 +250,15 @@ class SQLiteStore:
     async def save_task(self, key: CallerKey, task: TaskRow) -> None:
         """Insert or replace a task record."""
         with reported(self.name, "save_task"):
-            running = task.state == "running"
-            row = (
-                *_key(key),
-                task.task_id,
-                task.task_owner,
-                dumps(list(task.task_contributors)),
-                dumps(list(task.remote_swarms)),
-                task.state,
-                task.title,
-                iso(task.start_time),
-                iso(task.updated_at),
-                running,
-                not running,
-            )
+            row = task_params(key, task, iso)
         await self._write("save_task", [(_SAVE_TASK, [row])])
 
     async def append_events(self, key: CallerKey, rows: Sequence[EventRow]) -> None:
         """Store events, ignoring sequence numbers already stored."""
         if not rows:
             return
-        k = _key(key)
         with reported(self.name, "append_events"):
-            params = [(*k, r.task_id, int(r.seq), r.event, event_json(r)) for r in rows]
+            params = event_params(key, rows)
         await self._write("append_events", [(_APPEND_EVENT, params)])
 
     async def save_history(
@@ -288,36 +271,29 @@ class SQLiteStore:
     ) -> None:
         """Replace an agent's current history in a task."""
         with reported(self.name, "save_history"):
-            row = (*_key(key), task_id, agent, tool_format, dumps(history), iso_now())
+            row = (*key_params(key), task_id, agent, tool_format, dumps(history), iso_now())
         await self._write("save_history", [(_SAVE_HISTORY, [row])])
 
     async def save_response(self, key: CallerKey, task_id: str, message: dict[str, Any]) -> None:
         """Insert or replace a task's final response."""
         with reported(self.name, "save_response"):
-            row = (*_key(key), task_id, dumps(message))
+            row = (*key_params(key), task_id, dumps(message))
         await self._write("save_response", [(_SAVE_RESPONSE, [row])])
 
     async def save_breakpoints(
         self, key: CallerKey, task_id: str, rows: Sequence[BreakpointRow]
     ) -> None:
         """Replace a task's pending breakpoint calls."""
-        k = (*_key(key), task_id)
         with reported(self.name, "save_breakpoints"):
-            params = [
-                (*k, i, r.call_id, r.agent, dumps(r.call), dumps(r.normalized))
-                for i, r in enumerate(rows)
-            ]
+            k, params = breakpoint_params(key, task_id, rows)
         await self._write(
             "save_breakpoints", [(_DELETE_BREAKPOINTS, [k]), (_INSERT_BREAKPOINT, params)]
         )
 
     async def save_stash(self, key: CallerKey, task_id: str, rows: Sequence[StashRow]) -> None:
         """Replace a task's stashed messages."""
-        k = (*_key(key), task_id)
         with reported(self.name, "save_stash"):
-            params = [
-                (*k, i, int(r.priority), int(r.seq), dumps(r.message)) for i, r in enumerate(rows)
-            ]
+            k, params = stash_params(key, task_id, rows)
         await self._write("save_stash", [(_DELETE_STASH, [k]), (_INSERT_STASH, params)])
 
     # -- reads ----------------------------------------------------------------------------
@@ -327,21 +303,21 @@ class SQLiteStore:
 
     async def load_tasks(self, key: CallerKey) -> list[TaskRow]:
         """Return the caller's tasks, oldest first."""
-        rows = await self._rows("load_tasks", _LOAD_TASKS, _key(key))
+        rows = await self._rows("load_tasks", _LOAD_TASKS, key_params(key))
         with reported(self.name, "load_tasks"):
-            return [_task_row(r) for r in rows]
+            return [task_from_row(r, from_iso) for r in rows]
 
     async def load_task(self, key: CallerKey, task_id: str) -> TaskRow | None:
         """Return one task record, or ``None``."""
-        rows = await self._rows("load_task", _LOAD_TASK, (*_key(key), task_id))
+        rows = await self._rows("load_task", _LOAD_TASK, (*key_params(key), task_id))
         with reported(self.name, "load_task"):
-            return _task_row(rows[0]) if rows else None
+            return task_from_row(rows[0], from_iso) if rows else None
 
     async def load_events(
         self, key: CallerKey, task_id: str, after: int = 0, limit: int | None = None
     ) -> list[EventRow]:
         """Return the events after ``after`` in order, at most ``limit``."""
-        args = (*_key(key), task_id, after, -1 if limit is None else limit)
+        args = (*key_params(key), task_id, after, -1 if limit is None else limit)
         rows = await self._rows("load_events", _LOAD_EVENTS, args)
         with reported(self.name, "load_events"):
             return [
@@ -351,19 +327,19 @@ class SQLiteStore:
 
     async def load_histories(self, key: CallerKey, task_id: str) -> dict[str, list[dict[str, Any]]]:
         """Return each agent's current history in a task."""
-        rows = await self._rows("load_histories", _LOAD_HISTORIES, (*_key(key), task_id))
+        rows = await self._rows("load_histories", _LOAD_HISTORIES, (*key_params(key), task_id))
         with reported(self.name, "load_histories"):
             return {agent: loads(history) for agent, history in rows}
 
     async def load_response(self, key: CallerKey, task_id: str) -> dict[str, Any] | None:
         """Return a task's final response, or ``None``."""
-        rows = await self._rows("load_response", _LOAD_RESPONSE, (*_key(key), task_id))
+        rows = await self._rows("load_response", _LOAD_RESPONSE, (*key_params(key), task_id))
         with reported(self.name, "load_response"):
             return dict(loads(rows[0][0])) if rows else None
 
     async def load_breakpoints(self, key: CallerKey, task_id: str) -> list[BreakpointRow]:
         """Return a task's pending breakpoint calls."""
-        rows = await self._rows("load_breakpoints", _LOAD_BREAKPOINTS, (*_key(key), task_id))
+        rows = await self._rows("load_breakpoints", _LOAD_BREAKPOINTS, (*key_params(key), task_id))
         with reported(self.name, "load_breakpoints"):
             return [
                 BreakpointRow(call_id=i, agent=a, call=loads(c), normalized=loads(n))
@@ -372,7 +348,7 @@ class SQLiteStore:
 
     async def load_stash(self, key: CallerKey, task_id: str) -> list[StashRow]:
         """Return a task's stashed messages."""
-        rows = await self._rows("load_stash", _LOAD_STASH, (*_key(key), task_id))
+        rows = await self._rows("load_stash", _LOAD_STASH, (*key_params(key), task_id))
         with reported(self.name, "load_stash"):
             return [StashRow(priority=p, seq=s, message=loads(m)) for p, s, m in rows]
 
