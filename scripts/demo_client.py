@@ -13,44 +13,19 @@ from __future__ import annotations
 import asyncio
 import sys
 import tempfile
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
-import uvicorn
 from single_swarm_demo import describe_event
 
 from mail.client import MAILClient
 from mail.config import ClientConfig, load_config
 from mail.server import create_app
 from mail.testing import StaticAuth
+from mail.testing.server import serve
 
 REPO = Path(__file__).resolve().parents[1]
 SWARMS_JSON = REPO / "swarms.json"
 USER_KEY = "demo-user-key"
-
-
-@asynccontextmanager
-async def serve(app: Any) -> AsyncIterator[str]:
-    """Serve ``app`` on ``127.0.0.1:0``; yield its URL; stop it on exit."""
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", access_log=False)
-    )
-    serving = asyncio.create_task(server.serve())
-    try:
-        async with asyncio.timeout(15):
-            while not server.started:
-                if serving.done():
-                    serving.result()
-                    raise RuntimeError("the server stopped before it started")
-                await asyncio.sleep(0.01)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        async with asyncio.timeout(20):
-            await serving
 
 
 async def tour(url: str) -> None:

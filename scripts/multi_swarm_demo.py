@@ -20,12 +20,10 @@ from __future__ import annotations
 import asyncio
 import sys
 import tempfile
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
-import uvicorn
 from single_swarm_demo import describe_event
 
 from mail.api import MAILAgentTemplate, MAILSwarmTemplate
@@ -35,6 +33,7 @@ from mail.examples.offline.agents import OfflineWeatherFunction
 from mail.examples.weather_dummy.actions import get_weather_forecast
 from mail.server import create_app
 from mail.testing import Incoming, ScriptedAgent, ScriptedCall, StaticAuth, tc
+from mail.testing.server import serve
 
 REPO = Path(__file__).resolve().parents[1]
 SWARMS_JSON = REPO / "swarms.json"
@@ -119,28 +118,6 @@ def beta_swarm() -> MAILSwarmTemplate:
 
 
 # --- servers -------------------------------------------------------------------------------
-
-
-@asynccontextmanager
-async def serve(app: Any) -> AsyncIterator[str]:
-    """Serve ``app`` on ``127.0.0.1:0``; yield its URL; stop it on exit."""
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", access_log=False)
-    )
-    serving = asyncio.create_task(server.serve())
-    try:
-        async with asyncio.timeout(15):
-            while not server.started:
-                if serving.done():
-                    serving.result()
-                    raise RuntimeError("the server stopped before it started")
-                await asyncio.sleep(0.01)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        async with asyncio.timeout(20):
-            await serving
 
 
 async def start(

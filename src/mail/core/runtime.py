@@ -31,7 +31,6 @@ MAIL tool) and :mod:`mail.core._system_messages` (what the runtime itself says).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import AsyncIterator, Collection, Iterable
 from typing import Any, Literal, Protocol
@@ -601,8 +600,3 @@ class MAILRuntime:
     def pending_requests(self) -> dict[str, asyncio.Future[MAILMessage]]:
         """Task id -> the future of its running turn."""
         return {t.task_id: t.turn for t in self.tasks if t.is_running and t.turn is not None}
-
-    def describe(self) -> str:
-        return json.dumps(
-            {"swarm": self.swarm_name, "owner": self.this_owner, "tasks": len(self.tasks)}
-        )
