@@ -9,7 +9,8 @@ that sent them (see ``docs/interswarm.md``).
 
 from __future__ import annotations
 
+from mail.net._session import SessionSource
 from mail.net.registry import SwarmEndpoint, SwarmRegistry
 from mail.net.router import InterswarmRouter, RouterSettings
 
-__all__ = ["InterswarmRouter", "RouterSettings", "SwarmEndpoint", "SwarmRegistry"]
+__all__ = ["InterswarmRouter", "RouterSettings", "SessionSource", "SwarmEndpoint", "SwarmRegistry"]

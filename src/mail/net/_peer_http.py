@@ -9,12 +9,14 @@ import json
 import time
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import aiohttp
-
 from mail.errors import RemoteSwarmUnavailableError
+from mail.net._session import SessionSource
+
+if TYPE_CHECKING:
+    import aiohttp
 
 __all__ = ["PeerClient", "PeerInfo", "is_http_url"]
 
@@ -36,6 +38,14 @@ def describe(error: BaseException) -> str:
     return str(error) or type(error).__name__
 
 
+class _PeerCallError(Exception):
+    """A failed ``GET`` (connection error or timeout); ``cause`` is the original error."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
 @dataclass(slots=True, kw_only=True)
 class PeerInfo:
     """What a peer's ``GET /`` says about it."""
@@ -49,18 +59,24 @@ class PeerInfo:
 
 
 class PeerClient:
-    """One ``aiohttp`` session (external or owned) and a per-request timeout."""
+    """One ``aiohttp`` session (see :class:`SessionSource`) and a per-request timeout."""
 
-    def __init__(self, session: aiohttp.ClientSession | None, timeout: float) -> None:
-        self._session = session
-        self._owns_session = session is None
-        self._timeout = aiohttp.ClientTimeout(total=timeout)
+    def __init__(
+        self, session: aiohttp.ClientSession | SessionSource | None, timeout: float
+    ) -> None:
+        self._source, self._closes_source = SessionSource.of(session)
+        self._timeout_seconds = timeout
 
-    def _http(self) -> aiohttp.ClientSession:
-        if self._session is None or (self._owns_session and self._session.closed):
-            self._session = aiohttp.ClientSession()
-            self._owns_session = True
-        return self._session
+    async def _get(self, url: str) -> tuple[int, bytes]:
+        """Status and (at most ``MAX_BODY + 1`` bytes of) body of ``GET url``."""
+        import aiohttp  # noqa: PLC0415  # imported once the first peer call is made
+
+        try:
+            timeout = aiohttp.ClientTimeout(total=self._timeout_seconds)
+            async with self._source.get().get(url, timeout=timeout) as response:
+                return response.status, await response.content.read(MAX_BODY + 1)
+        except (aiohttp.ClientError, TimeoutError) as e:
+            raise _PeerCallError(e) from e
 
     async def get_json(self, url: str) -> tuple[Any, float]:
         """The decoded JSON body of ``GET url`` and the round trip in seconds.
@@ -70,11 +86,10 @@ class PeerClient:
         """
         started = time.perf_counter()
         try:
-            async with self._http().get(url, timeout=self._timeout) as response:
-                status = response.status
-                body = await response.content.read(MAX_BODY + 1)
-        except (aiohttp.ClientError, TimeoutError) as e:
-            raise RemoteSwarmUnavailableError(f"GET {url} failed: {describe(e)}") from e
+            status, body = await self._get(url)
+        except _PeerCallError as e:
+            cause = e.cause
+            raise RemoteSwarmUnavailableError(f"GET {url} failed: {describe(cause)}") from cause
         elapsed = time.perf_counter() - started
         if status != HTTPStatus.OK:
             raise RemoteSwarmUnavailableError(f"GET {url} answered HTTP {status}")
@@ -89,10 +104,9 @@ class PeerClient:
         """``GET url``: (answered 200, what went wrong, round trip in seconds). Never raises."""
         started = time.perf_counter()
         try:
-            async with self._http().get(url, timeout=self._timeout) as response:
-                status = response.status
-        except (aiohttp.ClientError, TimeoutError) as e:
-            return False, describe(e), time.perf_counter() - started
+            status, _ = await self._get(url)
+        except _PeerCallError as e:
+            return False, describe(e.cause), time.perf_counter() - started
         return status == HTTPStatus.OK, f"HTTP {status}", time.perf_counter() - started
 
     async def read_root(self, base_url: str) -> PeerInfo:
@@ -159,7 +173,6 @@ class PeerClient:
         return found
 
     async def aclose(self) -> None:
-        """Close the session if this client created it."""
-        if self._owns_session and self._session is not None:
-            session, self._session = self._session, None
-            await session.close()
+        """Close the session if this client made its source and the source created it."""
+        if self._closes_source:
+            await self._source.aclose()

@@ -13,10 +13,9 @@ import json
 from http import HTTPStatus
 from typing import Any
 
-import aiohttp
-
 from mail.errors import RemoteSwarmUnavailableError
 from mail.net._peer_http import MAX_BODY, describe
+from mail.net._session import SessionSource
 
 __all__ = ["DeliveryError", "JsonPoster"]
 
@@ -45,30 +44,32 @@ def _detail(raw: bytes) -> str:
 
 
 class JsonPoster:
-    """POSTs JSON over a session the caller provides (see :meth:`post_json`)."""
+    """POSTs JSON over the session of a source the caller provides (see :meth:`post_json`)."""
 
     def __init__(
         self,
-        session: aiohttp.ClientSession,
+        source: SessionSource,
         *,
         timeout: float,
         retries: int,
         backoff: float,
         user_agent: str,
     ) -> None:
-        self.session = session
+        self.source = source
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
         self.user_agent = user_agent
 
     async def _once(self, url: str, data: bytes, token: str, timeout: float) -> tuple[int, bytes]:
+        import aiohttp  # noqa: PLC0415  # imported with the first peer call (see SessionSource)
+
         headers = {
             "Authorization": f"Bearer {token}",
             "Content-Type": "application/json",
             "User-Agent": self.user_agent,
         }
-        async with self.session.post(
+        async with self.source.get().post(
             url, data=data, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout)
         ) as response:
             return response.status, await response.content.read(MAX_BODY + 1)
@@ -82,6 +83,8 @@ class JsonPoster:
         went wrong: no connection (after the retries), a timeout, an error status, or an
         answer that is not JSON or larger than 1 MiB.
         """
+        import aiohttp  # noqa: PLC0415  # imported with the first peer call (see SessionSource)
+
         limit = self.timeout if timeout is None else timeout
         data = json.dumps(body).encode()
         problem, status = "", None

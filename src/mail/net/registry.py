@@ -26,9 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
-
-import aiohttp
+from typing import TYPE_CHECKING, Any, Self
 
 from mail.errors import ConfigurationError, RemoteSwarmUnavailableError, StorageError
 from mail.net._endpoint import SwarmEndpoint
@@ -41,6 +39,7 @@ from mail.net._registry_file import (
     read_registry,
     write_registry,
 )
+from mail.net._session import SessionSource
 from mail.net._tokens import (
     DEFAULT_TOKEN_PREFIX,
     env_ref,
@@ -52,6 +51,9 @@ from mail.net._tokens import (
     stored_ref,
 )
 from mail.version import PROTOCOL_VERSION
+
+if TYPE_CHECKING:
+    import aiohttp
 
 __all__ = ["HEALTH_TASK_NAME", "SwarmEndpoint", "SwarmRegistry"]
 
@@ -67,8 +69,9 @@ class SwarmRegistry:
 
     ``persistence_file`` is where persistent peers are saved (``None``: memory only).
     ``env`` is where ``${VAR}`` token references are looked up (default ``os.environ``,
-    read at resolution time). ``session`` is an external ``aiohttp.ClientSession`` (else one
-    is created and closed by :meth:`aclose`). Every peer request times out after
+    read at resolution time). ``session`` is an external ``aiohttp.ClientSession`` or a shared
+    :class:`~mail.net.SessionSource` (else one is created on first use and closed by
+    :meth:`aclose`). Every peer request times out after
     ``request_timeout`` seconds. Health checks run every ``health_interval`` seconds; a peer
     that failed ``n`` times in a row is next checked after ``min(interval * 2**n,
     max_backoff)`` seconds, measured on ``clock``.
@@ -85,7 +88,7 @@ class SwarmRegistry:
         local_swarm_public: bool = False,
         local_version: str | None = None,
         env: Mapping[str, str] | None = None,
-        session: aiohttp.ClientSession | None = None,
+        session: aiohttp.ClientSession | SessionSource | None = None,
         request_timeout: float = 10.0,
         health_interval: float = 30.0,
         max_backoff: float = 600.0,

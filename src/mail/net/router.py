@@ -40,8 +40,6 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
-import aiohttp
-
 from mail.core._system_messages import Subject
 from mail.core.events import EventName
 from mail.core.message import (
@@ -65,10 +63,13 @@ from mail.net._outbound import (
     outbound_message,
 )
 from mail.net._outbound import synthesized_owner as legacy_task_owner
+from mail.net._session import SessionSource
 from mail.net._tokens import env_var_name
 from mail.net._transport import JsonPoster
 
 if TYPE_CHECKING:
+    import aiohttp
+
     from mail.core.runtime import MAILRuntime
     from mail.core.tasks import MAILTask
     from mail.net._endpoint import SwarmEndpoint
@@ -105,8 +106,9 @@ class RouterSettings:
 class InterswarmRouter:
     """Routes messages between this server's runtimes and peer swarms (module docstring).
 
-    ``session`` is an external ``aiohttp.ClientSession`` (else one is created on first
-    use and closed by :meth:`aclose`); ``env`` is where ``SWARM_AUTH_TOKEN_<NAME>`` is
+    ``session`` is an external ``aiohttp.ClientSession`` or a shared
+    :class:`~mail.net.SessionSource` (else one is created on first use and closed
+    by :meth:`aclose`); ``env`` is where ``SWARM_AUTH_TOKEN_<NAME>`` is
     looked up for peers the registry holds no token for (default ``os.environ``).
     """
 
@@ -114,14 +116,13 @@ class InterswarmRouter:
         self,
         registry: SwarmRegistry,
         *,
-        session: aiohttp.ClientSession | None = None,
+        session: aiohttp.ClientSession | SessionSource | None = None,
         settings: RouterSettings | None = None,
         env: Mapping[str, str] | None = None,
     ) -> None:
         self.registry = registry
         self.settings = settings or RouterSettings()
-        self._session = session
-        self._owns_session = session is None
+        self._source, self._closes_source = SessionSource.of(session)
         self._poster: JsonPoster | None = None
         self._env = env
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -146,13 +147,10 @@ class InterswarmRouter:
         await self.aclose()
 
     def _http(self) -> JsonPoster:
-        if self._poster is None or self._poster.session.closed:
-            if self._session is None or self._session.closed:
-                self._session = aiohttp.ClientSession()
-                self._owns_session = True
+        if self._poster is None:
             settings = self.settings
             self._poster = JsonPoster(
-                self._session,
+                self._source,
                 timeout=settings.timeout,
                 retries=settings.retries,
                 backoff=settings.backoff,
@@ -423,9 +421,8 @@ class InterswarmRouter:
         for _, future in self._replies.values():
             future.cancel()
         self._replies.clear()
-        if self._owns_session and self._session is not None:
-            session, self._session = self._session, None
-            await session.close()
+        if self._closes_source:
+            await self._source.aclose()
 
 
 def _legacy_metadata(message: MAILMessage) -> dict[str, Any]:

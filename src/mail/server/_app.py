@@ -9,7 +9,6 @@ from contextlib import asynccontextmanager
 from http import HTTPStatus
 from typing import TYPE_CHECKING
 
-import aiohttp
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
@@ -24,7 +23,7 @@ from mail.errors import (
     SwarmDefinitionError,
     http_status_for,
 )
-from mail.net import InterswarmRouter, RouterSettings, SwarmRegistry
+from mail.net import InterswarmRouter, RouterSettings, SessionSource, SwarmRegistry
 from mail.server import (
     _routes_core,
     _routes_interswarm,
@@ -223,8 +222,9 @@ def _start(
         if banner:
             sys.stderr.write(banner + "\n")
     base_url = config.server.advertised_url
-    # one session for every call to peers (registry and router); closed by the state
-    session = aiohttp.ClientSession(
+    # one session for every call to peers (registry and router), created by the first such
+    # call (no aiohttp import at start-up); closed by the state
+    session = SessionSource(
         headers={"User-Agent": f"MAIL-Server/v{PROTOCOL_VERSION}/{template.name}"}
     )
     registry = SwarmRegistry(
@@ -285,4 +285,5 @@ def run_server(config: MAILConfig) -> None:
         port=server.port,
         log_level="debug" if server.debug else "info",
         timeout_graceful_shutdown=10,
+        ws="none",  # no WebSocket routes: skips importing a WebSocket protocol at start-up
     )

@@ -12,17 +12,15 @@ from functools import partial
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
-import aiohttp
-
 from mail.errors import (
     AuthenticationError,
     AuthServiceError,
 )
+from mail.net._session import SessionSource
+from mail.server._auth_types import ROLES, Caller, key_digest, key_fingerprint
 
 if TYPE_CHECKING:
-    pass
-
-from mail.server._auth_types import ROLES, Caller, key_digest, key_fingerprint
+    import aiohttp
 
 __all__ = ["RemoteAuth"]
 
@@ -61,10 +59,9 @@ class RemoteAuth:
     ) -> None:
         self._auth_endpoint = auth_endpoint
         self._token_info_endpoint = token_info_endpoint
-        self._timeout = aiohttp.ClientTimeout(total=timeout)
+        self._timeout = timeout
         self._cache_seconds = cache_seconds
-        self._session = session
-        self._own_session = session is None
+        self._sessions = SessionSource(session)
         self._clock = clock
         self._max_cache_entries = max(1, max_cache_entries)
         self._cache: OrderedDict[bytes, tuple[float, Caller]] = OrderedDict()
@@ -108,9 +105,7 @@ class RemoteAuth:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         self._cache.clear()
-        if self._own_session and self._session is not None:
-            await self._session.close()
-        self._session = None
+        await self._sessions.aclose()
 
     def _exchange_done(self, digest: bytes, task: asyncio.Task[Caller]) -> None:
         if self._inflight.get(digest) is task:
@@ -141,11 +136,12 @@ class RemoteAuth:
         self, url: str, method: str, bearer: str, invalid: str, failure: str
     ) -> dict[str, Any]:
         """One request to the auth service; the JSON object it answered with 200."""
-        if self._session is None:
-            self._session = aiohttp.ClientSession(timeout=self._timeout)
+        import aiohttp  # noqa: PLC0415  # remote auth only: no aiohttp import at start-up
+
+        timeout = aiohttp.ClientTimeout(total=self._timeout)
         try:
-            async with self._session.request(
-                method, url, headers={"Authorization": f"Bearer {bearer}"}, timeout=self._timeout
+            async with self._sessions.get().request(
+                method, url, headers={"Authorization": f"Bearer {bearer}"}, timeout=timeout
             ) as response:
                 status = response.status
                 body = await response.read() if status == HTTPStatus.OK else b""

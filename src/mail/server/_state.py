@@ -10,10 +10,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-import aiohttp
-
 from mail.api import MAILSwarm, MAILSwarmTemplate
-from mail.net import InterswarmRouter, SwarmRegistry
+from mail.net import InterswarmRouter, SessionSource, SwarmRegistry
 
 if TYPE_CHECKING:
     from mail.config import MAILConfig
@@ -175,7 +173,7 @@ class ServerState:
     health_updated: datetime = field(default_factory=lambda: datetime.now(UTC))
     registry: SwarmRegistry
     router: InterswarmRouter
-    session: aiohttp.ClientSession | None = None
+    session: SessionSource | None = None
     swarms: CallerSwarms = field(init=False)
     background: set[asyncio.Task[Any]] = field(default_factory=set)
     dependencies: dict[tuple[str, ...], Any] = field(default_factory=dict)
@@ -219,7 +217,7 @@ class ServerState:
             await self.registry.aclose()
             await self.authenticator.aclose()
             if self.session is not None:
-                await self.session.close()
+                await self.session.aclose()
 
 
 async def every(seconds: float, job: Callable[[], Coroutine[Any, Any, Any]], name: str) -> None:

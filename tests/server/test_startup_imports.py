@@ -1,0 +1,66 @@
+"""Start-up stays light: a server with no peers never imports ``aiohttp`` (about half a
+second of imports); the first call to a peer does."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PROBE = r"""
+import asyncio, json, sys, urllib.request
+from mail.config import load_config
+from mail.server import create_app
+from mail.testing import StaticAuth
+from mail.testing.server import serve
+
+DATA, SWARMS = sys.argv[1], sys.argv[2]
+
+
+def post(url, body):
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        headers={"Authorization": "Bearer k", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
+async def main():
+    overrides = {"server": {"swarm": {
+        "name": "offline", "source": SWARMS, "registry": DATA + "/registry.json"}}}
+    config = load_config(None, env={"MAIL_DATA_DIR": DATA}, search=False, overrides=overrides)
+    app = create_app(config, authenticator=StaticAuth({"k": ("user", "u1")}))
+    async with serve(app) as url:
+        answer = await asyncio.to_thread(post, url + "/message", {"body": "What is 2 + 3?"})
+        print("answered", answer["response"])
+        print("aiohttp before a peer call:", "aiohttp" in sys.modules)
+        try:  # a peer that is not there: the call is made, and fails
+            await app.state.mail.registry.register_swarm("peer", "http://127.0.0.1:9")
+        except Exception as e:
+            print("peer call failed:", type(e).__name__)
+        print("aiohttp after a peer call:", "aiohttp" in sys.modules)
+
+asyncio.run(main())
+"""
+
+
+def test_server_imports_aiohttp_only_with_the_first_peer_call(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE, str(tmp_path), str(ROOT / "swarms.json")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("answered ") and "5" in lines[0]
+    assert lines[1:] == [
+        "aiohttp before a peer call: False",
+        "peer call failed: RemoteSwarmUnavailableError",
+        "aiohttp after a peer call: True",
+    ]
