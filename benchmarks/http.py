@@ -51,7 +51,7 @@ import uvicorn
 
 from mail import MAILAgentTemplate, MAILSwarmTemplate
 from mail.config import load_config
-from mail.server import create_app
+from mail.server import create_app, settle_gc
 from mail.testing import Incoming, ScriptedAgent, StaticAuth, tc
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -108,6 +108,7 @@ def build_server(data_dir: Path) -> uvicorn.Server:
     app = create_app(
         config, template=_template(), authenticator=StaticAuth({API_KEY: ("user", "bench")})
     )
+    settle_gc()  # as `mail server` does once its app is built
     # The event loop is the one running serve() (see _run), not uvicorn's choice.
     return uvicorn.Server(
         uvicorn.Config(

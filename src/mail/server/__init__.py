@@ -1,7 +1,7 @@
 """The MAIL HTTP server.
 
 ``create_app(config)`` builds the FastAPI application; ``run_server(config)`` serves it
-with uvicorn. ``mail.server:app`` exists for ``uvicorn mail.server:app``: it is built on
+with uvicorn (after :func:`settle_gc`). ``mail.server:app`` exists for ``uvicorn mail.server:app``: it is built on
 first access and reads its configuration when it starts, not at import.
 """
 
@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mail.server._app import create_app, run_server
+from mail.server._app import create_app, run_server, settle_gc
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
     app: FastAPI
 
-__all__ = ["app", "create_app", "run_server"]
+__all__ = ["app", "create_app", "run_server", "settle_gc"]
 
 _app: Any = None
 

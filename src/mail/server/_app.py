@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import sys
 from collections.abc import AsyncIterator
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     from mail.config import MAILConfig
     from mail.server.auth import Authenticator
 
-__all__ = ["create_app", "run_server"]
+__all__ = ["create_app", "run_server", "settle_gc"]
 
 logger = logging.getLogger("mail.server")
 
@@ -182,9 +183,10 @@ def create_app(
     app.add_exception_handler(MAILError, _mail_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(Exception, _unexpected)
+    # /message first: requests are matched against the routes in this order
     for module in (
-        _routes_core,
         _routes_message,
+        _routes_core,
         _routes_tasks,
         _routes_responses,
         _routes_interswarm,
@@ -269,6 +271,19 @@ async def _open_store(state: ServerState) -> None:
         )
 
 
+def settle_gc() -> None:
+    """Hide what start-up built from the cyclic garbage collector, for a server process.
+
+    Imports, the app and the swarm leave some 80,000 long-lived objects; every full
+    collection would walk them again (tens of milliseconds each, stalling every request in
+    flight). :func:`gc.freeze` moves them to a generation that is never collected; objects
+    made afterwards are collected as usual. For a process that runs one server (``mail
+    server``), not for a process that builds apps over and over, such as a test run. No
+    collection first: it would cost start-up some 50 ms to reclaim a few hundred objects.
+    """
+    gc.freeze()
+
+
 def run_server(config: MAILConfig) -> None:
     """Serve ``config``'s swarm with uvicorn until interrupted (blocks)."""
     import uvicorn  # noqa: PLC0415  # only the server process needs it
@@ -279,8 +294,10 @@ def run_server(config: MAILConfig) -> None:
     template = MAILSwarmTemplate.from_swarm_json_file(
         server.swarm.name, server.swarm.source, server.settings.task_message_limit
     )
+    app = create_app(config, template=template)
+    settle_gc()
     uvicorn.run(
-        create_app(config, template=template),
+        app,
         host=server.host,
         port=server.port,
         log_level="debug" if server.debug else "info",
