@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from mail.core._persist import StoredEvent, StoredTask, TaskSnapshot, WriteBatch
+from mail.core._persist import StoredEvent, StoredTask, TaskSnapshot, TaskWriteError, WriteBatch
 
 if TYPE_CHECKING:
     from mail.db import CallerKey, TaskStore
@@ -26,50 +26,59 @@ class StoreSink:
         self.key = key
 
     async def write(self, batch: WriteBatch) -> None:
+        """Apply ``batch``; raises :class:`TaskWriteError` naming the tasks whose rows were
+        not stored (``from`` the first failure)."""
         from mail.db import BreakpointRow, EventRow, StashRow, TaskRow  # noqa: PLC0415
 
         store, key = self.store, self.key
-        # fired together: the store applies them in call order and commits them in groups
+        # fired together: the store applies them in call order and commits them in groups;
+        # ``owners[i]`` is the task the i-th write belongs to
+        owners = [t.task_id for t in batch.tasks]
         calls = [store.save_task(key, TaskRow(**_fields(t))) for t in batch.tasks]
-        calls.extend(
-            store.append_events(
-                key,
-                [
-                    EventRow(
-                        task_id=task_id,
-                        seq=e.seq,
-                        event=e.event,
-                        data=e.data,
-                        data_json=e.data_json,
-                    )
-                    for e in events
-                ],
+        for task_id, events in batch.events.items():
+            owners.append(task_id)
+            calls.append(
+                store.append_events(
+                    key,
+                    [
+                        EventRow(
+                            task_id=task_id,
+                            seq=e.seq,
+                            event=e.event,
+                            data=e.data,
+                            data_json=e.data_json,
+                        )
+                        for e in events
+                    ],
+                )
             )
-            for task_id, events in batch.events.items()
-        )
-        calls.extend(store.save_history(key, t, a, h, f) for t, a, h, f in batch.histories)
-        calls.extend(store.save_response(key, t, m) for t, m in batch.responses)
-        calls.extend(
-            store.save_breakpoints(
-                key,
-                task_id,
-                [
-                    BreakpointRow(call_id=c, agent=a, call=call, normalized=n)
-                    for c, a, call, n in rows
-                ],
+        for t, a, h, f in batch.histories:
+            owners.append(t)
+            calls.append(store.save_history(key, t, a, h, f))
+        for t, m in batch.responses:
+            owners.append(t)
+            calls.append(store.save_response(key, t, m))
+        for task_id, rows in batch.breakpoints.items():
+            owners.append(task_id)
+            calls.append(
+                store.save_breakpoints(
+                    key,
+                    task_id,
+                    [
+                        BreakpointRow(call_id=c, agent=a, call=call, normalized=n)
+                        for c, a, call, n in rows
+                    ],
+                )
             )
-            for task_id, rows in batch.breakpoints.items()
-        )
-        calls.extend(
-            store.save_stash(
-                key, task_id, [StashRow(priority=p, seq=s, message=m) for p, s, m in rows]
+        for task_id, stash in batch.stashes.items():
+            owners.append(task_id)
+            calls.append(
+                store.save_stash(
+                    key, task_id, [StashRow(priority=p, seq=s, message=m) for p, s, m in stash]
+                )
             )
-            for task_id, rows in batch.stashes.items()
-        )
         results = await asyncio.gather(*calls, return_exceptions=True)
-        for result in results:
-            if isinstance(result, BaseException):
-                raise result
+        _raise_failures(owners, results)
 
     async def load(self) -> list[StoredTask]:
         store, key = self.store, self.key
@@ -119,3 +128,16 @@ def _fields(t: TaskSnapshot) -> dict[str, Any]:
         "start_time": t.start_time,
         "updated_at": t.updated_at,
     }
+
+
+def _raise_failures(owners: list[str], results: list[Any]) -> None:
+    failures: dict[str, str] = {}
+    first: BaseException | None = None
+    for task_id, result in zip(owners, results, strict=True):
+        if isinstance(result, BaseException):
+            if not isinstance(result, Exception):
+                raise result  # cancellation and the like: not a storage failure
+            first = first or result
+            failures.setdefault(task_id, str(result) or type(result).__name__)
+    if first is not None:
+        raise TaskWriteError(str(first) or type(first).__name__, failures) from first

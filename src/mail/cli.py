@@ -5,7 +5,8 @@ Importing this module is cheap on purpose (``mail --help`` and ``mail client --h
 answer at once): it loads only the standard library and :mod:`mail.version`. The
 configuration models, the server, the client and everything they need are imported inside
 the command that uses them; the client-side commands live in :mod:`mail._cli_oneshot` and
-never import the server, FastAPI, LiteLLM or the runtime.
+never import the server, FastAPI, LiteLLM or the runtime; the task store commands
+(``db-init``, ``db-migrate``, ``db-prune``) live in :mod:`mail._cli_db`.
 
 ``mail server`` reads ``mail.toml`` and the environment through
 :func:`mail.config.load_config`; a flag overrides the configuration only when it is given
@@ -134,11 +135,15 @@ def _add_db_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ):
         cmd = sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
         cmd.add_argument("-c", "--config", metavar="PATH", help="mail.toml to read")
-        cmd.set_defaults(handler=_run_db_migrate, db_command=name)
+        cmd.set_defaults(handler=_db("db_migrate"), db_command=name)
     prune = sub.add_parser(
         "db-prune",
         help="delete finished tasks from the task store",
-        description="Delete finished (completed, failed, cancelled) tasks and their rows.",
+        description=(
+            "Delete finished (completed, failed, cancelled) tasks and their rows. With no "
+            "flag, applies the configured retention ([database] retention_days, "
+            "retention_max_tasks), as the server does every prune_interval seconds."
+        ),
     )
     prune.add_argument("-c", "--config", metavar="PATH", help="mail.toml to read")
     prune.add_argument(
@@ -153,7 +158,18 @@ def _add_db_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="N",
         help="keep only the N most recently updated finished tasks",
     )
-    prune.set_defaults(handler=_run_db_prune, db_command="db-prune")
+    prune.set_defaults(handler=_db("db_prune"), db_command="db-prune")
+
+
+def _db(name: str) -> Any:
+    def run(args: argparse.Namespace) -> int:
+        _configure_logging()
+        from mail import _cli_db  # noqa: PLC0415  # config, stores: only when it runs
+
+        status: int = getattr(_cli_db, f"run_{name}")(args)
+        return status
+
+    return run
 
 
 def _positive_float(value: str) -> float:
@@ -404,69 +420,6 @@ def _run_server(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return 130
     return 0
-
-
-def _db_config(args: argparse.Namespace) -> Any:
-    from mail.config import load_config  # noqa: PLC0415  # keep `mail --help` fast
-
-    database = load_config(args.config).database
-    if not database.persist:
-        raise _DbUsageError("[database] persist is false: there is no store to work on")
-    return database
-
-
-class _DbUsageError(Exception):
-    pass
-
-
-def _run_db(args: argparse.Namespace, work: Any) -> int:
-    import asyncio  # noqa: PLC0415
-
-    from mail.errors import ConfigurationError, StorageError  # noqa: PLC0415
-
-    _configure_logging()
-    try:
-        database = _db_config(args)
-
-        async def run() -> str:
-            from mail.db import open_store  # noqa: PLC0415  # only db commands need it
-
-            store = await open_store(database)  # applies pending migrations
-            try:
-                return str(await work(store))
-            finally:
-                await store.close()
-
-        print(asyncio.run(run()))
-    except (ConfigurationError, _DbUsageError) as e:
-        return _fail(args.db_command, e)
-    except StorageError as e:
-        _fail(args.db_command, e)
-        return 1
-    return 0
-
-
-def _run_db_migrate(args: argparse.Namespace) -> int:
-    async def work(store: Any) -> str:
-        return f"{store.backend} store at schema version {await store.schema_version()}"
-
-    return _run_db(args, work)
-
-
-def _run_db_prune(args: argparse.Namespace) -> int:
-    from datetime import timedelta  # noqa: PLC0415
-
-    if args.older_than is None and args.keep is None:
-        return _fail("db-prune", ValueError("give --older-than DAYS and/or --keep N"))
-    if args.keep is not None and args.keep < 0:
-        return _fail("db-prune", ValueError("--keep must be 0 or more"))
-    older = None if args.older_than is None else timedelta(days=args.older_than)
-
-    async def work(store: Any) -> str:
-        removed = await store.prune(older_than=older, keep_last=args.keep)
-        return f"pruned {removed} finished tasks"
-
-    return _run_db(args, work)
 
 
 def _run_doctor(args: argparse.Namespace) -> int:

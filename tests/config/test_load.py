@@ -120,6 +120,9 @@ def test_every_documented_env_variable_is_covered() -> None:
         "AUTH_ENDPOINT",
         "TOKEN_INFO_ENDPOINT",
         "DATABASE_URL",
+        "MAIL_RETENTION_DAYS",
+        "MAIL_RETENTION_MAX_TASKS",
+        "MAIL_PRUNE_INTERVAL",
     }
 
 

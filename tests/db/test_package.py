@@ -42,6 +42,7 @@ def test_public_names() -> None:
         "create_store",
         "open_store",
         "latest_version",
+        "RetentionJob",
         "prune_periodically",
     }
     assert all(hasattr(mail.db, name) for name in mail.db.__all__)

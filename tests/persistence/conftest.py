@@ -1,21 +1,46 @@
-"""Fixtures for the persistence tests: runtimes of the scripted persist swarm over a store."""
+"""Fixtures for the persistence tests: runtimes of the scripted persist swarm over a store,
+and servers of it (lifespan on, real uvicorn).
+
+* ``template``: the persist swarm (:mod:`mail.testing.persist_swarm`).
+* ``store``/``make_swarm``: a memory store and runtimes of the swarm over sinks.
+* :func:`server_config` and :func:`running`: a server of the swarm whose only caller is
+  ``user-key`` (:data:`KEY`), with its data (SQLite file, registry) in a temporary directory.
+* ``postgres_database``: a throwaway PostgreSQL database (skipped without
+  ``MAIL_TEST_POSTGRES_URL``); :func:`sqlite_execute` changes an SQLite file from outside.
+* :func:`eventually`: wait for a condition, with a deadline.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+import os
+import sqlite3
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from mail._api_store import StoreSink
 from mail.api import MAILSwarm, MAILSwarmTemplate
+from mail.config import MAILConfig, load_config
 from mail.core._persist import StoredTask, WriteBatch
 from mail.db import CallerKey, MemoryStore
+from mail.server import create_app
+from mail.server._state import ServerState
+from mail.testing import StaticAuth
 from mail.testing.persist_swarm import swarm_definition
+from mail.testing.server import serve
 
 KEY = CallerKey(swarm="persist", role="user", id="u1")
+USER_KEY = "user-key"
+POSTGRES_ENV = "MAIL_TEST_POSTGRES_URL"
 
 
 class CutSink:
@@ -66,3 +91,104 @@ async def make_swarm(template: MAILSwarmTemplate, store: MemoryStore) -> AsyncIt
     yield build
     for swarm in built:
         await swarm.runtime.shutdown(timeout=0.5)
+
+
+# --- waiting -------------------------------------------------------------------------------
+
+
+async def eventually(
+    check: Callable[[], Awaitable[bool]], *, timeout: float = 10.0, what: str = "condition"
+) -> None:
+    """Poll ``check`` until it is true; fail the test after ``timeout`` seconds."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not await check():
+        if asyncio.get_running_loop().time() > deadline:
+            pytest.fail(f"{what}: not true within {timeout}s")
+        await asyncio.sleep(0.02)
+
+
+# --- servers -------------------------------------------------------------------------------
+
+
+def server_config(tmp_path: Path, **database: Any) -> MAILConfig:
+    """The persist swarm's server, every file under ``tmp_path``; ``database`` holds
+    ``[database]`` values (``url=...``, ``prune_interval=...``)."""
+    swarms = tmp_path / "swarms.json"
+    swarms.write_text(json.dumps([swarm_definition()]), encoding="utf-8")
+    overrides: dict[str, Any] = {
+        "server": {
+            "swarm": {"name": "persist", "source": str(swarms)},
+            "settings": {"print_llm_streams": False},
+        },
+        "database": database,
+    }
+    return load_config(
+        None, env={"MAIL_DATA_DIR": str(tmp_path / "data")}, search=False, overrides=overrides
+    )
+
+
+@dataclass
+class Running:
+    url: str
+    state: ServerState
+    client: httpx.AsyncClient
+
+
+@asynccontextmanager
+async def running(
+    config: MAILConfig, template: MAILSwarmTemplate | None = None
+) -> AsyncIterator[Running]:
+    """A started server of ``config`` (and ``template``, default the configured swarm) and
+    a client authenticated as :data:`KEY`'s caller."""
+    auth = StaticAuth({USER_KEY: ("user", KEY.id)})
+    app = create_app(config, template=template, authenticator=auth)
+    async with serve(app) as url:
+        headers = {"Authorization": f"Bearer {USER_KEY}"}
+        async with httpx.AsyncClient(base_url=url, headers=headers, timeout=15) as client:
+            yield Running(url, app.state.mail, client)
+
+
+def sqlite_execute(path: str | Path, *statements: str) -> None:
+    """Run statements on an SQLite file through a connection of the test's own."""
+    conn = sqlite3.connect(path, timeout=10, isolation_level=None)
+    try:
+        for statement in statements:
+            conn.execute(statement)
+    finally:
+        conn.close()
+
+
+async def postgres_admin(url: str, *statements: str, args: tuple[Any, ...] = ()) -> None:
+    import asyncpg
+
+    conn = await asyncpg.connect(url, timeout=5)
+    try:
+        for statement in statements:
+            await conn.execute(statement, *args)
+    finally:
+        await conn.close()
+
+
+def _off_loop(coro: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    # a private loop in another thread: never touches the loop pytest-asyncio gives the test
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(lambda: asyncio.run(coro())).result()
+
+
+@pytest.fixture
+def postgres_database() -> Iterator[tuple[str, str]]:
+    """``(admin URL, URL of a new empty database)``; the database is dropped afterwards."""
+    admin = os.environ.get(POSTGRES_ENV)
+    if not admin:
+        pytest.skip(f"{POSTGRES_ENV} is not set")
+    asyncpg = pytest.importorskip("asyncpg")
+    name = f"mail_persist_{uuid.uuid4().hex[:12]}"
+    try:
+        _off_loop(lambda: postgres_admin(admin, f'CREATE DATABASE "{name}"'))
+    except (OSError, asyncpg.PostgresError) as e:
+        pytest.skip(f"PostgreSQL at {POSTGRES_ENV} is unreachable: {e}")
+    head, _, _ = admin.rpartition("/")
+    try:
+        yield admin, f"{head}/{name}"
+    finally:
+        _off_loop(lambda: postgres_admin(admin, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))

@@ -1,17 +1,23 @@
 """Restart without loss, end to end: a real ``mail server`` killed with SIGKILL and started
-again over the same store (SQLite; PostgreSQL when ``MAIL_TEST_POSTGRES_URL`` is set)."""
+again over the same store (SQLite; PostgreSQL when ``MAIL_TEST_POSTGRES_URL`` is set).
+
+The kill comes once the store, read from the test's own read-only connection, holds what
+the client has seen: no fixed wait for the server's batched writes."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +31,7 @@ pytestmark = pytest.mark.timeout(90)
 REPO = Path(__file__).resolve().parents[2]
 MAIL_TOML = REPO / "mail.toml"
 READY_WITHIN = 15.0
+STORED_WITHIN = 15.0
 _MAIL_ENV = (
     "MAIL_CONFIG_PATH",
     "MAIL_DATA_DIR",
@@ -50,6 +57,7 @@ class Server:
     def __init__(self, tmp: Path, database_url: str | None) -> None:
         self.tmp = tmp
         self.data = tmp / "data"
+        self.database_url = database_url
         swarms = tmp / "swarms.json"
         swarms.write_text(json.dumps([swarm_definition()]), encoding="utf-8")
         env = {k: v for k, v in os.environ.items() if k not in _MAIL_ENV}
@@ -70,7 +78,7 @@ class Server:
             self.process = subprocess.Popen(
                 self.command, cwd=self.tmp, env=self.env, stdout=output, stderr=subprocess.STDOUT
             )
-        # Polling the subprocess for readiness is the one waiting loop: it has no other signal.
+        # Polled for readiness: the subprocess has no other signal.
         deadline = time.perf_counter() + READY_WITHIN
         with httpx.Client(timeout=0.5) as client:
             while time.perf_counter() < deadline:
@@ -134,6 +142,64 @@ def _events(client: httpx.Client, task_id: str, last_id: int | None = None) -> l
         return [f for f in _frames(response.iter_lines()) if "id" in f]
 
 
+@dataclass(frozen=True)
+class Stored:
+    """What the store holds of one task (read behind the server's back)."""
+
+    state: str | None = None
+    last_seq: int = 0
+    histories: int = 0
+    responses: int = 0
+    breakpoints: int = 0
+
+
+_PROBES = (
+    "SELECT state FROM tasks WHERE task_id = {0}",
+    "SELECT COALESCE(MAX(seq), 0) FROM task_events WHERE task_id = {0}",
+    "SELECT COUNT(*) FROM agent_histories WHERE task_id = {0}",
+    "SELECT COUNT(*) FROM task_responses WHERE task_id = {0}",
+    "SELECT COUNT(*) FROM task_breakpoints WHERE task_id = {0}",
+)
+
+
+def _stored_sqlite(path: Path, task_id: str) -> Stored:
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+    try:
+        values = [conn.execute(q.format("?"), (task_id,)).fetchone() for q in _PROBES]
+    finally:
+        conn.close()
+    return Stored(*(None if v is None else v[0] for v in values))
+
+
+def _stored_postgres(url: str, task_id: str) -> Stored:
+    import asyncpg
+
+    async def probe() -> Stored:
+        conn = await asyncpg.connect(url, timeout=5)
+        try:
+            await conn.execute("SET default_transaction_read_only = on")
+            return Stored(*[await conn.fetchval(q.format("$1"), task_id) for q in _PROBES])
+        finally:
+            await conn.close()
+
+    return asyncio.run(probe())
+
+
+def _wait_stored(server: Server, task_id: str, enough: Callable[[Stored], bool]) -> None:
+    """Poll the store read-only until ``enough(Stored)`` holds for ``task_id``."""
+    deadline = time.perf_counter() + STORED_WITHIN
+    while True:
+        if server.database_url is None:
+            stored = _stored_sqlite(server.data / "mail.db", task_id)
+        else:
+            stored = _stored_postgres(server.database_url, task_id)
+        if enough(stored):
+            return
+        if time.perf_counter() > deadline:
+            pytest.fail(f"task {task_id} not stored within {STORED_WITHIN}s: {stored}")
+        time.sleep(0.02)
+
+
 def _restart_without_loss(server: Server) -> None:
     server.start()
     with server.client() as client:
@@ -149,8 +215,30 @@ def _restart_without_loss(server: Server) -> None:
                     seen.append(frame)
                 if frame["event"] == "new_message" and "worker" in frame["data"]["description"]:
                     break
-            # more than the recorder's 50 ms flush interval, so the store has caught up
-            time.sleep(0.5)
+            # the kill comes once the store holds what the client saw, and the completed
+            # and paused tasks whole: a crash now must lose nothing of it
+            _wait_stored(
+                server,
+                done["task_id"],
+                lambda s: (
+                    s.state == "completed"
+                    and s.last_seq == done_before[-1]["id"]
+                    and s.responses == 1
+                    and s.histories >= 1
+                ),
+            )
+            _wait_stored(
+                server,
+                paused["task_id"],
+                lambda s: (
+                    s.state == "waiting_breakpoint" and s.breakpoints >= 1 and s.histories >= 1
+                ),
+            )
+            _wait_stored(
+                server,
+                seen[0]["data"]["task_id"],
+                lambda s: s.state == "running" and s.last_seq >= seen[-1]["id"],
+            )
             server.kill()
     running_id = seen[0]["data"]["task_id"]
     last_seen = seen[1]["id"]  # the client "lost" what came after its second event

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
@@ -14,6 +15,7 @@ AuthMode = Literal["embedded", "remote"]
 DatabaseBackend = Literal["postgres", "sqlite", "memory"]
 
 _POSTGRES_SCHEMES = ("postgres://", "postgresql://")
+_MAX_RETENTION_DAYS = 36_500  # a century: keeps "now - retention" a valid datetime
 
 
 class AuthConfig(ConfigModel):
@@ -67,6 +69,11 @@ class DatabaseConfig(ConfigModel):
     everything in memory. ``url`` is kept out of ``repr`` and validation errors since it
     usually carries a password. A URL that is not ``postgres://`` or ``postgresql://``
     raises ``pydantic.ValidationError``.
+
+    Retention: finished tasks last updated more than ``retention_days`` days ago, and those
+    beyond the ``retention_max_tasks`` most recent, are pruned every ``prune_interval``
+    seconds by the server and by ``mail db-prune``. ``0`` (or ``None``) turns a limit, or
+    the server's job, off. Negative values (and more than 36,500 days) are invalid.
     """
 
     model_config = ConfigDict(hide_input_in_errors=True)
@@ -74,6 +81,9 @@ class DatabaseConfig(ConfigModel):
     url: str | None = Field(default=None, repr=False)
     sqlite_path: str = Field(default=f"{DEFAULT_DATA_DIR}/mail.db", min_length=1)
     persist: bool = True
+    retention_days: float | None = Field(default=30.0, ge=0, le=_MAX_RETENTION_DAYS)
+    retention_max_tasks: int | None = Field(default=None, ge=0)
+    prune_interval: float = Field(default=3600.0, ge=0, allow_inf_nan=False)
 
     @field_validator("url", mode="before")
     @classmethod
@@ -95,3 +105,22 @@ class DatabaseConfig(ConfigModel):
         if not self.persist:
             return "memory"
         return "postgres" if self.url is not None else "sqlite"
+
+    @property
+    def retention_older_than(self) -> timedelta | None:
+        """``retention_days`` as a ``timedelta``; ``None`` (no age limit) when 0 or unset."""
+        return timedelta(days=self.retention_days) if self.retention_days else None
+
+    @property
+    def retention_keep_last(self) -> int | None:
+        """``retention_max_tasks``; ``None`` (no count limit) when 0 or unset."""
+        return self.retention_max_tasks or None
+
+    @property
+    def prune_every(self) -> float | None:
+        """Seconds between the server's prunes; ``None`` when the job is off
+        (``prune_interval = 0``, no store, or neither limit set)."""
+        limited = self.retention_older_than is not None or self.retention_keep_last is not None
+        if not (self.persist and limited and self.prune_interval > 0):
+            return None
+        return self.prune_interval

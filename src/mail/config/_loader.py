@@ -30,7 +30,15 @@ ENV_OVERRIDES: Mapping[str, str] = MappingProxyType(
         "AUTH_ENDPOINT": "auth.auth_endpoint",
         "TOKEN_INFO_ENDPOINT": "auth.token_info_endpoint",
         "DATABASE_URL": "database.url",
+        "MAIL_RETENTION_DAYS": "database.retention_days",
+        "MAIL_RETENTION_MAX_TASKS": "database.retention_max_tasks",
+        "MAIL_PRUNE_INTERVAL": "database.prune_interval",
     }
+)
+# Variables holding numbers: parsed before validation (a string that is not a number is
+# passed on as it is, and validation names the variable).
+_ENV_NUMBERS: Mapping[str, type[int] | type[float]] = MappingProxyType(
+    {"MAIL_RETENTION_DAYS": float, "MAIL_RETENTION_MAX_TASKS": int, "MAIL_PRUNE_INTERVAL": float}
 )
 
 # Resolved to absolute paths at load time; data_dir first, the others may derive from it.
@@ -116,11 +124,23 @@ def _apply_env(merged: Merged, env: Mapping[str, str]) -> None:
     for var, dotted in ENV_OVERRIDES.items():
         value = env.get(var)
         if value:
-            merged.set(tuple(dotted.split(".")), value, f"environment variable {var}")
+            merged.set(
+                tuple(dotted.split(".")), _env_value(var, value), f"environment variable {var}"
+            )
     if env.get("AUTH_ENDPOINT") and env.get("TOKEN_INFO_ENDPOINT"):
         merged.set(
             ("auth", "mode"), "remote", "environment variables AUTH_ENDPOINT, TOKEN_INFO_ENDPOINT"
         )
+
+
+def _env_value(var: str, value: str) -> Any:
+    number = _ENV_NUMBERS.get(var)
+    if number is None:
+        return value
+    try:
+        return number(value.strip())
+    except ValueError:
+        return value
 
 
 def _default(key: Key) -> Any:

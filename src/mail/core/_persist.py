@@ -12,6 +12,9 @@ Rows are snapshotted at flush time, so a history written many times between flus
 stored once. A failed write is logged at ERROR, kept in :attr:`StoreRecorder.error` (the
 server's ``/health`` reports it) and retried on the next flush: events are stored
 exactly once per sequence number, and every other write replaces, so retrying is safe.
+Each task whose rows could not be stored gets one ``storage_error`` event (live, so
+stream followers see it) per outage: the event itself is stored by a later retry, and a
+retry that fails again adds no further event.
 
 :func:`restore` rebuilds a runtime's tasks from the sink: events keep their sequence
 numbers, and a task that was running when the process stopped becomes ``interrupted``
@@ -30,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from mail.core.events import EventLog, EventName, MAILEvent
 from mail.core.tasks import MAILTask, PendingBreakpoint, TaskState
+from mail.errors import StorageError
 
 if TYPE_CHECKING:
     from mail.core.message import MAILMessage
@@ -41,6 +45,7 @@ __all__ = [
     "StoredTask",
     "TaskSink",
     "TaskSnapshot",
+    "TaskWriteError",
     "WriteBatch",
     "restore",
 ]
@@ -98,6 +103,31 @@ class WriteBatch:
             + len(self.stashes)
         )
 
+    def records_by_task(self) -> dict[str, int]:
+        """How many of the batch's rows belong to each task."""
+        counts: dict[str, int] = {}
+        task_ids = [t.task_id for t in self.tasks]
+        task_ids += [t for t, *_ in self.histories]
+        task_ids += [t for t, _ in self.responses]
+        task_ids += [*self.breakpoints, *self.stashes]
+        for task_id in task_ids:
+            counts[task_id] = counts.get(task_id, 0) + 1
+        for task_id, events in self.events.items():
+            counts[task_id] = counts.get(task_id, 0) + len(events)
+        return counts
+
+
+class TaskWriteError(StorageError):
+    """A sink write failed for some of the batch's tasks.
+
+    ``failures`` maps the id of each task whose rows could not be stored to what failed;
+    the other tasks' rows may have been stored (a retry stores them again harmlessly).
+    """
+
+    def __init__(self, message: str, failures: dict[str, str]) -> None:
+        super().__init__(message)
+        self.failures = failures
+
 
 @dataclass(slots=True, kw_only=True)
 class StoredTask:
@@ -116,7 +146,8 @@ class TaskSink(Protocol):
 
     async def write(self, batch: WriteBatch) -> None:
         """Apply ``batch`` in order: task records, events, histories, responses,
-        breakpoints, stashes. Raises on failure (nothing is swallowed)."""
+        breakpoints, stashes. Raises on failure (nothing is swallowed), preferably
+        :class:`TaskWriteError` naming the tasks whose rows were not stored."""
         ...
 
     async def load(self) -> list[StoredTask]:
@@ -147,8 +178,11 @@ class StoreRecorder:
         self._finished: set[str] = set()
         self._histories: set[tuple[str, str]] = set()
         self._retry: WriteBatch | None = None
+        # tasks told of the current outage (one storage_error event each until it ends)
+        self._reported: set[str] = set()
         self._pending = 0
         self._wake = asyncio.Event()
+        self._flush_lock = asyncio.Lock()  # one flush at a time: a failed batch is kept whole
         self._flushing: asyncio.Task[None] | None = None
         self._closed = False
 
@@ -242,6 +276,10 @@ class StoreRecorder:
 
     async def flush(self) -> bool:
         """Write what is pending now; False (and :attr:`error` set) when the write failed."""
+        async with self._flush_lock:
+            return await self._flush()
+
+    async def _flush(self) -> bool:
         batch = self._collect()
         if not len(batch):
             return True
@@ -250,16 +288,38 @@ class StoreRecorder:
         except asyncio.CancelledError:
             self._retry = batch
             raise
-        except Exception as e:  # noqa: BLE001  # reported (log, /health) and retried
+        except Exception as e:  # noqa: BLE001  # reported (log, event, /health) and retried
             self._retry = batch
             if self.error is None:
                 logger.error("storing tasks failed, will retry: %s", e)  # noqa: TRY400
             self.error = str(e) or type(e).__name__
+            self._report(batch, e)
             return False
         if self.error is not None:
             logger.warning("storing tasks works again")
         self.error = None
+        self._reported.clear()
         return True
+
+    def _report(self, batch: WriteBatch, error: Exception) -> None:
+        """Tell each task of the failed batch, once per outage, that its rows wait."""
+        rt = self._runtime
+        if rt is None:
+            return
+        failures = error.failures if isinstance(error, TaskWriteError) else None
+        for task_id, count in batch.records_by_task().items():
+            if task_id in self._reported or (failures is not None and task_id not in failures):
+                continue
+            task = rt.tasks.get(task_id)
+            if task is None:
+                continue  # a pseudo-task or one evicted from memory: log and /health only
+            self._reported.add(task_id)
+            reason = failures[task_id] if failures is not None else self.error or ""
+            task.log.emit(
+                EventName.STORAGE_ERROR,
+                f"storing this task failed, will retry: {reason}",
+                {"error": reason, "unsaved_records": count},
+            )
 
     async def close(self) -> None:
         """Stop the background task and write everything still pending (once)."""

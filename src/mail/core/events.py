@@ -45,6 +45,7 @@ class EventName(StrEnum):
     TASK_COMPLETE_CALL_DUPLICATE = "task_complete_call_duplicate"
     TASK_COMPLETE = "task_complete"
     TASK_INTERRUPTED = "task_interrupted"
+    STORAGE_ERROR = "storage_error"
     INTERSWARM_MESSAGE_SENT = "interswarm_message_sent"
     INTERSWARM_MESSAGE_RECEIVED = "interswarm_message_received"
     INTERSWARM_MESSAGE_ERROR = "interswarm_message_error"

@@ -8,8 +8,9 @@
 
 :func:`create_store` picks one from :class:`mail.config.DatabaseConfig`;
 :func:`open_store` also opens it (applying migrations). The interface and its row types
-live in :mod:`mail.db.store`, the schema in :mod:`mail.db.migrations`. Importing this
-package does not import asyncpg.
+live in :mod:`mail.db.store`, the schema in :mod:`mail.db.migrations`.
+:class:`RetentionJob` prunes finished tasks in the background (the server runs one as
+``[database] prune_interval`` says). Importing this package does not import asyncpg.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from mail.db._memory import MemoryStore
 from mail.db._postgres import PostgresStore
-from mail.db._retention import prune_periodically
+from mail.db._retention import RetentionJob, prune_periodically
 from mail.db._sqlite import SQLiteStore
 from mail.db.migrations import latest_version
 from mail.db.store import (
@@ -49,6 +50,7 @@ __all__ = [
     "create_store",
     "open_store",
     "latest_version",
+    "RetentionJob",
     "prune_periodically",
 ]
 

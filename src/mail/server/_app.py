@@ -256,19 +256,19 @@ async def _open_store(state: ServerState) -> None:
     database = state.config.database
     if not database.persist:
         return
-    from mail.db import open_store, prune_periodically  # noqa: PLC0415  # only with a store
+    from mail.db import RetentionJob, open_store  # noqa: PLC0415  # only with a store
 
     state.store = await open_store(database)
     logger.info("keeping tasks in the %s store", state.store.backend)
-    retention = state.retention
-    if retention is not None:
-        older_than, keep_last = retention
-        state.spawn(
-            prune_periodically(
-                state.store, every=3600.0, older_than=older_than, keep_last=keep_last
-            ),
-            "mail-prune",
+    every = database.prune_every
+    if every is not None:
+        state.retention = RetentionJob(
+            state.store,
+            every=every,
+            older_than=database.retention_older_than,
+            keep_last=database.retention_keep_last,
         )
+        state.spawn(state.retention.run(), "mail-prune")
 
 
 def settle_gc() -> None:

@@ -78,11 +78,11 @@ def _health(request: Request) -> dict[str, Any]:
 )
 async def get_health(request: Request) -> dict[str, Any]:
     """The server's status; with a task store, ``storage`` says whether writes work
-    (``"ok"`` or the last failure), and ``status`` is ``degraded`` while they fail."""
+    (``"ok"`` or the last failure: a write, a prune, the database), and ``status`` is
+    ``degraded`` while they fail."""
     health = _health(request)
-    state = state_of(request)
-    if state.store is not None:
-        storage = state.swarms.storage_error() or await state.store.health()
+    storage = await state_of(request).storage_status()
+    if storage is not None:
         health["storage"] = storage
         if storage != "ok" and health["status"] == "healthy":
             health["status"] = "degraded"

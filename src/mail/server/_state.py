@@ -7,7 +7,7 @@ import logging
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from mail.api import MAILSwarm, MAILSwarmTemplate
@@ -15,7 +15,7 @@ from mail.net import InterswarmRouter, SessionSource, SwarmRegistry
 
 if TYPE_CHECKING:
     from mail.config import MAILConfig
-    from mail.db import TaskStore
+    from mail.db import RetentionJob, TaskStore
     from mail.server.auth import Authenticator, AuthGate, Caller
 
 __all__ = ["CallerSwarms", "ServerState"]
@@ -179,8 +179,8 @@ class ServerState:
     dependencies: dict[tuple[str, ...], Any] = field(default_factory=dict)
     #: where tasks are kept (``None`` with ``persist = false``); owned by the lifespan
     store: TaskStore | None = None
-    #: ``(older_than, keep_last)`` for the hourly prune job, ``None``: no job
-    retention: tuple[timedelta | None, int | None] | None = None
+    #: the background prune job (``[database] prune_interval``), ``None``: no job
+    retention: RetentionJob | None = None
 
     def __post_init__(self) -> None:
         self.swarms = CallerSwarms(self)
@@ -188,6 +188,14 @@ class ServerState:
     @property
     def uptime(self) -> float:
         return time.monotonic() - self.started
+
+    async def storage_status(self) -> str | None:
+        """``None`` without a store, else ``"ok"`` or what fails: a runtime's last failed
+        write, the last failed prune, or the store's own report."""
+        if self.store is None:
+            return None
+        retention = self.retention.last_error if self.retention is not None else None
+        return self.swarms.storage_error() or retention or await self.store.health()
 
     def set_health(self, status: str) -> None:
         self.health = status
