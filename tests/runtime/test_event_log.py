@@ -127,3 +127,37 @@ async def test_followers_of_a_running_task_see_the_same_stream(
         seqs = [e.seq for e in follower.seen]
         assert seqs == list(range(cursor + 1, 9))
     assert stored[-1].event == EventName.NEW_MESSAGE
+
+
+async def test_a_cancelled_reader_leaves_the_others_waiting() -> None:
+    log = EventLog("t-cancel")
+    first = asyncio.ensure_future(log.wait(0))
+    second = asyncio.ensure_future(log.wait(0))
+    await asyncio.sleep(0)  # both reach their await
+    assert len(log._waiters) == 2  # white-box: one future per reader
+    first.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await first
+    assert len(log._waiters) == 1
+    assert not second.done()
+    log.emit(EventName.TOOL_CALL, "wakes the other")
+    assert await asyncio.wait_for(second, 5) is True
+    assert log._waiters == []
+
+
+async def test_a_timed_out_wait_reports_false_and_leaves_no_waiter() -> None:
+    log = EventLog("t-timeout")
+    assert await log.wait(0, timeout=0.01) is False
+    assert log._waiters == []
+    log.emit(EventName.TOOL_CALL, "now there is one")
+    assert await log.wait(0, timeout=0.01) is True  # already there: no waiting
+
+
+async def test_followers_counts_readers_inside_follow() -> None:
+    log = EventLog("t-count")
+    log.emit(EventName.TOOL_CALL, "one")
+    assert log.followers == 0
+    async with contextlib.aclosing(log.follow(0)) as events:
+        assert (await anext(events)).description == "one"
+        assert log.followers == 1
+    assert log.followers == 0

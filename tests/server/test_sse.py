@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -22,6 +23,8 @@ from tests.server.conftest import (
     within,
 )
 
+from mail.core.events import EventName, MAILEvent
+from mail.server._sse import event_response
 from mail.server.auth import Caller
 from mail.testing import ScriptedAgent, tc
 
@@ -266,3 +269,31 @@ async def test_disconnected_client_costs_nothing_afterwards(start: Start) -> Non
     assert task["is_running"] is False
     assert task["events"][-1]["event"] == "new_message"  # no stored task_complete: was a stream
     assert worker.running == 0
+
+
+async def test_the_first_frame_goes_out_before_the_stream_starts_waiting() -> None:
+    # The head and the frame already in hand are sent inline, before the response starts
+    # listening for a disconnect (which is where the body's own task gets scheduled).
+    sent: list[tuple[str, bool]] = []
+    received = asyncio.Event()
+    more = asyncio.Event()
+
+    async def receive() -> dict[str, Any]:
+        received.set()
+        await more.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append((message["type"], received.is_set()))
+
+    async def rest() -> AsyncIterator[MAILEvent]:
+        await more.wait()
+        yield MAILEvent.ping("t-first")
+
+    first = MAILEvent(event=EventName.NEW_MESSAGE, task_id="t-first", description="hello")
+    response = event_response(rest(), first)
+    call = asyncio.ensure_future(response({"type": "http"}, receive, send))  # type: ignore[arg-type]
+    await asyncio.wait_for(received.wait(), 5)
+    assert sent == [("http.response.start", False), ("http.response.body", False)]
+    more.set()
+    await asyncio.wait_for(call, 5)

@@ -293,6 +293,17 @@ class Scheduler:
         del self._inboxes[key]
         task.busy.discard(agent)
 
+    async def _turn(
+        self, task: MAILTask, agent: str, message: MAILMessage, xml: dict[str, str]
+    ) -> None:
+        if task.log.followers:
+            # someone streams this task: let them send what happened so far before this
+            # turn, rather than after the whole chain of turns a worker runs back to back
+            await asyncio.sleep(0)
+        await self.rt.turns.run(task, agent, message, xml)
+        if self.rt.recorder is not None:
+            self.rt.recorder.turn_ended(task, agent)
+
     async def _agent_worker(self, job: _Job) -> None:
         """Run turns: the agent's inbox first, then turns handed over by later drains.
 
@@ -309,9 +320,7 @@ class Scheduler:
                 task, agent, key, message, xml = running
                 inbox = self._inboxes[key]
                 while True:
-                    await self.rt.turns.run(task, agent, message, xml)
-                    if self.rt.recorder is not None:
-                        self.rt.recorder.turn_ended(task, agent)
+                    await self._turn(task, agent, message, xml)
                     if inbox and task.is_running:
                         if self._heap and self._loop is not None:
                             self._drain()

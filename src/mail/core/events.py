@@ -137,16 +137,24 @@ class MAILEvent:
         return cls(event=EventName.PING, task_id=task_id, timestamp=ts, payload=payload)
 
 
+def _expire(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
 class EventLog:
     """Append-only, ordered events of one task, readable by any number of followers."""
 
-    __slots__ = ("_changed", "_events", "_first_seq", "listener", "task_id")
+    __slots__ = ("_events", "_first_seq", "_waiters", "followers", "listener", "task_id")
 
     def __init__(self, task_id: str, events: list[MAILEvent] | None = None) -> None:
         self.task_id = task_id
         self._events: list[MAILEvent] = list(events or ())
         self._first_seq = (self._events[0].seq or 1) if self._events else 1
-        self._changed: asyncio.Future[None] | None = None
+        # one future per reader waiting in wait(), resolved by the next append
+        self._waiters: list[asyncio.Future[None]] = []
+        #: readers inside :meth:`follow` right now
+        self.followers = 0
         #: called with each appended event (the runtime's store recorder), if set
         self.listener: Callable[[MAILEvent], None] | None = None
 
@@ -164,11 +172,11 @@ class EventLog:
         self._events.append(event)
         if self.listener is not None:
             self.listener(event)
-        changed = self._changed
-        if changed is not None:
-            self._changed = None
-            if not changed.done():
-                changed.set_result(None)
+        if self._waiters:
+            waiters, self._waiters = self._waiters, []
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
         return event
 
     def emit(
@@ -196,14 +204,21 @@ class EventLog:
         """Wait until an event newer than ``after`` exists; ``False`` on timeout."""
         if self.last_seq > after:
             return True
-        changed = self._changed
-        if changed is None:
-            changed = self._changed = asyncio.get_running_loop().create_future()
+        # A future of its own and a timer handle rather than wait_for(shield(shared)): the
+        # reader wakes in the loop iteration after the append, and cancelling one reader
+        # touches no other.
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+        self._waiters.append(waiter)
+        timer = loop.call_later(timeout, _expire, waiter) if timeout is not None else None
         try:
-            await asyncio.wait_for(asyncio.shield(changed), timeout)
-        except TimeoutError:
-            return self.last_seq > after
-        return True
+            await waiter
+        finally:
+            if timer is not None:
+                timer.cancel()
+            if waiter in self._waiters:  # timed out or cancelled before an append
+                self._waiters.remove(waiter)
+        return self.last_seq > after
 
     async def follow(
         self,
@@ -219,11 +234,15 @@ class EventLog:
         yielded and ``until()`` is true; otherwise it goes on until the caller stops.
         """
         cursor = after
-        while True:
-            for event in self.since(cursor):
-                cursor = event.seq or cursor
-                yield event
-            if until is not None and until():
-                return
-            if not await self.wait(cursor, heartbeat):
-                yield MAILEvent.ping(self.task_id)
+        self.followers += 1
+        try:
+            while True:
+                for event in self.since(cursor):
+                    cursor = event.seq or cursor
+                    yield event
+                if until is not None and until():
+                    return
+                if not await self.wait(cursor, heartbeat):
+                    yield MAILEvent.ping(self.task_id)
+        finally:
+            self.followers -= 1

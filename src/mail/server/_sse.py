@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from mail.core.events import MAILEvent
 
@@ -57,6 +58,40 @@ async def _frames(events: AsyncIterator[MAILEvent]) -> AsyncIterator[bytes]:
             await close()
 
 
+class _FramedEvents(StreamingResponse):
+    """A streaming answer whose head and first frame go out as soon as it is called.
+
+    Starlette streams the body from a task of its own (beside the one that watches for the
+    client leaving), which starts only after whatever the event loop had queued, such as
+    the agent turns of the task being streamed. A frame already in hand is sent first,
+    inline, so the client sees it at once.
+    """
+
+    def __init__(self, frames: AsyncIterator[bytes], first: bytes | None) -> None:
+        super().__init__(frames, media_type="text/event-stream; charset=utf-8", headers=SSE_HEADERS)
+        self._first = first
+        self._head_sent = False
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._first is not None and scope["type"] == "http":
+            await self._send_head(send)
+            await send({"type": "http.response.body", "body": self._first, "more_body": True})
+        await super().__call__(scope, receive, send)
+
+    async def _send_head(self, send: Send) -> None:
+        self._head_sent = True
+        await send(
+            {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
+        )
+
+    async def stream_response(self, send: Send) -> None:
+        if not self._head_sent:
+            await self._send_head(send)
+        async for chunk in self.body_iterator:
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
 def event_response(
     events: AsyncIterator[MAILEvent], first: MAILEvent | None = None
 ) -> StreamingResponse:
@@ -65,16 +100,7 @@ def event_response(
     When the client disconnects, Starlette stops iterating and the iterator is closed,
     which ends the reader: nothing of the stream outlives the connection.
     """
-
-    async def body() -> AsyncIterator[bytes]:
-        if first is not None:
-            yield encode_event(first)
-        async for frame in _frames(events):
-            yield frame
-
-    return StreamingResponse(
-        body(), media_type="text/event-stream; charset=utf-8", headers=SSE_HEADERS
-    )
+    return _FramedEvents(_frames(events), None if first is None else encode_event(first))
 
 
 def sse_object(event: MAILEvent) -> dict[str, Any]:
