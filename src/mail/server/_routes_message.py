@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
 from mail.core.message import MAIL_MESSAGE_TYPES, new_task_id
 from mail.core.tasks import TaskState
 from mail.errors import InvalidMessageError
-from mail.server._deps import as_bool, as_str, caller_with, read_json, state_of, ui_caller
+from mail.server._deps import BEARER_SECURITY, as_bool, as_str, authorize, read_json, state_of
 from mail.server._sse import event_response, sse_object
 from mail.server.auth import Caller
 from mail.server.models import (
@@ -25,7 +25,6 @@ from mail.server.models import (
 __all__ = ["router"]
 
 router = APIRouter(responses=ERROR_RESPONSES)
-admin_or_user = caller_with("admin", "user")
 
 _SENDABLE = ("request", "broadcast")
 _RESUME = ("user_response", "breakpoint_tool_call")
@@ -146,32 +145,38 @@ _DOCS: dict[str, Any] = {
 }
 
 
+# These three call authorize() themselves rather than through Depends (see authorize).
+_ADMIN_OR_USER = ("admin", "user")
+_UI = ("ui",)
+
+
 @router.post(
     "/message",
     response_model=MessageResponse,
     summary="Send a message to the swarm: JSON answer, or server-sent events with stream=true",
-    openapi_extra=_DOCS,
+    openapi_extra={**_DOCS, **BEARER_SECURITY},
 )
-async def post_message(request: Request, caller: Caller = Depends(admin_or_user)) -> Response:
-    return await _handle(request, caller)
+async def post_message(request: Request) -> Response:
+    return await _handle(request, await authorize(request, _ADMIN_OR_USER))
 
 
 @router.post(
     "/chat",
     response_model=MessageResponse,
     summary="Send a message (protocol 0.1 name; `message` is accepted for `body`)",
-    openapi_extra=_DOCS,
+    openapi_extra={**_DOCS, **BEARER_SECURITY},
 )
-async def chat(request: Request, caller: Caller = Depends(admin_or_user)) -> Response:
-    return await _handle(request, caller)
+async def chat(request: Request) -> Response:
+    return await _handle(request, await authorize(request, _ADMIN_OR_USER))
 
 
 @router.post(
     "/ui/message",
     response_model=MessageResponse,
     summary="Send a message from the UI (streams by default)",
-    openapi_extra=_DOCS,
+    openapi_extra={**_DOCS, **BEARER_SECURITY},
 )
-async def ui_message(request: Request, caller: Caller = Depends(ui_caller)) -> Response:
+async def ui_message(request: Request) -> Response:
     # the UI's non-streamed answers always carry the task's events
+    caller = await authorize(request, _UI)
     return await _handle(request, caller, stream_default=True, events_default=True)
