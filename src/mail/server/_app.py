@@ -271,17 +271,27 @@ async def _open_store(state: ServerState) -> None:
         state.spawn(state.retention.run(), "mail-prune")
 
 
+#: Net allocations of tracked objects between two young collections in a server process.
+GC_YOUNG_THRESHOLD = 10_000
+
+
 def settle_gc() -> None:
-    """Hide what start-up built from the cyclic garbage collector, for a server process.
+    """Tune the cyclic garbage collector for a server process.
 
     Imports, the app and the swarm leave some 80,000 long-lived objects; every full
     collection would walk them again (tens of milliseconds each, stalling every request in
-    flight). :func:`gc.freeze` moves them to a generation that is never collected; objects
-    made afterwards are collected as usual. For a process that runs one server (``mail
-    server``), not for a process that builds apps over and over, such as a test run. No
-    collection first: it would cost start-up some 50 ms to reclaim a few hundred objects.
+    flight), so :func:`gc.freeze` moves them to a generation that is never collected.
+    Then the young generation is collected after :data:`GC_YOUNG_THRESHOLD` net allocations
+    instead of 700: a task's messages, events and futures live for the task's few
+    milliseconds and are freed by reference counting, and with the default they are
+    traversed (and promoted, and traversed again) while still alive, hundreds of times a
+    second. Measured with 2,000 tasks from 20 clients: 398 collections taking 494 ms before,
+    5 taking 23 ms after. For a process that runs one server (``mail server``), not for a
+    process that builds apps over and over, such as a test run. No collection first: it
+    would cost start-up some 50 ms to reclaim a few hundred objects.
     """
     gc.freeze()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
 
 
 def run_server(config: MAILConfig) -> None:
