@@ -7,7 +7,9 @@
 The hot path never awaits the store. :class:`StoreRecorder` is told what changed (an
 event appended, a task created or ended, an agent's turn ended) and only notes it; one
 background task it owns turns the notes into one :class:`WriteBatch` every
-``interval`` seconds, or as soon as ``max_pending`` rows wait, and hands it to the sink.
+``interval`` seconds, or as soon as a task's turn ends or ``max_pending`` rows wait, and
+hands it to the sink; after a write it waits ``min_gap`` seconds, so that under load one
+write carries the rows of many tasks.
 Rows are snapshotted at flush time, so a history written many times between flushes is
 stored once. A failed write is logged at ERROR, kept in :attr:`StoreRecorder.error` (the
 server's ``/health`` reports it) and retried on the next flush: events are stored
@@ -165,9 +167,11 @@ class StoreRecorder:
         interval: float = 0.05,
         max_pending: int = 512,
         retry_after: float = 1.0,
+        min_gap: float = 0.01,
     ) -> None:
         self.sink = sink
         self.interval = interval
+        self.min_gap = min_gap
         self.max_pending = max_pending
         self.retry_after = retry_after
         #: the last write's failure, ``None`` once a write succeeds again
@@ -235,6 +239,9 @@ class StoreRecorder:
             self._wake.clear()
             if not await self.flush():
                 await asyncio.sleep(self.retry_after)
+            elif self.min_gap > 0:
+                # what ends meanwhile (however urgent) goes into the next batch
+                await asyncio.sleep(self.min_gap)
 
     def _collect(self) -> WriteBatch:
         rt = self._runtime
