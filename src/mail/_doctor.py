@@ -13,6 +13,7 @@ store is reachable, and the registry's peers answer.
 from __future__ import annotations
 
 import asyncio
+import os
 import stat
 import urllib.error
 import urllib.request
@@ -50,6 +51,7 @@ PROVIDER_KEYS: Mapping[str, str] = {
     "azure": "AZURE_API_KEY",
 }
 _PROXY_VAR = "LITELLM_PROXY_API_BASE"
+_SQLITE_FIX = "make the directory of [database] sqlite_path (MAIL_DATA_DIR) writable"
 _SYMBOLS: Mapping[Status, str] = {"ok": "✓", "warn": "!", "fail": "✗"}
 
 
@@ -93,7 +95,7 @@ def run_checks(config_path: str | None, env: Mapping[str, str]) -> list[Check]:
     checks.append(check_swarm(config))
     checks.extend(check_llm_keys(config, env))
     checks.append(check_auth(config.auth))
-    checks.append(asyncio.run(check_store(config.database)))
+    checks.append(unmade_store(config.database) or asyncio.run(check_store(config.database)))
     checks.extend(check_registry(config, env))
     return checks
 
@@ -303,7 +305,7 @@ async def check_store(database: DatabaseConfig) -> Check:
     fix = (
         "start PostgreSQL or correct DATABASE_URL ([database] url); unset it for SQLite"
         if backend == "postgres"
-        else "make the directory of [database] sqlite_path (MAIL_DATA_DIR) writable"
+        else _SQLITE_FIX
     )
     try:
         store = await asyncio.wait_for(open_store(database), _STORE_TIMEOUT)
@@ -321,6 +323,22 @@ async def check_store(database: DatabaseConfig) -> Check:
     if health != "ok":
         return Check("store", "fail", f"{backend} store at {where}: {health}", fix)
     return Check("store", "ok", f"{backend} store at {where}, schema version {version}")
+
+
+def unmade_store(database: DatabaseConfig) -> Check | None:
+    """For a SQLite file the server has not made yet, where it would go (``None``
+    otherwise): opening the store to check it would create it."""
+    if database.backend != "sqlite" or Path(database.sqlite_path).exists():
+        return None
+    path = Path(database.sqlite_path)
+    existing = path.parent
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        return Check(
+            "store", "fail", f"sqlite store at {path}: {existing} is not writable", _SQLITE_FIX
+        )
+    return Check("store", "ok", f"sqlite store at {path}: not created yet (the server makes it)")
 
 
 def check_registry(config: MAILConfig, env: Mapping[str, str]) -> list[Check]:

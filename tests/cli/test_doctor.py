@@ -50,7 +50,20 @@ def test_good_configuration_passes(tmp_path: Path, capsys: pytest.CaptureFixture
     assert f"✓ config file: using {config}" in out
     assert "✓ swarm: 'offline' loads" in out
     assert "✓ store: sqlite store at" in out
+    assert "not created yet" in out
     assert "✗" not in out
+    assert not (tmp_path / "data").exists()  # checking creates nothing
+
+
+def test_existing_sqlite_store_is_opened(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = _toml(tmp_path, "offline", SWARMS)
+    assert main(["db-init", "-c", str(config)]) == 0
+    capsys.readouterr()
+    assert main(["doctor", "-c", str(config)]) == 0
+    assert "✓ store: sqlite store at" in (out := capsys.readouterr().out)
+    assert "schema version" in out
 
 
 def test_good_configuration_in_memory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
