@@ -90,3 +90,10 @@ def test_settle_gc_freezes_start_up_and_raises_the_young_threshold() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert result.stdout.split() == ["0", "True", "10000"]
+
+
+def test_the_app_module_is_importable_by_its_dotted_name() -> None:
+    import mail.server
+    import mail.server._app as app_module
+
+    assert app_module.create_app is mail.server.create_app

@@ -18,13 +18,14 @@ if TYPE_CHECKING:
 
 __all__ = ["app", "create_app", "run_server", "settle_gc"]
 
-_app: Any = None
+# not ``_app``: that name is the submodule mail.server._app
+_built_app: Any = None
 
 
 def __getattr__(name: str) -> Any:
-    global _app  # noqa: PLW0603  # the module-level app is built once, on first access
+    global _built_app  # noqa: PLW0603  # the module-level app is built once, on first access
     if name == "app":
-        if _app is None:
-            _app = create_app()
-        return _app
+        if _built_app is None:
+            _built_app = create_app()
+        return _built_app
     raise AttributeError(f"module 'mail.server' has no attribute {name!r}")
