@@ -53,6 +53,7 @@ from mail import MAILAgentTemplate, MAILSwarmTemplate
 from mail.config import load_config
 from mail.server import create_app, settle_gc
 from mail.testing import Incoming, ScriptedAgent, StaticAuth, tc
+from mail.testing.server import ServerProcess, start
 
 ROOT = Path(__file__).resolve().parent.parent
 API_KEY = "bench-user-key"
@@ -123,52 +124,19 @@ def build_server(data_dir: Path) -> uvicorn.Server:
     )
 
 
-async def _start(server: uvicorn.Server) -> tuple[asyncio.Task[None], str]:
-    """Serve on 127.0.0.1, a free port (uvicorn binds it, so TCP_NODELAY is set on
-    connections); return the serving task and the base URL."""
-    task = asyncio.create_task(server.serve())
-    deadline = time.monotonic() + WAIT
-    while not server.started:
-        if task.done() or time.monotonic() > deadline:
-            raise RuntimeError("the server did not start")
-        await asyncio.sleep(0.005)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    return task, f"http://127.0.0.1:{port}"
-
-
 async def _serve_child(data_dir: Path) -> None:
     """``--serve``: run the server until SIGTERM, announcing its port on stdout."""
     server = build_server(data_dir)
-    task, url = await _start(server)
+    task, url = await start(server, WAIT)
     print(url, flush=True)
     await task
 
 
-class ServerProcess:
-    """The benchmark server in a child process (``--serve``)."""
-
-    def __init__(self, loop: str) -> None:
-        self._data_dir = tempfile.TemporaryDirectory(prefix="mail-bench-")
-        self.proc = subprocess.Popen(  # noqa: S603  # this script, fixed arguments
-            [sys.executable, __file__, "--serve", self._data_dir.name, "--loop", loop],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline().strip()
-        if not line.startswith("http://"):
-            self.close()
-            raise RuntimeError(f"the server process did not start (said {line!r})")
-        self.url = line
-
-    def close(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=WAIT)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self._data_dir.cleanup()
+def server_process(loop: str) -> tuple[ServerProcess, tempfile.TemporaryDirectory[str]]:
+    """The benchmark server in a child process (``--serve``), with its data directory."""
+    data_dir = tempfile.TemporaryDirectory(prefix="mail-bench-")
+    argv = [sys.executable, __file__, "--serve", data_dir.name, "--loop", loop]
+    return ServerProcess(argv, timeout=WAIT), data_dir
 
 
 # --- clients -----------------------------------------------------------------------------------
@@ -349,7 +317,7 @@ async def throughput(url: str, args: argparse.Namespace) -> None:
 async def in_process(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="mail-bench-") as data_dir:
         server = build_server(Path(data_dir))
-        task, url = await _start(server)
+        task, url = await start(server, WAIT)
         try:
             await throughput(url, args)
         finally:
@@ -464,11 +432,12 @@ def main() -> None:
     if args.in_process:
         _run(lambda: in_process(args), args.loop)
     else:
-        server = ServerProcess(args.loop)
+        server, data_dir = server_process(args.loop)
         try:
             _run(lambda: throughput(server.url, args), args.loop)
         finally:
             server.close()
+            data_dir.cleanup()
     if not args.skip_startup:
         launch_to_healthy(args.launches)
         help_time(args.help_runs)

@@ -31,7 +31,6 @@ if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().p
 import argparse
 import asyncio
 import statistics
-import subprocess
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -42,8 +41,9 @@ import uvicorn
 
 from mail import MAILAgentTemplate, MAILSwarmTemplate
 from mail.config import load_config
-from mail.server import create_app
+from mail.server import create_app, settle_gc
 from mail.testing import Incoming, ScriptedAgent, StaticAuth, tc
+from mail.testing.server import ServerProcess, start
 
 ADMIN_KEY = "bench-admin"
 USER_KEY = "bench-user"
@@ -116,6 +116,7 @@ def build_server(name: str, data_dir: Path) -> uvicorn.Server:
         }
     )
     app = create_app(config, template=template(name), authenticator=auth)
+    settle_gc()  # as `mail server` does once its app is built
     return uvicorn.Server(
         uvicorn.Config(
             app,
@@ -129,48 +130,18 @@ def build_server(name: str, data_dir: Path) -> uvicorn.Server:
     )
 
 
-async def _start(server: uvicorn.Server) -> tuple[asyncio.Task[None], str]:
-    task = asyncio.create_task(server.serve())
-    deadline = time.monotonic() + WAIT
-    while not server.started:
-        if task.done() or time.monotonic() > deadline:
-            raise RuntimeError("the server did not start")
-        await asyncio.sleep(0.005)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    return task, f"http://127.0.0.1:{port}"
-
-
 async def _serve_child(name: str, data_dir: Path) -> None:
     """``--serve NAME DIR``: run one server until SIGTERM, announcing its URL on stdout."""
     server = build_server(name, data_dir)
-    task, url = await _start(server)
+    task, url = await start(server, WAIT)
     print(url, flush=True)
     await task
 
 
-class ServerProcess:
-    """One benchmark server in a child process."""
-
-    def __init__(self, name: str, data_dir: Path, loop: str) -> None:
-        self.proc = subprocess.Popen(  # noqa: S603  # this script, fixed arguments
-            [sys.executable, __file__, "--serve", name, str(data_dir), "--loop", loop],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline().strip()
-        if not line.startswith("http://"):
-            self.close()
-            raise RuntimeError(f"server {name} did not start (said {line!r})")
-        self.url = line
-
-    def close(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=WAIT)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+def server_process(name: str, data_dir: Path, loop: str) -> ServerProcess:
+    """One benchmark server in a child process (``--serve NAME DIR``)."""
+    argv = [sys.executable, __file__, "--serve", name, str(data_dir), "--loop", loop]
+    return ServerProcess(argv, timeout=WAIT)
 
 
 # --- the client --------------------------------------------------------------------------------
@@ -260,7 +231,7 @@ async def measure(urls: dict[str, str], args: argparse.Namespace) -> None:
 async def in_process(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="mail-bench-isw-") as data_dir:
         servers = {name: build_server(name, Path(data_dir) / name) for name in PEERS}
-        started = {name: await _start(server) for name, server in servers.items()}
+        started = {name: await start(server, WAIT) for name, server in servers.items()}
         try:
             await measure({name: url for name, (_, url) in started.items()}, args)
         finally:
@@ -271,7 +242,7 @@ async def in_process(args: argparse.Namespace) -> None:
 
 async def in_processes(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="mail-bench-isw-") as data_dir:
-        children = [ServerProcess(name, Path(data_dir) / name, args.loop) for name in PEERS]
+        children = [server_process(name, Path(data_dir) / name, args.loop) for name in PEERS]
         try:
             await measure({name: c.url for name, c in zip(PEERS, children, strict=True)}, args)
         finally:
