@@ -11,9 +11,10 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from mail.core._persist import StoredEvent, StoredTask, TaskSnapshot, TaskWriteError, WriteBatch
+from mail.errors import StorageError
 
 if TYPE_CHECKING:
-    from mail.db import CallerKey, TaskStore
+    from mail.db import CallerKey, TaskChanges, TaskStore
 
 __all__ = ["StoreSink"]
 
@@ -26,59 +27,19 @@ class StoreSink:
         self.key = key
 
     async def write(self, batch: WriteBatch) -> None:
-        """Apply ``batch``; raises :class:`TaskWriteError` naming the tasks whose rows were
-        not stored (``from`` the first failure)."""
-        from mail.db import BreakpointRow, EventRow, StashRow, TaskRow  # noqa: PLC0415
-
-        store, key = self.store, self.key
-        # fired together: the store applies them in call order and commits them in groups;
-        # ``owners[i]`` is the task the i-th write belongs to
-        owners = [t.task_id for t in batch.tasks]
-        calls = [store.save_task(key, TaskRow(**_fields(t))) for t in batch.tasks]
-        for task_id, events in batch.events.items():
-            owners.append(task_id)
-            calls.append(
-                store.append_events(
-                    key,
-                    [
-                        EventRow(
-                            task_id=task_id,
-                            seq=e.seq,
-                            event=e.event,
-                            data=e.data,
-                            data_json=e.data_json,
-                        )
-                        for e in events
-                    ],
-                )
-            )
-        for t, a, h, f in batch.histories:
-            owners.append(t)
-            calls.append(store.save_history(key, t, a, h, f))
-        for t, m in batch.responses:
-            owners.append(t)
-            calls.append(store.save_response(key, t, m))
-        for task_id, rows in batch.breakpoints.items():
-            owners.append(task_id)
-            calls.append(
-                store.save_breakpoints(
-                    key,
-                    task_id,
-                    [
-                        BreakpointRow(call_id=c, agent=a, call=call, normalized=n)
-                        for c, a, call, n in rows
-                    ],
-                )
-            )
-        for task_id, stash in batch.stashes.items():
-            owners.append(task_id)
-            calls.append(
-                store.save_stash(
-                    key, task_id, [StashRow(priority=p, seq=s, message=m) for p, s, m in stash]
-                )
-            )
-        results = await asyncio.gather(*calls, return_exceptions=True)
-        _raise_failures(owners, results)
+        """Apply ``batch`` with one :meth:`~mail.db.TaskStore.save_changes` call; raises
+        :class:`TaskWriteError` naming the tasks whose rows were not stored (``from`` the
+        first failure)."""
+        changes = _changes(batch)
+        try:
+            failures = await self.store.save_changes(self.key, list(changes.values()))
+        except StorageError as e:  # nothing was tried (a closed store): every task failed
+            reason = str(e) or type(e).__name__
+            raise TaskWriteError(reason, dict.fromkeys(changes, reason)) from e
+        if failures:
+            first = next(iter(failures.values()))
+            texts = {task_id: str(e) or type(e).__name__ for task_id, e in failures.items()}
+            raise TaskWriteError(str(first) or type(first).__name__, texts) from first
 
     async def load(self) -> list[StoredTask]:
         store, key = self.store, self.key
@@ -130,14 +91,33 @@ def _fields(t: TaskSnapshot) -> dict[str, Any]:
     }
 
 
-def _raise_failures(owners: list[str], results: list[Any]) -> None:
-    failures: dict[str, str] = {}
-    first: BaseException | None = None
-    for task_id, result in zip(owners, results, strict=True):
-        if isinstance(result, BaseException):
-            if not isinstance(result, Exception):
-                raise result  # cancellation and the like: not a storage failure
-            first = first or result
-            failures.setdefault(task_id, str(result) or type(result).__name__)
-    if first is not None:
-        raise TaskWriteError(str(first) or type(first).__name__, failures) from first
+def _changes(batch: WriteBatch) -> dict[str, TaskChanges]:
+    """The batch's rows grouped by task, in the order of :class:`TaskChanges`."""
+    from mail.db import BreakpointRow, EventRow, StashRow, TaskChanges, TaskRow  # noqa: PLC0415
+
+    changes: dict[str, TaskChanges] = {}
+
+    def of(task_id: str) -> TaskChanges:
+        found = changes.get(task_id)
+        if found is None:
+            found = changes[task_id] = TaskChanges(task_id=task_id)
+        return found
+
+    for t in batch.tasks:
+        of(t.task_id).task = TaskRow(**_fields(t))
+    for task_id, events in batch.events.items():
+        of(task_id).events = [
+            EventRow(task_id=task_id, seq=e.seq, event=e.event, data=e.data, data_json=e.data_json)
+            for e in events
+        ]
+    for task_id, agent, history, tool_format in batch.histories:
+        of(task_id).histories.append((agent, history, tool_format))
+    for task_id, message in batch.responses:
+        of(task_id).response = message
+    for task_id, calls in batch.breakpoints.items():
+        of(task_id).breakpoints = [
+            BreakpointRow(call_id=c, agent=a, call=call, normalized=n) for c, a, call, n in calls
+        ]
+    for task_id, stash in batch.stashes.items():
+        of(task_id).stash = [StashRow(priority=p, seq=s, message=m) for p, s, m in stash]
+    return changes

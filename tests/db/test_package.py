@@ -35,6 +35,7 @@ def test_public_names() -> None:
         "EventRow",
         "BreakpointRow",
         "StashRow",
+        "TaskChanges",
         "FINISHED_STATES",
         "MemoryStore",
         "SQLiteStore",

@@ -28,6 +28,7 @@ from mail.db.store import (
     CallerKey,
     EventRow,
     StashRow,
+    TaskChanges,
     TaskRow,
     TaskStore,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "EventRow",
     "BreakpointRow",
     "StashRow",
+    "TaskChanges",
     "FINISHED_STATES",
     "MemoryStore",
     "SQLiteStore",

@@ -13,7 +13,7 @@ from mail.errors import ConfigurationError, StorageError
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from mail.db.store import BreakpointRow, CallerKey, EventRow, StashRow, TaskRow
+    from mail.db.store import BreakpointRow, CallerKey, EventRow, StashRow, TaskChanges, TaskRow
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
 
@@ -125,6 +125,19 @@ def stash_params(
     """The task's key columns (for the delete) and its stash rows (for the insert)."""
     k = (*key_params(key), task_id)
     return k, [(*k, i, int(r.priority), int(r.seq), dumps(r.message)) for i, r in enumerate(rows)]
+
+
+def check_changes(changes: TaskChanges) -> None:
+    """Raise ``ValueError`` when the record or an event of ``changes`` is another task's
+    (the stores apply each task's changes on their own)."""
+    task_id = changes.task_id
+    if changes.task is not None and changes.task.task_id != task_id:
+        raise ValueError(
+            f"the record of task {changes.task.task_id!r} in the changes of {task_id!r}"
+        )
+    for row in changes.events:
+        if row.task_id != task_id:
+            raise ValueError(f"an event of task {row.task_id!r} in the changes of {task_id!r}")
 
 
 def task_from_row(row: Sequence[Any], when: Callable[[Any], datetime]) -> TaskRow:

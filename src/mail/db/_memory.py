@@ -3,18 +3,27 @@
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from mail.db._common import dumps, event_json, loads, prune_cutoff, reported, utc
+from mail.db._common import (
+    check_changes,
+    dumps,
+    event_json,
+    loads,
+    prune_cutoff,
+    reported,
+    utc,
+)
 from mail.db.store import (
     FINISHED_STATES,
     BreakpointRow,
     CallerKey,
     EventRow,
     StashRow,
+    TaskChanges,
     TaskRow,
 )
 from mail.errors import StorageError
@@ -48,6 +57,41 @@ def _copy_task(row: TaskRow) -> TaskRow:
         start_time=row.start_time,
         updated_at=row.updated_at,
     )
+
+
+def _stored_task(task: TaskRow) -> TaskRow:
+    """A copy of ``task`` with UTC datetimes, checked to be JSON like the SQL stores'."""
+    row = _copy_task(task)
+    row.start_time, row.updated_at = utc(task.start_time), utc(task.updated_at)
+    dumps([row.task_contributors, row.remote_swarms, row.title])
+    return row
+
+
+_Event = tuple[str, int, str, str]
+
+
+def _encode_events(rows: Sequence[EventRow]) -> list[_Event]:
+    return [(r.task_id, int(r.seq), r.event, event_json(r)) for r in rows]
+
+
+def _encode_breakpoints(rows: Sequence[BreakpointRow]) -> list[tuple[str, str, str, str]]:
+    return [(r.call_id, r.agent, dumps(r.call), dumps(r.normalized)) for r in rows]
+
+
+def _encode_stash(rows: Sequence[StashRow]) -> list[tuple[int, int, str]]:
+    return [(int(r.priority), int(r.seq), dumps(r.message)) for r in rows]
+
+
+def _put_events(task: _Task, events: Sequence[_Event]) -> None:
+    """Store ``task``'s events, ignoring sequence numbers it has."""
+    for _, seq, event, data in events:
+        if seq in task.events:
+            continue
+        task.events[seq] = (event, data)
+        if not task.event_seqs or seq > task.event_seqs[-1]:
+            task.event_seqs.append(seq)
+        else:
+            bisect.insort(task.event_seqs, seq)
 
 
 class MemoryStore:
@@ -95,29 +139,49 @@ class MemoryStore:
 
     # -- writes ---------------------------------------------------------------------------
 
+    def _apply(self, op: str, key: CallerKey, changes: TaskChanges) -> None:
+        self._check(op)
+        with reported("memory store", op):
+            apply = self._stage(key, changes)
+        apply()
+
+    def _stage(self, key: CallerKey, c: TaskChanges) -> Callable[[], None]:
+        """Encode all of ``c`` (raising before anything is stored), then return what stores it."""
+        check_changes(c)
+        row = None if c.task is None else _stored_task(c.task)
+        events = _encode_events(c.events)
+        histories = [(agent, fmt, dumps(history)) for agent, history, fmt in c.histories]
+        response = None if c.response is None else dumps(c.response)
+        breakpoints = None if c.breakpoints is None else _encode_breakpoints(c.breakpoints)
+        stash = None if c.stash is None else _encode_stash(c.stash)
+
+        def apply() -> None:
+            task = self._task(key, c.task_id)
+            if row is not None:
+                task.row = row
+            _put_events(task, events)
+            for agent, fmt, text in histories:
+                task.histories[agent] = (fmt, text)
+            if response is not None:
+                task.response = response
+            if breakpoints is not None:
+                task.breakpoints = breakpoints
+            if stash is not None:
+                task.stash = stash
+
+        return apply
+
     async def save_task(self, key: CallerKey, task: TaskRow) -> None:
         """Insert or replace a task record."""
-        self._check("save_task")
-        with reported("memory store", "save_task"):
-            row = _copy_task(task)
-            row.start_time, row.updated_at = utc(task.start_time), utc(task.updated_at)
-            dumps([row.task_contributors, row.remote_swarms, row.title])
-        self._task(key, task.task_id).row = row
+        self._apply("save_task", key, TaskChanges(task_id=task.task_id, task=task))
 
     async def append_events(self, key: CallerKey, rows: Sequence[EventRow]) -> None:
         """Store events, ignoring sequence numbers already stored."""
         self._check("append_events")
         with reported("memory store", "append_events"):
-            encoded = [(r.task_id, int(r.seq), r.event, event_json(r)) for r in rows]
+            encoded = _encode_events(rows)
         for task_id, seq, event, data in encoded:
-            task = self._task(key, task_id)
-            if seq in task.events:
-                continue
-            task.events[seq] = (event, data)
-            if not task.event_seqs or seq > task.event_seqs[-1]:
-                task.event_seqs.append(seq)
-            else:
-                bisect.insort(task.event_seqs, seq)
+            _put_events(self._task(key, task_id), [(task_id, seq, event, data)])
 
     async def save_history(
         self,
@@ -128,33 +192,47 @@ class MemoryStore:
         tool_format: str,
     ) -> None:
         """Replace an agent's current history in a task."""
-        self._check("save_history")
-        with reported("memory store", "save_history"):
-            encoded = dumps(history)
-        self._task(key, task_id).histories[agent] = (tool_format, encoded)
+        changes = TaskChanges(task_id=task_id, histories=[(agent, history, tool_format)])
+        self._apply("save_history", key, changes)
 
     async def save_response(self, key: CallerKey, task_id: str, message: dict[str, Any]) -> None:
         """Insert or replace a task's final response."""
-        self._check("save_response")
-        with reported("memory store", "save_response"):
-            encoded = dumps(message)
-        self._task(key, task_id).response = encoded
+        self._apply("save_response", key, TaskChanges(task_id=task_id, response=message))
 
     async def save_breakpoints(
         self, key: CallerKey, task_id: str, rows: Sequence[BreakpointRow]
     ) -> None:
         """Replace a task's pending breakpoint calls."""
-        self._check("save_breakpoints")
-        with reported("memory store", "save_breakpoints"):
-            encoded = [(r.call_id, r.agent, dumps(r.call), dumps(r.normalized)) for r in rows]
-        self._task(key, task_id).breakpoints = encoded
+        changes = TaskChanges(task_id=task_id, breakpoints=list(rows))
+        self._apply("save_breakpoints", key, changes)
 
     async def save_stash(self, key: CallerKey, task_id: str, rows: Sequence[StashRow]) -> None:
         """Replace a task's stashed messages."""
-        self._check("save_stash")
-        with reported("memory store", "save_stash"):
-            encoded = [(int(r.priority), int(r.seq), dumps(r.message)) for r in rows]
-        self._task(key, task_id).stash = encoded
+        self._apply("save_stash", key, TaskChanges(task_id=task_id, stash=list(rows)))
+
+    async def save_changes(
+        self, key: CallerKey, changes: Sequence[TaskChanges]
+    ) -> dict[str, StorageError]:
+        """Store many tasks' changes, each task's all or nothing; returns the failed tasks'
+        errors (see :meth:`mail.db.store.TaskStore.save_changes`)."""
+        self._check("save_changes")
+        failures: dict[str, StorageError] = {}
+        staged: dict[str, list[Callable[[], None]]] = {}
+        for c in changes:
+            if c.task_id in failures:
+                continue
+            try:
+                with reported("memory store", "save_changes"):
+                    apply = self._stage(key, c)
+            except StorageError as e:
+                failures[c.task_id] = e
+                staged.pop(c.task_id, None)
+                continue
+            staged.setdefault(c.task_id, []).append(apply)
+        for applies in staged.values():
+            for apply in applies:
+                apply()
+        return failures
 
     # -- reads ----------------------------------------------------------------------------
 

@@ -16,19 +16,24 @@ from urllib.parse import urlsplit
 from mail.db import migrations
 from mail.db._batch import GroupCommitter, Statement
 from mail.db._common import (
-    breakpoint_params,
-    dumps,
-    event_params,
     key_params,
     loads,
     prune_cutoff,
     reported,
-    stash_params,
     task_from_row,
-    task_params,
     utc,
 )
-from mail.db.store import BreakpointRow, CallerKey, EventRow, StashRow, TaskRow
+from mail.db._statements import (
+    Dialect,
+    breakpoints_write,
+    events_write,
+    histories_write,
+    response_write,
+    save_changes,
+    stash_write,
+    task_write,
+)
+from mail.db.store import BreakpointRow, CallerKey, EventRow, StashRow, TaskChanges, TaskRow
 from mail.errors import ConfigurationError, StorageError
 
 __all__ = ["PostgresStore"]
@@ -64,6 +69,18 @@ _DELETE_STASH = """DELETE FROM task_stash
     WHERE swarm_name = $1 AND caller_role = $2 AND caller_id = $3 AND task_id = $4"""
 _INSERT_STASH = """INSERT INTO task_stash (swarm_name, caller_role, caller_id, task_id,
     position, priority, seq, message) VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb)"""
+_DIALECT = Dialect(
+    save_task=_SAVE_TASK,
+    append_event=_APPEND_EVENT,
+    save_history=_SAVE_HISTORY,
+    save_response=_SAVE_RESPONSE,
+    delete_breakpoints=_DELETE_BREAKPOINTS,
+    insert_breakpoint=_INSERT_BREAKPOINT,
+    delete_stash=_DELETE_STASH,
+    insert_stash=_INSERT_STASH,
+    when=utc,
+    stamp_histories=False,
+)
 _LOAD_TASKS = """SELECT task_id, task_owner, task_contributors::text, remote_swarms::text,
     state, title, start_time, updated_at FROM tasks
     WHERE swarm_name = $1 AND caller_role = $2 AND caller_id = $3
@@ -273,16 +290,16 @@ class PostgresStore:
     async def save_task(self, key: CallerKey, task: TaskRow) -> None:
         """Insert or replace a task record (``is_running``/``completed`` follow ``state``)."""
         with reported(self.name, "save_task"):
-            row = task_params(key, task, utc)
-        await self._write("save_task", [(_SAVE_TASK, [row])])
+            write = task_write(_DIALECT, key, task)
+        await self._write("save_task", write)
 
     async def append_events(self, key: CallerKey, rows: Sequence[EventRow]) -> None:
         """Store events, ignoring sequence numbers already stored."""
         if not rows:
             return
         with reported(self.name, "append_events"):
-            params = event_params(key, rows)
-        await self._write("append_events", [(_APPEND_EVENT, params)])
+            write = events_write(_DIALECT, key, rows)
+        await self._write("append_events", write)
 
     async def save_history(
         self,
@@ -294,30 +311,35 @@ class PostgresStore:
     ) -> None:
         """Replace an agent's current history in a task."""
         with reported(self.name, "save_history"):
-            row = (*key_params(key), task_id, agent, tool_format, dumps(history))
-        await self._write("save_history", [(_SAVE_HISTORY, [row])])
+            write = histories_write(_DIALECT, key, task_id, [(agent, history, tool_format)])
+        await self._write("save_history", write)
 
     async def save_response(self, key: CallerKey, task_id: str, message: dict[str, Any]) -> None:
         """Insert or replace a task's final response."""
         with reported(self.name, "save_response"):
-            row = (*key_params(key), task_id, dumps(message))
-        await self._write("save_response", [(_SAVE_RESPONSE, [row])])
+            write = response_write(_DIALECT, key, task_id, message)
+        await self._write("save_response", write)
 
     async def save_breakpoints(
         self, key: CallerKey, task_id: str, rows: Sequence[BreakpointRow]
     ) -> None:
         """Replace a task's pending breakpoint calls."""
         with reported(self.name, "save_breakpoints"):
-            k, params = breakpoint_params(key, task_id, rows)
-        await self._write(
-            "save_breakpoints", [(_DELETE_BREAKPOINTS, [k]), (_INSERT_BREAKPOINT, params)]
-        )
+            write = breakpoints_write(_DIALECT, key, task_id, rows)
+        await self._write("save_breakpoints", write)
 
     async def save_stash(self, key: CallerKey, task_id: str, rows: Sequence[StashRow]) -> None:
         """Replace a task's stashed messages."""
         with reported(self.name, "save_stash"):
-            k, params = stash_params(key, task_id, rows)
-        await self._write("save_stash", [(_DELETE_STASH, [k]), (_INSERT_STASH, params)])
+            write = stash_write(_DIALECT, key, task_id, rows)
+        await self._write("save_stash", write)
+
+    async def save_changes(
+        self, key: CallerKey, changes: Sequence[TaskChanges]
+    ) -> dict[str, StorageError]:
+        """Store many tasks' changes, one write per task, committed together; returns the
+        failed tasks' errors (see :meth:`mail.db.store.TaskStore.save_changes`)."""
+        return await save_changes(self._writer_for("save_changes"), _DIALECT, key, changes)
 
     # -- reads ----------------------------------------------------------------------------
 

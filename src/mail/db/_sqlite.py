@@ -13,21 +13,25 @@ from typing import Any, TypeVar
 from mail.db import migrations
 from mail.db._batch import GroupCommitter, Statement
 from mail.db._common import (
-    breakpoint_params,
-    dumps,
-    event_params,
     from_iso,
     iso,
-    iso_now,
     key_params,
     loads,
     prune_cutoff,
     reported,
-    stash_params,
     task_from_row,
-    task_params,
 )
-from mail.db.store import BreakpointRow, CallerKey, EventRow, StashRow, TaskRow
+from mail.db._statements import (
+    Dialect,
+    breakpoints_write,
+    events_write,
+    histories_write,
+    response_write,
+    save_changes,
+    stash_write,
+    task_write,
+)
+from mail.db.store import BreakpointRow, CallerKey, EventRow, StashRow, TaskChanges, TaskRow
 from mail.errors import StorageError
 
 __all__ = ["SQLiteStore"]
@@ -62,6 +66,18 @@ _DELETE_STASH = """DELETE FROM task_stash
     WHERE swarm_name = ? AND caller_role = ? AND caller_id = ? AND task_id = ?"""
 _INSERT_STASH = """INSERT INTO task_stash (swarm_name, caller_role, caller_id, task_id,
     position, priority, seq, message) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"""
+_DIALECT = Dialect(
+    save_task=_SAVE_TASK,
+    append_event=_APPEND_EVENT,
+    save_history=_SAVE_HISTORY,
+    save_response=_SAVE_RESPONSE,
+    delete_breakpoints=_DELETE_BREAKPOINTS,
+    insert_breakpoint=_INSERT_BREAKPOINT,
+    delete_stash=_DELETE_STASH,
+    insert_stash=_INSERT_STASH,
+    when=iso,
+    stamp_histories=True,
+)
 _LOAD_TASKS = """SELECT task_id, task_owner, task_contributors, remote_swarms, state, title,
     start_time, updated_at FROM tasks
     WHERE swarm_name = ? AND caller_role = ? AND caller_id = ? ORDER BY start_time, rowid"""
@@ -250,16 +266,16 @@ class SQLiteStore:
     async def save_task(self, key: CallerKey, task: TaskRow) -> None:
         """Insert or replace a task record."""
         with reported(self.name, "save_task"):
-            row = task_params(key, task, iso)
-        await self._write("save_task", [(_SAVE_TASK, [row])])
+            write = task_write(_DIALECT, key, task)
+        await self._write("save_task", write)
 
     async def append_events(self, key: CallerKey, rows: Sequence[EventRow]) -> None:
         """Store events, ignoring sequence numbers already stored."""
         if not rows:
             return
         with reported(self.name, "append_events"):
-            params = event_params(key, rows)
-        await self._write("append_events", [(_APPEND_EVENT, params)])
+            write = events_write(_DIALECT, key, rows)
+        await self._write("append_events", write)
 
     async def save_history(
         self,
@@ -271,30 +287,35 @@ class SQLiteStore:
     ) -> None:
         """Replace an agent's current history in a task."""
         with reported(self.name, "save_history"):
-            row = (*key_params(key), task_id, agent, tool_format, dumps(history), iso_now())
-        await self._write("save_history", [(_SAVE_HISTORY, [row])])
+            write = histories_write(_DIALECT, key, task_id, [(agent, history, tool_format)])
+        await self._write("save_history", write)
 
     async def save_response(self, key: CallerKey, task_id: str, message: dict[str, Any]) -> None:
         """Insert or replace a task's final response."""
         with reported(self.name, "save_response"):
-            row = (*key_params(key), task_id, dumps(message))
-        await self._write("save_response", [(_SAVE_RESPONSE, [row])])
+            write = response_write(_DIALECT, key, task_id, message)
+        await self._write("save_response", write)
 
     async def save_breakpoints(
         self, key: CallerKey, task_id: str, rows: Sequence[BreakpointRow]
     ) -> None:
         """Replace a task's pending breakpoint calls."""
         with reported(self.name, "save_breakpoints"):
-            k, params = breakpoint_params(key, task_id, rows)
-        await self._write(
-            "save_breakpoints", [(_DELETE_BREAKPOINTS, [k]), (_INSERT_BREAKPOINT, params)]
-        )
+            write = breakpoints_write(_DIALECT, key, task_id, rows)
+        await self._write("save_breakpoints", write)
 
     async def save_stash(self, key: CallerKey, task_id: str, rows: Sequence[StashRow]) -> None:
         """Replace a task's stashed messages."""
         with reported(self.name, "save_stash"):
-            k, params = stash_params(key, task_id, rows)
-        await self._write("save_stash", [(_DELETE_STASH, [k]), (_INSERT_STASH, params)])
+            write = stash_write(_DIALECT, key, task_id, rows)
+        await self._write("save_stash", write)
+
+    async def save_changes(
+        self, key: CallerKey, changes: Sequence[TaskChanges]
+    ) -> dict[str, StorageError]:
+        """Store many tasks' changes, one write per task, committed together; returns the
+        failed tasks' errors (see :meth:`mail.db.store.TaskStore.save_changes`)."""
+        return await save_changes(self._writer_for("save_changes"), _DIALECT, key, changes)
 
     # -- reads ----------------------------------------------------------------------------
 

@@ -4,7 +4,8 @@ Everything is stored per caller and swarm (:class:`CallerKey`): task records
 (:class:`TaskRow`), every event of a task with its per-task sequence number
 (:class:`EventRow`), the current history of each agent in a task, the final response, the
 breakpoint calls a paused task waits on (:class:`BreakpointRow`) and the messages it has
-stashed (:class:`StashRow`).
+stashed (:class:`StashRow`). :meth:`TaskStore.save_changes` stores what changed in many
+tasks at once (one :class:`TaskChanges` per task), the recorder's way to write.
 
 Three implementations pass one test suite: :class:`mail.db.MemoryStore`,
 :class:`mail.db.SQLiteStore` and :class:`mail.db.PostgresStore`. Every method is async;
@@ -24,6 +25,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
+from mail.errors import StorageError
+
 __all__ = [
     "FINISHED_STATES",
     "CallerKey",
@@ -31,6 +34,8 @@ __all__ = [
     "EventRow",
     "BreakpointRow",
     "StashRow",
+    "HistoryTuple",
+    "TaskChanges",
     "TaskStore",
 ]
 
@@ -105,6 +110,32 @@ class StashRow:
     message: dict[str, Any]
 
 
+#: ``(agent, history, tool_format)``: the current history of one agent in a task.
+HistoryTuple = tuple[str, list[dict[str, Any]], str]
+
+
+@dataclass(slots=True, kw_only=True)
+class TaskChanges:
+    """What changed in one task, for :meth:`TaskStore.save_changes`.
+
+    Each part is stored as the per-row method of its kind would store it: ``task`` as
+    :meth:`~TaskStore.save_task` (``None``: unchanged), ``events`` as
+    :meth:`~TaskStore.append_events` (all of ``task_id``), each entry of ``histories`` as
+    :meth:`~TaskStore.save_history` (in order: a later entry for the same agent wins),
+    ``response`` as :meth:`~TaskStore.save_response` (``None``: unchanged), ``breakpoints``
+    and ``stash`` as :meth:`~TaskStore.save_breakpoints` and :meth:`~TaskStore.save_stash`
+    (``None``: unchanged, ``[]``: cleared).
+    """
+
+    task_id: str
+    task: TaskRow | None = None
+    events: list[EventRow] = field(default_factory=list)
+    histories: list[HistoryTuple] = field(default_factory=list)
+    response: dict[str, Any] | None = None
+    breakpoints: list[BreakpointRow] | None = None
+    stash: list[StashRow] | None = None
+
+
 class TaskStore(Protocol):
     """Where the runtime and the server keep tasks, events, histories and responses.
 
@@ -160,6 +191,21 @@ class TaskStore(Protocol):
 
     async def save_stash(self, key: CallerKey, task_id: str, rows: Sequence[StashRow]) -> None:
         """Replace the stashed messages of ``task_id`` (an empty list clears them)."""
+        ...
+
+    async def save_changes(
+        self, key: CallerKey, changes: Sequence[TaskChanges]
+    ) -> dict[str, StorageError]:
+        """Store the changes of many tasks at once, in the order given.
+
+        The changes of one task are stored together or not at all; one task's failure does
+        not keep the others from being stored. Returns, by task id, the error of each task
+        whose changes were not stored (empty when all were): a value JSON cannot hold, a
+        row the database refused. Raises :class:`mail.errors.StorageError` only when
+        nothing could be tried (the store is not open). A task id given twice is applied
+        in order, as one change. An event or task record of another task than its
+        ``task_id`` is that task's error.
+        """
         ...
 
     async def load_tasks(self, key: CallerKey) -> list[TaskRow]:

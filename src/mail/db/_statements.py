@@ -1,0 +1,144 @@
+"""The SQL stores' writes as statements: one builder per kind of row, shared by the per-row
+methods and :meth:`~mail.db.store.TaskStore.save_changes` of SQLite and PostgreSQL, which
+differ only in their SQL text and how they encode datetimes (:class:`Dialect`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from mail.db._common import (
+    breakpoint_params,
+    check_changes,
+    dumps,
+    event_params,
+    key_params,
+    reported,
+    stash_params,
+    task_params,
+)
+from mail.errors import StorageError
+
+if TYPE_CHECKING:
+    from mail.db._batch import GroupCommitter, Write
+    from mail.db.store import (
+        BreakpointRow,
+        CallerKey,
+        EventRow,
+        HistoryTuple,
+        StashRow,
+        TaskChanges,
+        TaskRow,
+    )
+
+__all__ = [
+    "Dialect",
+    "task_write",
+    "events_write",
+    "histories_write",
+    "response_write",
+    "breakpoints_write",
+    "stash_write",
+    "changes_write",
+    "save_changes",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Dialect:
+    """One backend's write statements and how it takes datetimes (``when``).
+
+    ``stamp_histories``: the history statement takes ``updated_at`` as its last parameter
+    (SQLite) instead of setting it itself (PostgreSQL's ``NOW()``).
+    """
+
+    save_task: str
+    append_event: str
+    save_history: str
+    save_response: str
+    delete_breakpoints: str
+    insert_breakpoint: str
+    delete_stash: str
+    insert_stash: str
+    when: Callable[[datetime], Any]
+    stamp_histories: bool
+
+
+def task_write(d: Dialect, key: CallerKey, task: TaskRow) -> Write:
+    return [(d.save_task, [task_params(key, task, d.when)])]
+
+
+def events_write(d: Dialect, key: CallerKey, rows: Sequence[EventRow]) -> Write:
+    return [(d.append_event, event_params(key, rows))] if rows else []
+
+
+def histories_write(
+    d: Dialect, key: CallerKey, task_id: str, histories: Sequence[HistoryTuple]
+) -> Write:
+    if not histories:
+        return []
+    k = (*key_params(key), task_id)
+    stamp = (d.when(datetime.now(UTC)),) if d.stamp_histories else ()
+    rows = [(*k, agent, fmt, dumps(history), *stamp) for agent, history, fmt in histories]
+    return [(d.save_history, rows)]
+
+
+def response_write(d: Dialect, key: CallerKey, task_id: str, message: dict[str, Any]) -> Write:
+    return [(d.save_response, [(*key_params(key), task_id, dumps(message))])]
+
+
+def breakpoints_write(
+    d: Dialect, key: CallerKey, task_id: str, rows: Sequence[BreakpointRow]
+) -> Write:
+    k, params = breakpoint_params(key, task_id, rows)
+    return [(d.delete_breakpoints, [k]), (d.insert_breakpoint, params)]
+
+
+def stash_write(d: Dialect, key: CallerKey, task_id: str, rows: Sequence[StashRow]) -> Write:
+    k, params = stash_params(key, task_id, rows)
+    return [(d.delete_stash, [k]), (d.insert_stash, params)]
+
+
+def changes_write(d: Dialect, key: CallerKey, c: TaskChanges) -> Write:
+    """Every statement of one task's changes, in the order of :class:`TaskChanges`."""
+    check_changes(c)
+    write: Write = []
+    if c.task is not None:
+        write += task_write(d, key, c.task)
+    write += events_write(d, key, c.events)
+    write += histories_write(d, key, c.task_id, c.histories)
+    if c.response is not None:
+        write += response_write(d, key, c.task_id, c.response)
+    if c.breakpoints is not None:
+        write += breakpoints_write(d, key, c.task_id, c.breakpoints)
+    if c.stash is not None:
+        write += stash_write(d, key, c.task_id, c.stash)
+    return write
+
+
+async def save_changes(
+    writer: GroupCommitter, d: Dialect, key: CallerKey, changes: Sequence[TaskChanges]
+) -> dict[str, StorageError]:
+    """:meth:`~mail.db.store.TaskStore.save_changes` of an SQL store: one write per task,
+    all handed to ``writer`` at once."""
+    failures: dict[str, StorageError] = {}
+    writes: dict[str, Write] = {}
+    for c in changes:
+        if c.task_id in failures:
+            continue  # a task's changes are stored together or not at all
+        try:
+            with reported(writer.name, "save_changes"):
+                write = changes_write(d, key, c)
+        except StorageError as e:
+            failures[c.task_id] = e
+            writes.pop(c.task_id, None)
+            continue
+        writes.setdefault(c.task_id, []).extend(write)
+    queued = [(task_id, write) for task_id, write in writes.items() if write]
+    results = await writer.submit_many("save_changes", [write for _, write in queued])
+    for (task_id, _), error in zip(queued, results, strict=True):
+        if error is not None:
+            failures[task_id] = error
+    return failures
