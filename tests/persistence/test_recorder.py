@@ -3,10 +3,11 @@ breakpoints saved and cleared, failures reported and retried; reload in-process.
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
-from tests.persistence.conftest import KEY, CutSink, MakeSwarm
+from tests.persistence.conftest import KEY, CutSink, MakeSwarm, eventually
 
 from mail._api_store import StoreSink
 from mail.core.events import EventName
@@ -141,3 +142,45 @@ async def test_reload_serves_resumes_and_interrupts(
     stored = await store.load_events(KEY, "t-run")
     assert [e.seq for e in stored] == [e.seq for e in run.log.all()]
     assert (await store.load_task(KEY, "t-run")).state == "completed"  # type: ignore[union-attr]
+
+
+class _GatedSink:
+    """Holds every write until ``gate`` opens, then records how many tasks each carried."""
+
+    def __init__(self, inner: StoreSink) -> None:
+        self.inner = inner
+        self.gate = asyncio.Event()
+        self.sizes: list[int] = []
+
+    async def write(self, batch):  # type: ignore[no-untyped-def]
+        await self.gate.wait()
+        self.sizes.append(len({t.task_id for t in batch.tasks} | set(batch.events)))
+        await self.inner.write(batch)
+
+    async def load(self):  # type: ignore[no-untyped-def]
+        return await self.inner.load()
+
+
+async def test_a_backlog_is_written_in_batches_of_bounded_size(
+    make_swarm: MakeSwarm, store: MemoryStore
+) -> None:
+    sink = _GatedSink(StoreSink(store, KEY))
+    swarm = make_swarm(sink)
+    rt = swarm.runtime
+    assert rt.recorder is not None
+    rt.recorder.max_batch_tasks = 2
+    rt.start()
+    for i in range(6):  # the first write is held: the others pile up behind it
+        await _send(swarm, f"q{i}", f"b{i}")
+    sink.gate.set()
+    for i in range(6):
+        await eventually(lambda i=i: _completed(store, f"b{i}"), what=f"task b{i} stored")
+    assert max(sink.sizes) == 2  # the backlog went out two tasks at a time
+    for i in range(6):
+        events = await store.load_events(KEY, f"b{i}")
+        assert [e.seq for e in events] == list(range(1, len(rt.get_events(f"b{i}")) + 1))
+
+
+async def _completed(store: MemoryStore, task_id: str) -> bool:
+    task = await store.load_task(KEY, task_id)
+    return task is not None and task.state == "completed"

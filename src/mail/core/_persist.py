@@ -9,7 +9,8 @@ event appended, a task created or ended, an agent's turn ended) and only notes i
 background task it owns turns the notes into one :class:`WriteBatch` every
 ``interval`` seconds, or as soon as a task's turn ends or ``max_pending`` rows wait, and
 hands it to the sink; after a write it waits ``min_gap`` seconds, so that under load one
-write carries the rows of many tasks.
+write carries the rows of many tasks. A batch holds at most ``max_batch_tasks`` tasks; a
+backlog is written batch after batch, with the event loop free in between.
 Rows are snapshotted at flush time, so a history written many times between flushes is
 stored once. A failed write is logged at ERROR, kept in :attr:`StoreRecorder.error` (the
 server's ``/health`` reports it) and retried on the next flush: events are stored
@@ -168,10 +169,12 @@ class StoreRecorder:
         max_pending: int = 512,
         retry_after: float = 1.0,
         min_gap: float = 0.01,
+        max_batch_tasks: int = 200,
     ) -> None:
         self.sink = sink
         self.interval = interval
         self.min_gap = min_gap
+        self.max_batch_tasks = max_batch_tasks
         self.max_pending = max_pending
         self.retry_after = retry_after
         #: the last write's failure, ``None`` once a write succeeds again
@@ -239,18 +242,40 @@ class StoreRecorder:
             self._wake.clear()
             if not await self.flush():
                 await asyncio.sleep(self.retry_after)
+            elif self._events or self._tasks or self._histories:
+                await asyncio.sleep(0)  # a backlog: the next batch now, after other work
             elif self.min_gap > 0:
                 # what ends meanwhile (however urgent) goes into the next batch
                 await asyncio.sleep(self.min_gap)
 
+    def _take(
+        self,
+    ) -> tuple[dict[str, list[MAILEvent]], dict[str, MAILTask], set[str], set[tuple[str, str]]]:
+        """The notes of at most ``max_batch_tasks`` tasks (the oldest), removed from the
+        pending ones: snapshotting and encoding a larger batch at once would stall the
+        event loop for as long."""
+        pending = dict.fromkeys(self._events)
+        pending.update(dict.fromkeys(self._tasks))
+        pending.update(dict.fromkeys(t for t, _ in self._histories))
+        if len(pending) <= self.max_batch_tasks:
+            taken = (self._events, self._tasks, self._finished, self._histories)
+            self._events, self._tasks, self._finished, self._histories = {}, {}, set(), set()
+            self._pending = 0
+            return taken
+        chosen = set(list(pending)[: self.max_batch_tasks])
+        events = {t: self._events.pop(t) for t in chosen if t in self._events}
+        tasks = {t: self._tasks.pop(t) for t in chosen if t in self._tasks}
+        finished = self._finished & chosen
+        self._finished -= finished
+        histories = {h for h in self._histories if h[0] in chosen}
+        self._histories -= histories
+        self._pending = max(self._pending - sum(map(len, events.values())) - len(tasks), 0)
+        return events, tasks, finished, histories
+
     def _collect(self) -> WriteBatch:
         rt = self._runtime
         batch, self._retry = self._retry or WriteBatch(), None
-        events, self._events = self._events, {}
-        tasks, self._tasks = self._tasks, {}
-        finished, self._finished = self._finished, set()
-        histories, self._histories = self._histories, set()
-        self._pending = 0
+        events, tasks, finished, histories = self._take()
         merged = {t.task_id: t for t in batch.tasks}
         for task in tasks.values():
             merged[task.task_id] = _snapshot(task)
