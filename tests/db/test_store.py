@@ -462,13 +462,25 @@ async def test_a_value_json_cannot_hold_is_a_storage_error(
             key(), [EventRow(task_id="t1", seq=1, event="e", data={"x": object()})]
         )
     assert isinstance(info.value.__cause__, TypeError)
-    with pytest.raises(StorageError, match="save_history"):
-        await store.save_history(key(), "t1", "a", [{"x": float("nan")}], "completions")
     # nothing was half-written and the store keeps working
     assert await store.load_events(key(), "t1") == []
     await store.append_events(key(), [event("t1", 1)])
     assert [e.seq for e in await store.load_events(key(), "t1")] == [1]
     assert await store.health() == "ok"
+
+
+async def test_nan_and_infinities_are_stored_as_null(store: TaskStore, key: KeyFactory) -> None:
+    # JSON has no such numbers; refusing them would fail the task's rows on every retry
+    history = [{"x": float("nan"), "y": float("inf"), "z": 1.5}]
+    await store.save_history(key(), "t1", "a", history, "completions")
+    assert await store.load_histories(key(), "t1") == {"a": [{"x": None, "y": None, "z": 1.5}]}
+
+
+async def test_big_integers_and_non_string_keys_are_stored(
+    store: TaskStore, key: KeyFactory
+) -> None:
+    await store.save_history(key(), "t1", "a", [{"n": 2**70, "k": {1: "one"}}], "completions")
+    assert await store.load_histories(key(), "t1") == {"a": [{"n": 2**70, "k": {"1": "one"}}]}
 
 
 async def test_pre_encoded_event_json_is_stored_verbatim(store: TaskStore, key: KeyFactory) -> None:

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -379,8 +378,8 @@ def _snapshot(task: MAILTask) -> TaskSnapshot:
 
 
 def _stored(event: MAILEvent) -> StoredEvent:
-    data = event.data()
-    return StoredEvent(seq=event.seq or 0, event=event.event, data=data, data_json=json.dumps(data))
+    # the store encodes ``data`` (mail.db encodes faster than json.dumps)
+    return StoredEvent(seq=event.seq or 0, event=event.event, data=event.data())
 
 
 async def restore(runtime: MAILRuntime, sink: TaskSink) -> int:

@@ -8,6 +8,8 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from mail.errors import ConfigurationError, StorageError
 
 if TYPE_CHECKING:
@@ -15,12 +17,21 @@ if TYPE_CHECKING:
 
     from mail.db.store import BreakpointRow, CallerKey, EventRow, StashRow, TaskChanges, TaskRow
 
-_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+_ENCODER = json.JSONEncoder(separators=(",", ":"))
 
 
 def dumps(value: Any) -> str:
-    """Compact JSON; raises ``TypeError``/``ValueError`` for what JSON cannot hold."""
-    return _ENCODER.encode(value)
+    """Compact JSON; raises ``TypeError`` for what JSON cannot hold.
+
+    orjson (about ten times faster than the standard encoder: every stored event, history
+    and message goes through here, on the event loop) writes NaN and the infinities as
+    ``null``, as JSON has no such numbers. What it refuses (an integer beyond 64 bits, a
+    key that is not a string) goes to the standard encoder, which takes it or says why.
+    """
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return _ENCODER.encode(value)
 
 
 loads = json.loads
