@@ -14,7 +14,7 @@ from mail.core._persist import StoredEvent, StoredTask, TaskSnapshot, TaskWriteE
 from mail.errors import StorageError
 
 if TYPE_CHECKING:
-    from mail.db import CallerKey, TaskChanges, TaskStore
+    from mail.db import CallerKey, TaskChanges, TaskRow, TaskStore
 
 __all__ = ["StoreSink"]
 
@@ -41,10 +41,11 @@ class StoreSink:
             texts = {task_id: str(e) or type(e).__name__ for task_id, e in failures.items()}
             raise TaskWriteError(str(first) or type(first).__name__, texts) from first
 
-    async def load(self) -> list[StoredTask]:
+    async def load(self, keep_finished: int | None = None) -> list[StoredTask]:
+        """The caller's stored tasks, oldest first (see :meth:`TaskSink.load`)."""
         store, key = self.store, self.key
         loaded: list[StoredTask] = []
-        for row in await store.load_tasks(key):
+        for row in _kept(await store.load_tasks(key), keep_finished):
             tid = row.task_id
             events, histories, response, breakpoints, stash = await asyncio.gather(
                 store.load_events(key, tid),
@@ -121,3 +122,15 @@ def _changes(batch: WriteBatch) -> dict[str, TaskChanges]:
     for task_id, stash in batch.stashes.items():
         of(task_id).stash = [StashRow(priority=p, seq=s, message=m) for p, s, m in stash]
     return changes
+
+
+_KEPT_STATES = frozenset({"running", "waiting_breakpoint"})
+
+
+def _kept(rows: list[TaskRow], keep_finished: int | None) -> list[TaskRow]:
+    """``rows`` (oldest first) without the finished ones beyond the newest ``keep_finished``."""
+    if keep_finished is None:
+        return rows
+    others = [r for r in rows if r.state not in _KEPT_STATES]
+    newest = {r.task_id for r in others[len(others) - keep_finished :]} if keep_finished else set()
+    return [r for r in rows if r.state in _KEPT_STATES or r.task_id in newest]

@@ -57,8 +57,8 @@ class CutSink:
         if not self.cut:
             await self.inner.write(batch)
 
-    async def load(self) -> list[StoredTask]:
-        return await self.inner.load()
+    async def load(self, keep_finished: int | None = None) -> list[StoredTask]:
+        return await self.inner.load(keep_finished)
 
 
 MakeSwarm = Callable[..., MAILSwarm]

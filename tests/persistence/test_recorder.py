@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from tests.persistence.conftest import KEY, CutSink, MakeSwarm, eventually
 
 from mail._api_store import StoreSink
+from mail.api import MAILSwarmTemplate
 from mail.core.events import EventName
 from mail.core.tasks import TaskState
-from mail.db import MemoryStore
+from mail.db import MemoryStore, TaskRow
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -157,8 +159,8 @@ class _GatedSink:
         self.sizes.append(len({t.task_id for t in batch.tasks} | set(batch.events)))
         await self.inner.write(batch)
 
-    async def load(self):  # type: ignore[no-untyped-def]
-        return await self.inner.load()
+    async def load(self, keep_finished=None):  # type: ignore[no-untyped-def]
+        return await self.inner.load(keep_finished)
 
 
 async def test_a_backlog_is_written_in_batches_of_bounded_size(
@@ -184,3 +186,40 @@ async def test_a_backlog_is_written_in_batches_of_bounded_size(
 async def _completed(store: MemoryStore, task_id: str) -> bool:
     task = await store.load_task(KEY, task_id)
     return task is not None and task.state == "completed"
+
+
+async def test_restore_loads_only_what_the_runtime_keeps(
+    template: MAILSwarmTemplate, store: MemoryStore
+) -> None:
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    states = ["completed"] * 6 + ["running", "waiting_breakpoint"] + ["failed"] * 2
+    for i, state in enumerate(states):  # oldest first
+        when = start + timedelta(minutes=i)
+        row = TaskRow(
+            task_id=f"r{i}",
+            task_owner="user:u1@persist",
+            state=state,
+            start_time=when,
+            updated_at=when,
+        )
+        await store.save_task(KEY, row)
+    swarm = template.instantiate(
+        {}, user_id="u1", print_llm_streams=False, store=StoreSink(store, KEY), max_finished_tasks=3
+    )
+    try:
+        # loaded: the running one, the paused one and the newest three others (r5, r8,
+        # r9); the running one comes back interrupted, which evicts r5 as the oldest
+        assert await swarm.runtime.restore() == 5
+        kept = {t.task_id: t.state.value for t in swarm.runtime.tasks}
+        assert kept == {
+            "r6": "interrupted",
+            "r7": "waiting_breakpoint",
+            "r8": "failed",
+            "r9": "failed",
+        }
+        assert swarm.runtime.recorder is not None
+        await swarm.runtime.recorder.flush()
+        interrupted = await store.load_task(KEY, "r6")
+        assert interrupted is not None and interrupted.state == "interrupted"
+    finally:
+        await swarm.runtime.shutdown(timeout=0.5)

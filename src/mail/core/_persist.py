@@ -152,8 +152,10 @@ class TaskSink(Protocol):
         :class:`TaskWriteError` naming the tasks whose rows were not stored."""
         ...
 
-    async def load(self) -> list[StoredTask]:
-        """Every stored task of this caller, oldest first."""
+    async def load(self, keep_finished: int | None = None) -> list[StoredTask]:
+        """The stored tasks of this caller, oldest first: every one, or with
+        ``keep_finished``, those that were running or paused on a breakpoint and the newest
+        ``keep_finished`` of the others (what a runtime keeps in memory)."""
         ...
 
 
@@ -391,7 +393,10 @@ async def restore(runtime: MAILRuntime, sink: TaskSink) -> int:
     from mail.core.tools import AgentToolCall  # noqa: PLC0415  # pydantic model, only here
 
     loaded = 0
-    for stored in await sink.load():
+    # the runtime would evict finished tasks beyond its retention limit right away:
+    # loading only those it keeps makes the first request after a restart as fast with a
+    # store of a million tasks as with a store of a thousand
+    for stored in await sink.load(runtime.tasks.max_finished):
         rec = stored.record
         if rec.task_id in runtime.tasks:
             continue
