@@ -252,6 +252,9 @@ def test_server_prints_the_three_keys_and_where_it_keeps_them(clone: Clone, serv
     readme = (clone.path / "README.md").read_text(encoding="utf-8")
     assert "(`.mail/credentials.json`, mode 0600)" in readme
     assert "Traceback" not in output
+    # with --port 0 the real port is only known once bound: no misleading ":0" URL
+    assert "serving swarm offline on a port the system picks" in output
+    assert "127.0.0.1:0" not in output
 
 
 def test_readme_questions_are_answered(

@@ -168,7 +168,15 @@ def create_app(
             every(min(60.0, idle), lambda: state.swarms.evict_idle(idle), "evict-idle"),
             "mail-evict-idle",
         )
-        logger.info("serving swarm %s at %s", state.template.name, state.base_url)
+        server = state.config.server
+        if server.port == 0 and server.base_url is None:
+            # the socket is bound after the lifespan starts: uvicorn prints the real port
+            logger.info(
+                "serving swarm %s on a port the system picks; set BASE_URL for peers",
+                state.template.name,
+            )
+        else:
+            logger.info("serving swarm %s at %s", state.template.name, state.base_url)
         try:
             yield
         finally:
