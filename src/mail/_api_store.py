@@ -7,14 +7,13 @@ snapshots; this adapter turns them into the store's rows for one
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any
 
 from mail.core._persist import StoredEvent, StoredTask, TaskSnapshot, TaskWriteError, WriteBatch
 from mail.errors import StorageError
 
 if TYPE_CHECKING:
-    from mail.db import CallerKey, TaskChanges, TaskRow, TaskStore
+    from mail.db import CallerKey, TaskChanges, TaskDetails, TaskRow, TaskStore
 
 __all__ = ["StoreSink"]
 
@@ -42,44 +41,32 @@ class StoreSink:
             raise TaskWriteError(str(first) or type(first).__name__, texts) from first
 
     async def load(self, keep_finished: int | None = None) -> list[StoredTask]:
-        """The caller's stored tasks, oldest first (see :meth:`TaskSink.load`)."""
-        store, key = self.store, self.key
-        loaded: list[StoredTask] = []
-        for row in _kept(await store.load_tasks(key), keep_finished):
-            tid = row.task_id
-            events, histories, response, breakpoints, stash = await asyncio.gather(
-                store.load_events(key, tid),
-                store.load_histories(key, tid),
-                store.load_response(key, tid),
-                store.load_breakpoints(key, tid),
-                store.load_stash(key, tid),
-            )
-            loaded.append(
-                StoredTask(
-                    record=TaskSnapshot(
-                        task_id=tid,
-                        task_owner=row.task_owner,
-                        task_contributors=list(row.task_contributors),
-                        remote_swarms=list(row.remote_swarms),
-                        state=row.state,
-                        title=row.title,
-                        start_time=row.start_time,
-                        updated_at=row.updated_at,
-                    ),
-                    events=[
-                        StoredEvent(seq=e.seq, event=e.event, data=e.data, data_json=e.data_json)
-                        for e in events
-                    ],
-                    histories=histories,
-                    response=response,
-                    breakpoints=[(b.call_id, b.agent, b.call, b.normalized) for b in breakpoints],
-                    stash=[(s.priority, s.seq, s.message) for s in stash],
-                )
-            )
-        return loaded
+        """The caller's stored tasks, oldest first (see :meth:`TaskSink.load`): the task
+        records, then the rest of the kept ones in one
+        :meth:`~mail.db.TaskStore.load_details` call."""
+        from mail.db import TaskDetails  # noqa: PLC0415
+
+        rows = _kept(await self.store.load_tasks(self.key), keep_finished)
+        details = await self.store.load_details(self.key, [row.task_id for row in rows])
+        return [_stored(row, details.get(row.task_id) or TaskDetails()) for row in rows]
 
 
-def _fields(t: TaskSnapshot) -> dict[str, Any]:
+def _stored(row: TaskRow, details: TaskDetails) -> StoredTask:
+    return StoredTask(
+        record=TaskSnapshot(**_fields(row)),
+        events=[
+            StoredEvent(seq=e.seq, event=e.event, data=e.data, data_json=e.data_json)
+            for e in details.events
+        ],
+        histories=details.histories,
+        response=details.response,
+        breakpoints=[(b.call_id, b.agent, b.call, b.normalized) for b in details.breakpoints],
+        stash=[(s.priority, s.seq, s.message) for s in details.stash],
+    )
+
+
+def _fields(t: TaskSnapshot | TaskRow) -> dict[str, Any]:
+    """A task record's fields, the same in the runtime's snapshot and the store's row."""
     return {
         "task_id": t.task_id,
         "task_owner": t.task_owner,

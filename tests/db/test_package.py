@@ -36,6 +36,7 @@ def test_public_names() -> None:
         "BreakpointRow",
         "StashRow",
         "TaskChanges",
+        "TaskDetails",
         "FINISHED_STATES",
         "MemoryStore",
         "SQLiteStore",

@@ -29,6 +29,7 @@ from mail.db.store import (
     EventRow,
     StashRow,
     TaskChanges,
+    TaskDetails,
     TaskRow,
     TaskStore,
 )
@@ -45,6 +46,7 @@ __all__ = [
     "BreakpointRow",
     "StashRow",
     "TaskChanges",
+    "TaskDetails",
     "FINISHED_STATES",
     "MemoryStore",
     "SQLiteStore",

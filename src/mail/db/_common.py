@@ -1,21 +1,23 @@
-"""Helpers shared by the stores: JSON, UTC datetimes, error mapping, retention arguments."""
+"""Helpers shared by the stores: JSON, UTC datetimes, error mapping, retention arguments,
+and the SQL stores' parameters and row decoders."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 
+from mail.db.store import BreakpointRow, EventRow, StashRow, TaskDetails, TaskRow
 from mail.errors import ConfigurationError, StorageError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from mail.db.store import BreakpointRow, CallerKey, EventRow, StashRow, TaskChanges, TaskRow
+    from mail.db.store import CallerKey, TaskChanges
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"))
 
@@ -153,8 +155,6 @@ def check_changes(changes: TaskChanges) -> None:
 
 def task_from_row(row: Sequence[Any], when: Callable[[Any], datetime]) -> TaskRow:
     """A :class:`TaskRow` from the columns the stores' task queries select."""
-    from mail.db.store import TaskRow  # noqa: PLC0415  # store imports this module
-
     return TaskRow(
         task_id=row[0],
         task_owner=row[1],
@@ -165,3 +165,56 @@ def task_from_row(row: Sequence[Any], when: Callable[[Any], datetime]) -> TaskRo
         start_time=when(row[6]),
         updated_at=when(row[7]),
     )
+
+
+def event_from_row(task_id: str, seq: int, name: str, data: str) -> EventRow:
+    """An :class:`EventRow` from ``seq, event_type, event_data``."""
+    return EventRow(task_id=task_id, seq=seq, event=name, data=loads(data), data_json=data)
+
+
+def breakpoint_from_row(call_id: str, agent: str, call: str, normalized: str) -> BreakpointRow:
+    """A :class:`BreakpointRow` from ``call_id, agent_name, tool_call, normalized``."""
+    return BreakpointRow(
+        call_id=call_id, agent=agent, call=loads(call), normalized=loads(normalized)
+    )
+
+
+def stash_from_row(priority: int, seq: int, message: str) -> StashRow:
+    """A :class:`StashRow` from ``priority, seq, message``."""
+    return StashRow(priority=priority, seq=seq, message=loads(message))
+
+
+def response_from_text(text: str) -> dict[str, Any]:
+    return dict(loads(text))
+
+
+#: The five tables :meth:`~mail.db.store.TaskStore.load_details` reads, by the name of the
+#: :class:`TaskDetails` field each fills.
+DetailKind = Literal["events", "histories", "response", "breakpoints", "stash"]
+
+
+def details_from_rows(
+    task_ids: Iterable[str], rows: Mapping[DetailKind, Iterable[Sequence[Any]]]
+) -> dict[str, TaskDetails]:
+    """The SQL stores' :meth:`~mail.db.store.TaskStore.load_details` result from the rows
+    of their five detail queries, each row the per-task query's columns after ``task_id``
+    and each kind in the per-task order within a task."""
+    found: dict[str, TaskDetails] = {}
+
+    def of(task_id: str) -> TaskDetails:
+        details = found.get(task_id)
+        if details is None:
+            details = found[task_id] = TaskDetails()
+        return details
+
+    for task_id, *event in rows["events"]:
+        of(task_id).events.append(event_from_row(task_id, *event))
+    for task_id, agent, history in rows["histories"]:
+        of(task_id).histories[agent] = loads(history)
+    for task_id, response in rows["response"]:
+        of(task_id).response = response_from_text(response)
+    for task_id, *call in rows["breakpoints"]:
+        of(task_id).breakpoints.append(breakpoint_from_row(*call))
+    for task_id, *stashed in rows["stash"]:
+        of(task_id).stash.append(stash_from_row(*stashed))
+    return {task_id: found[task_id] for task_id in dict.fromkeys(task_ids) if task_id in found}

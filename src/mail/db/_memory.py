@@ -24,6 +24,7 @@ from mail.db.store import (
     EventRow,
     StashRow,
     TaskChanges,
+    TaskDetails,
     TaskRow,
 )
 from mail.errors import StorageError
@@ -305,6 +306,23 @@ class MemoryStore:
         if task is None:
             return []
         return [StashRow(priority=p, seq=s, message=loads(m)) for p, s, m in task.stash]
+
+    async def load_details(self, key: CallerKey, task_ids: Sequence[str]) -> dict[str, TaskDetails]:
+        """Return many tasks' events, histories, responses, breakpoints and stashes (see
+        :meth:`mail.db.store.TaskStore.load_details`)."""
+        self._check("load_details")
+        found: dict[str, TaskDetails] = {}
+        for task_id in dict.fromkeys(task_ids):
+            details = TaskDetails(
+                events=await self.load_events(key, task_id),
+                histories=await self.load_histories(key, task_id),
+                response=await self.load_response(key, task_id),
+                breakpoints=await self.load_breakpoints(key, task_id),
+                stash=await self.load_stash(key, task_id),
+            )
+            if details != TaskDetails():  # like the SQL stores: only tasks with rows
+                found[task_id] = details
+        return found
 
     # -- maintenance ----------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ imported when the store opens, never at import time.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Sequence
 from datetime import timedelta
@@ -16,10 +17,16 @@ from urllib.parse import urlsplit
 from mail.db import migrations
 from mail.db._batch import GroupCommitter, Statement
 from mail.db._common import (
+    DetailKind,
+    breakpoint_from_row,
+    details_from_rows,
+    event_from_row,
     key_params,
     loads,
     prune_cutoff,
     reported,
+    response_from_text,
+    stash_from_row,
     task_from_row,
     utc,
 )
@@ -33,7 +40,15 @@ from mail.db._statements import (
     stash_write,
     task_write,
 )
-from mail.db.store import BreakpointRow, CallerKey, EventRow, StashRow, TaskChanges, TaskRow
+from mail.db.store import (
+    BreakpointRow,
+    CallerKey,
+    EventRow,
+    StashRow,
+    TaskChanges,
+    TaskDetails,
+    TaskRow,
+)
 from mail.errors import ConfigurationError, StorageError
 
 __all__ = ["PostgresStore"]
@@ -103,6 +118,26 @@ _LOAD_BREAKPOINTS = """SELECT call_id, agent_name, tool_call::text, normalized::
 _LOAD_STASH = """SELECT priority, seq, message::text FROM task_stash
     WHERE swarm_name = $1 AND caller_role = $2 AND caller_id = $3 AND task_id = $4
     ORDER BY position"""
+# load_details: the per-task queries for a list of ids ($4), each row led by its task id,
+# in the per-task order within a task.
+_LOAD_DETAILS: dict[DetailKind, str] = {
+    "events": """SELECT task_id, seq, event_type, event_data FROM task_events
+        WHERE swarm_name = $1 AND caller_role = $2 AND caller_id = $3
+          AND task_id = ANY($4::text[]) ORDER BY task_id, seq""",
+    "histories": """SELECT task_id, agent_name, history::text FROM agent_histories
+        WHERE swarm_name = $1 AND caller_role = $2 AND caller_id = $3
+          AND task_id = ANY($4::text[]) ORDER BY task_id, created_at""",
+    "response": """SELECT task_id, response::text FROM task_responses
+        WHERE swarm_name = $1 AND caller_role = $2 AND caller_id = $3
+          AND task_id = ANY($4::text[])""",
+    "breakpoints": """SELECT task_id, call_id, agent_name, tool_call::text, normalized::text
+        FROM task_breakpoints
+        WHERE swarm_name = $1 AND caller_role = $2 AND caller_id = $3
+          AND task_id = ANY($4::text[]) ORDER BY task_id, position""",
+    "stash": """SELECT task_id, priority, seq, message::text FROM task_stash
+        WHERE swarm_name = $1 AND caller_role = $2 AND caller_id = $3
+          AND task_id = ANY($4::text[]) ORDER BY task_id, position""",
+}
 # Finished tasks of every caller, newest first, ranked; kept are the young and the top ones.
 _PRUNE_CANDIDATES = """SELECT swarm_name, caller_role, caller_id, task_id FROM (
     SELECT swarm_name, caller_role, caller_id, task_id, updated_at,
@@ -363,10 +398,7 @@ class PostgresStore:
             "load_events", _LOAD_EVENTS, *key_params(key), task_id, after, limit
         )
         with reported(self.name, "load_events"):
-            return [
-                EventRow(task_id=task_id, seq=s, event=e, data=loads(d), data_json=d)
-                for s, e, d in rows
-            ]
+            return [event_from_row(task_id, *row) for row in rows]
 
     async def load_histories(self, key: CallerKey, task_id: str) -> dict[str, list[dict[str, Any]]]:
         """Return each agent's current history in a task."""
@@ -378,22 +410,32 @@ class PostgresStore:
         """Return a task's final response, or ``None``."""
         rows = await self._fetch("load_response", _LOAD_RESPONSE, *key_params(key), task_id)
         with reported(self.name, "load_response"):
-            return dict(loads(rows[0][0])) if rows else None
+            return response_from_text(rows[0][0]) if rows else None
 
     async def load_breakpoints(self, key: CallerKey, task_id: str) -> list[BreakpointRow]:
         """Return a task's pending breakpoint calls."""
         rows = await self._fetch("load_breakpoints", _LOAD_BREAKPOINTS, *key_params(key), task_id)
         with reported(self.name, "load_breakpoints"):
-            return [
-                BreakpointRow(call_id=i, agent=a, call=loads(c), normalized=loads(n))
-                for i, a, c, n in rows
-            ]
+            return [breakpoint_from_row(*row) for row in rows]
 
     async def load_stash(self, key: CallerKey, task_id: str) -> list[StashRow]:
         """Return a task's stashed messages."""
         rows = await self._fetch("load_stash", _LOAD_STASH, *key_params(key), task_id)
         with reported(self.name, "load_stash"):
-            return [StashRow(priority=p, seq=s, message=loads(m)) for p, s, m in rows]
+            return [stash_from_row(*row) for row in rows]
+
+    async def load_details(self, key: CallerKey, task_ids: Sequence[str]) -> dict[str, TaskDetails]:
+        """Return many tasks' events, histories, responses, breakpoints and stashes: one
+        query per table for all ids (see :meth:`mail.db.store.TaskStore.load_details`)."""
+        ids = list(dict.fromkeys(task_ids))
+        results = await asyncio.gather(
+            *(
+                self._fetch("load_details", sql, *key_params(key), ids)
+                for sql in _LOAD_DETAILS.values()
+            )
+        )
+        with reported(self.name, "load_details"):
+            return details_from_rows(ids, dict(zip(_LOAD_DETAILS, results, strict=True)))
 
     # -- maintenance ----------------------------------------------------------------------
 

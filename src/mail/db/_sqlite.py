@@ -13,12 +13,18 @@ from typing import Any, TypeVar
 from mail.db import migrations
 from mail.db._batch import GroupCommitter, Statement
 from mail.db._common import (
+    DetailKind,
+    breakpoint_from_row,
+    details_from_rows,
+    event_from_row,
     from_iso,
     iso,
     key_params,
     loads,
     prune_cutoff,
     reported,
+    response_from_text,
+    stash_from_row,
     task_from_row,
 )
 from mail.db._statements import (
@@ -31,7 +37,15 @@ from mail.db._statements import (
     stash_write,
     task_write,
 )
-from mail.db.store import BreakpointRow, CallerKey, EventRow, StashRow, TaskChanges, TaskRow
+from mail.db.store import (
+    BreakpointRow,
+    CallerKey,
+    EventRow,
+    StashRow,
+    TaskChanges,
+    TaskDetails,
+    TaskRow,
+)
 from mail.errors import StorageError
 
 __all__ = ["SQLiteStore"]
@@ -97,6 +111,26 @@ _LOAD_BREAKPOINTS = """SELECT call_id, agent_name, tool_call, normalized FROM ta
 _LOAD_STASH = """SELECT priority, seq, message FROM task_stash
     WHERE swarm_name = ? AND caller_role = ? AND caller_id = ? AND task_id = ?
     ORDER BY position"""
+# load_details: the per-task queries for many tasks (IDS: one ? per id of a chunk),
+# each row led by its task id, in the per-task order within a task.
+_DETAILS_CHUNK = 500  # ids per query: with the key, well below SQLite's 999 parameters
+_LOAD_DETAILS: dict[DetailKind, str] = {
+    "events": """SELECT task_id, seq, event_type, event_data FROM task_events
+        WHERE swarm_name = ? AND caller_role = ? AND caller_id = ? AND task_id IN (IDS)
+        ORDER BY task_id, seq""",
+    "histories": """SELECT task_id, agent_name, history FROM agent_histories
+        WHERE swarm_name = ? AND caller_role = ? AND caller_id = ? AND task_id IN (IDS)
+        ORDER BY task_id, rowid""",
+    "response": """SELECT task_id, response FROM task_responses
+        WHERE swarm_name = ? AND caller_role = ? AND caller_id = ? AND task_id IN (IDS)""",
+    "breakpoints": """SELECT task_id, call_id, agent_name, tool_call, normalized
+        FROM task_breakpoints
+        WHERE swarm_name = ? AND caller_role = ? AND caller_id = ? AND task_id IN (IDS)
+        ORDER BY task_id, position""",
+    "stash": """SELECT task_id, priority, seq, message FROM task_stash
+        WHERE swarm_name = ? AND caller_role = ? AND caller_id = ? AND task_id IN (IDS)
+        ORDER BY task_id, position""",
+}
 # Finished tasks of every caller, newest first, ranked; kept are the young and the top ones.
 _PRUNE_CANDIDATES = """SELECT swarm_name, caller_role, caller_id, task_id FROM (
     SELECT swarm_name, caller_role, caller_id, task_id, updated_at,
@@ -119,6 +153,18 @@ _PRUNE_DELETES = tuple(
         "tasks",
     )
 )
+
+
+def _detail_rows(
+    conn: sqlite3.Connection, key: CallerKey, ids: Sequence[str]
+) -> dict[DetailKind, list[Any]]:
+    rows: dict[DetailKind, list[Any]] = {kind: [] for kind in _LOAD_DETAILS}
+    for start in range(0, len(ids), _DETAILS_CHUNK):
+        chunk = ids[start : start + _DETAILS_CHUNK]
+        marks = ", ".join("?" * len(chunk))
+        for kind, sql in _LOAD_DETAILS.items():
+            rows[kind] += conn.execute(sql.replace("IDS", marks), (*key_params(key), *chunk))
+    return rows
 
 
 class SQLiteStore:
@@ -341,10 +387,7 @@ class SQLiteStore:
         args = (*key_params(key), task_id, after, -1 if limit is None else limit)
         rows = await self._rows("load_events", _LOAD_EVENTS, args)
         with reported(self.name, "load_events"):
-            return [
-                EventRow(task_id=task_id, seq=s, event=e, data=loads(d), data_json=d)
-                for s, e, d in rows
-            ]
+            return [event_from_row(task_id, *row) for row in rows]
 
     async def load_histories(self, key: CallerKey, task_id: str) -> dict[str, list[dict[str, Any]]]:
         """Return each agent's current history in a task."""
@@ -356,22 +399,27 @@ class SQLiteStore:
         """Return a task's final response, or ``None``."""
         rows = await self._rows("load_response", _LOAD_RESPONSE, (*key_params(key), task_id))
         with reported(self.name, "load_response"):
-            return dict(loads(rows[0][0])) if rows else None
+            return response_from_text(rows[0][0]) if rows else None
 
     async def load_breakpoints(self, key: CallerKey, task_id: str) -> list[BreakpointRow]:
         """Return a task's pending breakpoint calls."""
         rows = await self._rows("load_breakpoints", _LOAD_BREAKPOINTS, (*key_params(key), task_id))
         with reported(self.name, "load_breakpoints"):
-            return [
-                BreakpointRow(call_id=i, agent=a, call=loads(c), normalized=loads(n))
-                for i, a, c, n in rows
-            ]
+            return [breakpoint_from_row(*row) for row in rows]
 
     async def load_stash(self, key: CallerKey, task_id: str) -> list[StashRow]:
         """Return a task's stashed messages."""
         rows = await self._rows("load_stash", _LOAD_STASH, (*key_params(key), task_id))
         with reported(self.name, "load_stash"):
-            return [StashRow(priority=p, seq=s, message=loads(m)) for p, s, m in rows]
+            return [stash_from_row(*row) for row in rows]
+
+    async def load_details(self, key: CallerKey, task_ids: Sequence[str]) -> dict[str, TaskDetails]:
+        """Return many tasks' events, histories, responses, breakpoints and stashes: one
+        query per table for each 500 ids (see :meth:`mail.db.store.TaskStore.load_details`)."""
+        ids = list(dict.fromkeys(task_ids))
+        rows = await self._read("load_details", lambda c: _detail_rows(c, key, ids))
+        with reported(self.name, "load_details"):
+            return details_from_rows(ids, rows)
 
     # -- maintenance ----------------------------------------------------------------------
 

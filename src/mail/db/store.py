@@ -5,7 +5,9 @@ Everything is stored per caller and swarm (:class:`CallerKey`): task records
 (:class:`EventRow`), the current history of each agent in a task, the final response, the
 breakpoint calls a paused task waits on (:class:`BreakpointRow`) and the messages it has
 stashed (:class:`StashRow`). :meth:`TaskStore.save_changes` stores what changed in many
-tasks at once (one :class:`TaskChanges` per task), the recorder's way to write.
+tasks at once (one :class:`TaskChanges` per task), the recorder's way to write;
+:meth:`TaskStore.load_details` reads all but the records of many tasks at once (one
+:class:`TaskDetails` per task), the way a runtime is restored.
 
 Three implementations pass one test suite: :class:`mail.db.MemoryStore`,
 :class:`mail.db.SQLiteStore` and :class:`mail.db.PostgresStore`. Every method is async;
@@ -36,6 +38,7 @@ __all__ = [
     "StashRow",
     "HistoryTuple",
     "TaskChanges",
+    "TaskDetails",
     "TaskStore",
 ]
 
@@ -134,6 +137,21 @@ class TaskChanges:
     response: dict[str, Any] | None = None
     breakpoints: list[BreakpointRow] | None = None
     stash: list[StashRow] | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class TaskDetails:
+    """Everything stored for one task but its record, for :meth:`TaskStore.load_details`:
+    what :meth:`~TaskStore.load_events` (all, in sequence order),
+    :meth:`~TaskStore.load_histories`, :meth:`~TaskStore.load_response`,
+    :meth:`~TaskStore.load_breakpoints` and :meth:`~TaskStore.load_stash` return for it.
+    The defaults are what they return for a task with nothing stored."""
+
+    events: list[EventRow] = field(default_factory=list)
+    histories: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    response: dict[str, Any] | None = None
+    breakpoints: list[BreakpointRow] = field(default_factory=list)
+    stash: list[StashRow] = field(default_factory=list)
 
 
 class TaskStore(Protocol):
@@ -236,6 +254,17 @@ class TaskStore(Protocol):
 
     async def load_stash(self, key: CallerKey, task_id: str) -> list[StashRow]:
         """Return the stashed messages of ``task_id`` in the order saved."""
+        ...
+
+    async def load_details(self, key: CallerKey, task_ids: Sequence[str]) -> dict[str, TaskDetails]:
+        """Return the events, histories, response, breakpoints and stash of many tasks at
+        once, by task id (in the order of ``task_ids``; an id given twice counts once).
+
+        A task with nothing stored in those five tables, an unknown id among them, is
+        absent from the result, so ``result.get(task_id, TaskDetails())`` is always what
+        the five per-task loaders return for it. The SQL stores run one query per table
+        for the whole list instead of five per task.
+        """
         ...
 
     async def prune(
