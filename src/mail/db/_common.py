@@ -36,7 +36,13 @@ def dumps(value: Any) -> str:
         return _ENCODER.encode(value)
 
 
-loads = json.loads
+def loads(text: str) -> Any:
+    """Parse stored JSON: orjson, or the standard parser for what orjson refuses (integers
+    beyond 64 bits, written by the fallback of :func:`dumps`)."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
 
 
 def event_json(row: EventRow) -> str:
