@@ -25,6 +25,7 @@ from tests.server.conftest import frames, gated_swarm
 
 from mail._api_store import StoreSink
 from mail.api import MAILSwarm
+from mail.core._persist import StoreRecorder
 from mail.core.events import EventName
 from mail.db import CallerKey, SQLiteStore
 
@@ -68,13 +69,19 @@ async def sqlite_store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
 # -- the recorder -------------------------------------------------------------------------
 
 
-async def test_failed_writes_add_one_storage_error_event_per_task_and_outage(
-    make_swarm: MakeSwarm, sqlite_store: SQLiteStore
-) -> None:
-    swarm = make_swarm(StoreSink(sqlite_store, KEY))
+def _recorded(make_swarm: MakeSwarm, store: SQLiteStore) -> tuple[MAILSwarm, StoreRecorder]:
+    """A started swarm whose runtime records into ``store``, and its recorder."""
+    swarm = make_swarm(StoreSink(store, KEY))
     swarm.runtime.start()
     recorder = swarm.runtime.recorder
     assert recorder is not None
+    return swarm, recorder
+
+
+async def test_failed_writes_add_one_storage_error_event_per_task_and_outage(
+    make_swarm: MakeSwarm, sqlite_store: SQLiteStore
+) -> None:
+    swarm, recorder = _recorded(make_swarm, sqlite_store)
     _refuse_events(sqlite_store.path)
     assert await _send(swarm, "hello", "t1") == "done: hello"  # the task completes anyway
     for _ in range(3):  # retries fail too, and the event's own failed write adds nothing
@@ -106,10 +113,7 @@ async def test_failed_writes_add_one_storage_error_event_per_task_and_outage(
 async def test_only_the_tasks_whose_rows_failed_are_told(
     make_swarm: MakeSwarm, sqlite_store: SQLiteStore
 ) -> None:
-    swarm = make_swarm(StoreSink(sqlite_store, KEY))
-    swarm.runtime.start()
-    recorder = swarm.runtime.recorder
-    assert recorder is not None
+    swarm, recorder = _recorded(make_swarm, sqlite_store)
     _refuse_events(sqlite_store.path, "WHEN NEW.task_id = 'bad'")
     assert await _send(swarm, "hello", "good") == "done: hello"
     assert await _send(swarm, "hello", "bad") == "done: hello"
