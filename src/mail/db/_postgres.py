@@ -30,22 +30,12 @@ from mail.db._common import (
     task_from_row,
     utc,
 )
-from mail.db._statements import (
-    Dialect,
-    breakpoints_write,
-    events_write,
-    histories_write,
-    response_write,
-    save_changes,
-    stash_write,
-    task_write,
-)
+from mail.db._statements import Dialect, SQLWrites
 from mail.db.store import (
     BreakpointRow,
     CallerKey,
     EventRow,
     StashRow,
-    TaskChanges,
     TaskDetails,
     TaskRow,
 )
@@ -180,7 +170,7 @@ def _describe(dsn: str | None) -> str:
     return f"postgres store ({parts.hostname or 'localhost'}{port}{parts.path})"
 
 
-class PostgresStore:
+class PostgresStore(SQLWrites):
     """A :class:`~mail.db.store.TaskStore` in PostgreSQL through an asyncpg pool.
 
     Give either ``dsn`` (the store creates its pool on :meth:`open`, with ``min_size`` /
@@ -193,6 +183,8 @@ class PostgresStore:
     password). Giving both or neither of ``dsn`` and ``pool`` raises
     :class:`mail.errors.ConfigurationError`.
     """
+
+    dialect = _DIALECT
 
     backend = "postgres"
 
@@ -286,9 +278,6 @@ class PostgresStore:
             raise StorageError(f"{self.name}: {op} failed: the store is not open")
         return writer
 
-    async def _write(self, op: str, statements: list[Statement]) -> None:
-        await self._writer_for(op).submit(op, statements)
-
     async def _fetch(self, op: str, sql: str, *args: Any) -> list[Any]:
         await self._writer_for(op).barrier()
         pool = self._pool
@@ -319,62 +308,6 @@ class PostgresStore:
         async with conn.transaction():
             for sql, rows in statements:
                 await conn.executemany(sql, rows)
-
-    # -- writes ---------------------------------------------------------------------------
-
-    async def save_task(self, key: CallerKey, task: TaskRow) -> None:
-        """Insert or replace a task record (``is_running``/``completed`` follow ``state``)."""
-        with reported(self.name, "save_task"):
-            write = task_write(_DIALECT, key, task)
-        await self._write("save_task", write)
-
-    async def append_events(self, key: CallerKey, rows: Sequence[EventRow]) -> None:
-        """Store events, ignoring sequence numbers already stored."""
-        if not rows:
-            return
-        with reported(self.name, "append_events"):
-            write = events_write(_DIALECT, key, rows)
-        await self._write("append_events", write)
-
-    async def save_history(
-        self,
-        key: CallerKey,
-        task_id: str,
-        agent: str,
-        history: list[dict[str, Any]],
-        tool_format: str,
-    ) -> None:
-        """Replace an agent's current history in a task."""
-        with reported(self.name, "save_history"):
-            write = histories_write(_DIALECT, key, task_id, [(agent, history, tool_format)])
-        await self._write("save_history", write)
-
-    async def save_response(self, key: CallerKey, task_id: str, message: dict[str, Any]) -> None:
-        """Insert or replace a task's final response."""
-        with reported(self.name, "save_response"):
-            write = response_write(_DIALECT, key, task_id, message)
-        await self._write("save_response", write)
-
-    async def save_breakpoints(
-        self, key: CallerKey, task_id: str, rows: Sequence[BreakpointRow]
-    ) -> None:
-        """Replace a task's pending breakpoint calls."""
-        with reported(self.name, "save_breakpoints"):
-            write = breakpoints_write(_DIALECT, key, task_id, rows)
-        await self._write("save_breakpoints", write)
-
-    async def save_stash(self, key: CallerKey, task_id: str, rows: Sequence[StashRow]) -> None:
-        """Replace a task's stashed messages."""
-        with reported(self.name, "save_stash"):
-            write = stash_write(_DIALECT, key, task_id, rows)
-        await self._write("save_stash", write)
-
-    async def save_changes(
-        self, key: CallerKey, changes: Sequence[TaskChanges]
-    ) -> dict[str, StorageError]:
-        """Store many tasks' changes, one write per task, committed together; returns the
-        failed tasks' errors (see :meth:`mail.db.store.TaskStore.save_changes`)."""
-        return await save_changes(self._writer_for("save_changes"), _DIALECT, key, changes)
 
     # -- reads ----------------------------------------------------------------------------
 

@@ -27,22 +27,12 @@ from mail.db._common import (
     stash_from_row,
     task_from_row,
 )
-from mail.db._statements import (
-    Dialect,
-    breakpoints_write,
-    events_write,
-    histories_write,
-    response_write,
-    save_changes,
-    stash_write,
-    task_write,
-)
+from mail.db._statements import Dialect, SQLWrites
 from mail.db.store import (
     BreakpointRow,
     CallerKey,
     EventRow,
     StashRow,
-    TaskChanges,
     TaskDetails,
     TaskRow,
 )
@@ -167,7 +157,7 @@ def _detail_rows(
     return rows
 
 
-class SQLiteStore:
+class SQLiteStore(SQLWrites):
     """A :class:`~mail.db.store.TaskStore` in one SQLite file (WAL mode).
 
     All SQLite work runs on one dedicated thread, off the event loop. Writes are group
@@ -176,6 +166,8 @@ class SQLiteStore:
     ``{"cache_size": -65536}``). Missing parent directories are created. Every method
     raises :class:`mail.errors.StorageError` naming the file and the operation.
     """
+
+    dialect = _DIALECT
 
     backend = "sqlite"
 
@@ -270,9 +262,6 @@ class SQLiteStore:
             raise StorageError(f"{self.name}: {op} failed: the store is not open")
         return writer
 
-    async def _write(self, op: str, statements: list[Statement]) -> None:
-        await self._writer_for(op).submit(op, statements)
-
     async def _read(self, op: str, fn: Callable[[sqlite3.Connection], T]) -> T:
         writer = self._writer_for(op)
         await writer.barrier()
@@ -306,62 +295,6 @@ class SQLiteStore:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
-
-    # -- writes ---------------------------------------------------------------------------
-
-    async def save_task(self, key: CallerKey, task: TaskRow) -> None:
-        """Insert or replace a task record."""
-        with reported(self.name, "save_task"):
-            write = task_write(_DIALECT, key, task)
-        await self._write("save_task", write)
-
-    async def append_events(self, key: CallerKey, rows: Sequence[EventRow]) -> None:
-        """Store events, ignoring sequence numbers already stored."""
-        if not rows:
-            return
-        with reported(self.name, "append_events"):
-            write = events_write(_DIALECT, key, rows)
-        await self._write("append_events", write)
-
-    async def save_history(
-        self,
-        key: CallerKey,
-        task_id: str,
-        agent: str,
-        history: list[dict[str, Any]],
-        tool_format: str,
-    ) -> None:
-        """Replace an agent's current history in a task."""
-        with reported(self.name, "save_history"):
-            write = histories_write(_DIALECT, key, task_id, [(agent, history, tool_format)])
-        await self._write("save_history", write)
-
-    async def save_response(self, key: CallerKey, task_id: str, message: dict[str, Any]) -> None:
-        """Insert or replace a task's final response."""
-        with reported(self.name, "save_response"):
-            write = response_write(_DIALECT, key, task_id, message)
-        await self._write("save_response", write)
-
-    async def save_breakpoints(
-        self, key: CallerKey, task_id: str, rows: Sequence[BreakpointRow]
-    ) -> None:
-        """Replace a task's pending breakpoint calls."""
-        with reported(self.name, "save_breakpoints"):
-            write = breakpoints_write(_DIALECT, key, task_id, rows)
-        await self._write("save_breakpoints", write)
-
-    async def save_stash(self, key: CallerKey, task_id: str, rows: Sequence[StashRow]) -> None:
-        """Replace a task's stashed messages."""
-        with reported(self.name, "save_stash"):
-            write = stash_write(_DIALECT, key, task_id, rows)
-        await self._write("save_stash", write)
-
-    async def save_changes(
-        self, key: CallerKey, changes: Sequence[TaskChanges]
-    ) -> dict[str, StorageError]:
-        """Store many tasks' changes, one write per task, committed together; returns the
-        failed tasks' errors (see :meth:`mail.db.store.TaskStore.save_changes`)."""
-        return await save_changes(self._writer_for("save_changes"), _DIALECT, key, changes)
 
     # -- reads ----------------------------------------------------------------------------
 

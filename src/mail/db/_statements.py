@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from mail.db._common import (
     breakpoint_params,
@@ -43,6 +43,7 @@ __all__ = [
     "stash_write",
     "changes_write",
     "save_changes",
+    "SQLWrites",
 ]
 
 
@@ -142,3 +143,74 @@ async def save_changes(
         if error is not None:
             failures[task_id] = error
     return failures
+
+
+class SQLWrites:
+    """The writes of an SQL store, on its :class:`Dialect` and group committer.
+
+    A store sets :attr:`dialect` and ``name`` and gives its open committer from
+    :meth:`_writer_for` (raising :class:`StorageError` when the store is not open).
+    """
+
+    dialect: ClassVar[Dialect]
+    name: str
+
+    def _writer_for(self, op: str) -> GroupCommitter:
+        raise NotImplementedError
+
+    async def _write(self, op: str, statements: Write) -> None:
+        await self._writer_for(op).submit(op, statements)
+
+    async def save_task(self, key: CallerKey, task: TaskRow) -> None:
+        """Insert or replace a task record."""
+        with reported(self.name, "save_task"):
+            write = task_write(self.dialect, key, task)
+        await self._write("save_task", write)
+
+    async def append_events(self, key: CallerKey, rows: Sequence[EventRow]) -> None:
+        """Store events, ignoring sequence numbers already stored."""
+        if not rows:
+            return
+        with reported(self.name, "append_events"):
+            write = events_write(self.dialect, key, rows)
+        await self._write("append_events", write)
+
+    async def save_history(
+        self,
+        key: CallerKey,
+        task_id: str,
+        agent: str,
+        history: list[dict[str, Any]],
+        tool_format: str,
+    ) -> None:
+        """Replace an agent's current history in a task."""
+        with reported(self.name, "save_history"):
+            write = histories_write(self.dialect, key, task_id, [(agent, history, tool_format)])
+        await self._write("save_history", write)
+
+    async def save_response(self, key: CallerKey, task_id: str, message: dict[str, Any]) -> None:
+        """Insert or replace a task's final response."""
+        with reported(self.name, "save_response"):
+            write = response_write(self.dialect, key, task_id, message)
+        await self._write("save_response", write)
+
+    async def save_breakpoints(
+        self, key: CallerKey, task_id: str, rows: Sequence[BreakpointRow]
+    ) -> None:
+        """Replace a task's pending breakpoint calls."""
+        with reported(self.name, "save_breakpoints"):
+            write = breakpoints_write(self.dialect, key, task_id, rows)
+        await self._write("save_breakpoints", write)
+
+    async def save_stash(self, key: CallerKey, task_id: str, rows: Sequence[StashRow]) -> None:
+        """Replace a task's stashed messages."""
+        with reported(self.name, "save_stash"):
+            write = stash_write(self.dialect, key, task_id, rows)
+        await self._write("save_stash", write)
+
+    async def save_changes(
+        self, key: CallerKey, changes: Sequence[TaskChanges]
+    ) -> dict[str, StorageError]:
+        """Store many tasks' changes, one write per task, committed together; returns the
+        failed tasks' errors (see :meth:`mail.db.store.TaskStore.save_changes`)."""
+        return await save_changes(self._writer_for("save_changes"), self.dialect, key, changes)
