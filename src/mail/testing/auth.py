@@ -24,10 +24,10 @@ import json
 import secrets
 from collections import Counter
 from collections.abc import Mapping
-from types import TracebackType
 from typing import TYPE_CHECKING
 
 from mail.errors import AuthenticationError
+from mail.testing._loopback import LoopbackApp
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -65,7 +65,7 @@ class StaticAuth:
         self.closed = True
 
 
-class FakeAuthService:
+class FakeAuthService(LoopbackApp):
     """A login + token-info auth service on ``127.0.0.1`` (an async context manager).
 
     ``POST /login`` with ``Authorization: Bearer <api key>`` answers ``{"token": ...}`` for a
@@ -87,6 +87,7 @@ class FakeAuthService:
     def __init__(
         self, users: Mapping[str, tuple[str, str]] | None = None, *, host: str = "127.0.0.1"
     ) -> None:
+        super().__init__(host=host)
         self.users: dict[str, tuple[str, str]] = dict(users or {})
         self.calls: Counter[str] = Counter()
         self.tokens: dict[str, str] = {}
@@ -97,44 +98,10 @@ class FakeAuthService:
         self.delay = 0.0
         self.hold: asyncio.Event | None = None
         self.received = asyncio.Event()
-        self._host = host
-        self._port = 0
-        self._runner: web.AppRunner | None = None
-        self._closing = asyncio.Event()
 
-    async def start(self) -> None:
-        """Bind a free port and start serving."""
-        from aiohttp import web  # noqa: PLC0415  # keeps `import mail.testing` cheap
-
-        app = web.Application()
+    def _routes(self, app: web.Application) -> None:
         app.router.add_post("/login", self._login)
         app.router.add_get("/token-info", self._token_info)
-        runner = web.AppRunner(
-            app, access_log=None, handler_cancellation=True, shutdown_timeout=1.0
-        )
-        await runner.setup()
-        await web.TCPSite(runner, self._host, 0).start()
-        self._runner = runner
-        self._port = int(runner.addresses[0][1])
-
-    async def close(self) -> None:
-        """Stop serving; answers still waiting are cut short."""
-        self._closing.set()
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-
-    async def __aenter__(self) -> FakeAuthService:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     @property
     def url(self) -> str:

@@ -40,7 +40,6 @@ import json
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any, Literal, TypeAlias
 
 from aiohttp import web
@@ -54,6 +53,7 @@ from mail.testing._llm_wire import (
     responses_body,
     responses_events,
 )
+from mail.testing._loopback import LoopbackApp
 
 __all__ = ["StubLLMServer", "StubReply", "StubRequest", "StubToolCall", "ReplyLike", "Rule"]
 
@@ -132,7 +132,7 @@ def _resolve(reply: Any, body: dict[str, Any]) -> StubReply:
     raise TypeError(f"not a stub reply: {reply!r}")
 
 
-class StubLLMServer:
+class StubLLMServer(LoopbackApp):
     """A scripted OpenAI-compatible server on ``127.0.0.1`` (an async context manager).
 
     Args:
@@ -146,51 +146,19 @@ class StubLLMServer:
     """
 
     def __init__(self, *, rule: Rule | None = None, host: str = "127.0.0.1", port: int = 0) -> None:
+        super().__init__(host=host, port=port)
         self.rule = rule
         self.requests: list[StubRequest] = []
         self.unscripted = 0
-        self._host = host
-        self._port = port
         self._replies: deque[Any] = deque()
         self._ids = itertools.count(1)
-        self._runner: web.AppRunner | None = None
-        self._closing = asyncio.Event()
 
     # --- lifecycle ---------------------------------------------------------------------
 
-    async def start(self) -> None:
-        """Bind and start serving; :attr:`url` is valid afterwards."""
-        app = web.Application()
+    def _routes(self, app: web.Application) -> None:
         for prefix in ("/v1", ""):
             app.router.add_post(f"{prefix}/chat/completions", self._chat)
             app.router.add_post(f"{prefix}/responses", self._responses)
-        runner = web.AppRunner(
-            app, access_log=None, handler_cancellation=True, shutdown_timeout=1.0
-        )
-        await runner.setup()
-        site = web.TCPSite(runner, self._host, self._port)
-        await site.start()
-        self._runner = runner
-        self._port = int(runner.addresses[0][1])
-
-    async def close(self) -> None:
-        """Stop serving; replies still waiting out a delay are cut short."""
-        self._closing.set()
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-
-    async def __aenter__(self) -> StubLLMServer:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     @property
     def url(self) -> str:
