@@ -92,8 +92,12 @@ class TurnRunner:
         if payload["subject"] != Subject.ACTION_COMPLETE_BROADCAST:
             history.append(xml)
         turn = task.turn_number
+        if payload["subject"] == Subject.MAXIMUM_STEPS_REACHED:
+            tool_choice = self._tool_choice(core, message)
+        else:
+            tool_choice = "auto" if rt.mode == "manual" else "required"
         try:
-            _text, calls = await core.function(history, self._tool_choice(core, message))
+            _text, calls = await core.function(history, tool_choice)
         except asyncio.CancelledError:
             raise
         except Exception as e:  # noqa: BLE001  # an agent's failure is reported, never fatal to the loop
@@ -143,13 +147,16 @@ class TurnRunner:
             task.log.emit(EventName.TOOL_CALL, f"agent {agent} called {call.tool_name}", extra)
 
     async def _process(self, ctx: TurnContext, calls: list[AgentToolCall]) -> None:
-        breakpoints = [c for c in calls if c.tool_name in self.rt.breakpoint_tools]
-        rest = [c for c in calls if c.tool_name not in self.rt.breakpoint_tools]
+        stops = self.rt.breakpoint_tools
+        if stops:
+            breakpoints = [c for c in calls if c.tool_name in stops]
+            rest = [c for c in calls if c.tool_name not in stops]
+        else:
+            breakpoints, rest = [], calls
+        excluded = self.rt.excluded_tools(ctx.agent)
         for i, call in enumerate(rest):
             handler = HANDLERS.get(call.tool_name, TurnRunner._action)
-            if call.tool_name in MAIL_TOOL_NAMES and call.tool_name in self.rt.excluded_tools(
-                ctx.agent
-            ):
+            if excluded and call.tool_name in MAIL_TOOL_NAMES and call.tool_name in excluded:
                 handler = TurnRunner._excluded
             await handler(self, ctx, call)
             if ctx.stop:

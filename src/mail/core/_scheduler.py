@@ -26,6 +26,7 @@ from mail.core.message import (
     get_recipients,
     message_priority,
     parse_agent_address,
+    single_recipient,
 )
 from mail.core.tasks import MAILTask, QueueItem, TaskState
 from mail.errors import InvalidMessageError
@@ -166,13 +167,17 @@ class Scheduler:
         from_local_agent = sender["address_type"] == "agent" and sender_name in rt.agents
         if from_local_agent and message["msg_type"] not in _UNSERIALIZED:
             allowed = rt.agents[sender_name].comm_targets
-            bad = [
-                r["address"]
-                for r in get_recipients(payload)
-                if r["address_type"] == "agent"
-                and r["address"] != "all"
-                and r["address"] not in allowed
-            ]
+            single = single_recipient(payload)
+            if single is not None and single["address"] in allowed:
+                bad = []
+            else:
+                bad = [
+                    r["address"]
+                    for r in get_recipients(payload)
+                    if r["address_type"] == "agent"
+                    and r["address"] != "all"
+                    and r["address"] not in allowed
+                ]
             if bad:
                 task.log.emit(
                     EventName.AGENT_ERROR,
@@ -195,11 +200,19 @@ class Scheduler:
         self, message: MAILMessage, sender_name: str
     ) -> tuple[list[str], list[str], list[str]]:
         rt = self.rt
+        payload = message["message"]
+        skip_self = payload["sender"]["address_type"] != "system"
+        single = single_recipient(payload)
+        if single is not None:  # one recipient: the common case, without the general pass
+            address = single["address"]
+            if address in rt.agents and "@" not in address and address != "all":
+                if skip_self and address == sender_name:
+                    return [], [], []
+                return [address], [], []
         local: list[str] = []
         remote: list[str] = []
         unknown: list[str] = []
-        skip_self = message["message"]["sender"]["address_type"] != "system"
-        for recipient in get_recipients(message["message"]):
+        for recipient in get_recipients(payload):
             address = recipient["address"]
             if address == "all":
                 local.extend(rt.agents)

@@ -36,6 +36,7 @@ __all__ = [
     "get_address_string",
     "get_address_type",
     "get_recipients",
+    "single_recipient",
     "parse_task_contributor",
     "parse_task_contributors",
     "format_task_contributor",
@@ -223,6 +224,13 @@ def parse_task_contributor(contributor: str) -> tuple[str, str, str]:
 
 def parse_task_contributors(contributors: Iterable[str]) -> list[tuple[str, str, str]]:
     return [parse_task_contributor(c) for c in contributors]
+
+
+def single_recipient(payload: MAILPayload) -> MAILAddress | None:
+    """The ``recipient`` of a request or response payload; ``None`` for the other kinds."""
+    if "recipient" in payload:
+        return cast(MAILRequest, payload)["recipient"]
+    return None
 
 
 def get_recipients(payload: MAILPayload) -> list[MAILAddress]:

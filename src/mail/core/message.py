@@ -45,6 +45,7 @@ from mail.core._wire import (
     parse_agent_address,
     parse_task_contributor,
     parse_task_contributors,
+    single_recipient,
 )
 from mail.errors import InvalidMessageError
 
@@ -92,6 +93,7 @@ __all__ = [
     "make_interswarm_message",
     # helpers on messages
     "get_recipients",
+    "single_recipient",
     "message_priority",
     "build_body_xml",
     "build_mail_xml",

@@ -574,7 +574,10 @@ class MAILRuntime:
     # --- state -----------------------------------------------------------------------------
 
     def excluded_tools(self, agent: str) -> frozenset[str]:
-        return self.exclude_tools | self.agents[agent].exclude_tools
+        mine = self.agents[agent].exclude_tools
+        if not self.exclude_tools:
+            return mine
+        return self.exclude_tools | mine if mine else self.exclude_tools
 
     def forget(self, task: MAILTask) -> None:
         """Drop a finished task's histories from memory (it left the task table)."""

@@ -78,13 +78,32 @@ class Incoming:
     content: str
 
 
-def _between(content: str, start: str, end: str, *, last: bool = False) -> str | None:
-    i = content.find(start)
-    if i < 0:
-        return None
-    i += len(start)
-    j = content.rfind(end) if last else content.find(end, i)
-    return content[i:j] if j >= i else None
+def _parse(content: str) -> Incoming:
+    # str.find throughout: this runs on every scripted turn of the benchmarks
+    i = content.find('<from type="')
+    sender_type = sender = ""
+    if i >= 0:
+        i += 12
+        j = content.find('">', i)
+        if j >= i:
+            sender_type = content[i:j]
+            start = f'<from type="{sender_type}">'
+            k = content.find(start)
+            if k >= 0:
+                k += len(start)
+                end = content.find("</from>", k)
+                if end >= k:
+                    sender = content[k:end]
+    body = content
+    i = content.find("<body>")
+    if i >= 0:
+        j = content.rfind("</body>\n</incoming_message>")
+        if j >= i + 6:
+            body = content[i + 6 : j]
+    subject_end = content.find("</subject>\n<body>")
+    start_subject = content.find("<subject>")
+    subject = content[start_subject + 9 : subject_end] if 0 <= start_subject < subject_end else ""
+    return Incoming(sender, sender_type, subject, body, content)
 
 
 def parse_incoming(history: Sequence[dict[str, Any]]) -> Incoming:
@@ -92,23 +111,19 @@ def parse_incoming(history: Sequence[dict[str, Any]]) -> Incoming:
     for item in reversed(history):
         content = item.get("content")
         if item.get("role") == "user" and isinstance(content, str):
-            sender_type = _between(content, '<from type="', '">') or ""
-            sender = _between(content, f'<from type="{sender_type}">', "</from>") or ""
-            body = _between(content, "<body>", "</body>\n</incoming_message>", last=True)
-            subject_end = content.find("</subject>\n<body>")
-            start = content.find("<subject>")
-            subject = content[start + 9 : subject_end] if 0 <= start < subject_end else ""
-            return Incoming(
-                sender, sender_type, subject, content if body is None else body, content
-            )
+            return _parse(content)
     return Incoming("", "", "", "", "")
 
 
 def _arguments(args: dict[str, Any]) -> str:
-    # The JSON text an LLM would send; flat string arguments take a fast path.
-    if all(type(v) is str for v in args.values()):
-        return "{" + ", ".join(f"{_json_str(k)}: {_json_str(v)}" for k, v in args.items()) + "}"
-    return json.dumps(args)
+    # The JSON text an LLM would send (as json.dumps writes it); flat string arguments
+    # take a fast path.
+    parts = []
+    for key, value in args.items():
+        if type(value) is not str:
+            return json.dumps(args)
+        parts.append(f"{_json_str(key)}: {_json_str(value)}")
+    return "{" + ", ".join(parts) + "}"
 
 
 # One counter for every scripted agent of the process, so call ids never collide.
@@ -183,33 +198,25 @@ class ScriptedAgent:
     def _build(self, turn: TurnResult) -> list[AgentToolCall]:
         calls = [turn] if isinstance(turn, ScriptedCall) else list(turn)  # type: ignore[arg-type]
         ids = [c.call_id or f"call_{next(_CALL_IDS)}" for c in calls]
+        completion: dict[str, Any] = {}
+        responses: list[dict[str, Any]] = []
         if self.tool_format == "completions":
-            completion: dict[str, Any] = {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": i,
-                        "type": "function",
-                        "function": {"name": c.name, "arguments": _arguments(c.args)},
-                    }
-                    for c, i in zip(calls, ids, strict=True)
-                ],
-            }
-            responses: list[dict[str, Any]] = []
+            completion = {"role": "assistant", "content": None, "tool_calls": []}
+            for c, i in zip(calls, ids, strict=True):
+                function = {"name": c.name, "arguments": _arguments(c.args)}
+                completion["tool_calls"].append({"id": i, "type": "function", "function": function})
         else:
-            completion = {}
-            responses = [
-                {
-                    "type": "function_call",
-                    "id": f"fc_{i}",
-                    "call_id": i,
-                    "name": c.name,
-                    "arguments": _arguments(c.args),
-                    "status": "completed",
-                }
-                for c, i in zip(calls, ids, strict=True)
-            ]
+            for c, i in zip(calls, ids, strict=True):
+                responses.append(
+                    {
+                        "type": "function_call",
+                        "id": f"fc_{i}",
+                        "call_id": i,
+                        "name": c.name,
+                        "arguments": _arguments(c.args),
+                        "status": "completed",
+                    }
+                )
         return [
             AgentToolCall(
                 tool_name=c.name,
