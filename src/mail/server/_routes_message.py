@@ -11,7 +11,15 @@ from fastapi.responses import JSONResponse, Response
 from mail.core.message import MAIL_MESSAGE_TYPES, new_task_id
 from mail.core.tasks import TaskState
 from mail.errors import InvalidMessageError
-from mail.server._deps import BEARER_SECURITY, as_bool, as_str, authorize, read_json, state_of
+from mail.server._deps import (
+    BEARER_SECURITY,
+    DirectRoute,
+    as_bool,
+    as_str,
+    authorize,
+    read_json,
+    state_of,
+)
 from mail.server._sse import event_response, sse_object
 from mail.server.auth import Caller
 from mail.server.models import (
@@ -24,7 +32,7 @@ from mail.server.models import (
 
 __all__ = ["router"]
 
-router = APIRouter(responses=ERROR_RESPONSES)
+router = APIRouter(responses=ERROR_RESPONSES, route_class=DirectRoute)
 
 _SENDABLE = ("request", "broadcast")
 _RESUME = ("user_response", "breakpoint_tool_call")
