@@ -30,6 +30,7 @@ from mail.db._common import (
     task_from_row,
     utc,
 )
+from mail.db._pg_bulk import bulk_forms, bulk_statement
 from mail.db._statements import Dialect, SQLWrites
 from mail.db.store import (
     BreakpointRow,
@@ -85,6 +86,15 @@ _DIALECT = Dialect(
     insert_stash=_INSERT_STASH,
     when=utc,
     stamp_histories=False,
+)
+# a batch's rows of these statements go in one statement over arrays (see _pg_bulk)
+_BULK = bulk_forms(
+    save_task=_SAVE_TASK,
+    append_event=_APPEND_EVENT,
+    save_history=_SAVE_HISTORY,
+    save_response=_SAVE_RESPONSE,
+    delete_breakpoints=_DELETE_BREAKPOINTS,
+    delete_stash=_DELETE_STASH,
 )
 _LOAD_TASKS = """SELECT task_id, task_owner, task_contributors::text, remote_swarms::text,
     state, title, start_time, updated_at FROM tasks
@@ -159,6 +169,15 @@ def _usable(conn: Any) -> bool:
         return not conn.is_closed()
     except Exception:  # noqa: BLE001  # asyncpg raises InterfaceError for a detached proxy
         return False
+
+
+async def _run(conn: Any, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+    """Run ``sql`` for ``rows``: once over arrays when it has an array form."""
+    bulk = bulk_statement(_BULK, sql, rows)
+    if bulk is None:
+        await conn.executemany(sql, rows)
+    else:
+        await conn.execute(bulk[0], *bulk[1])
 
 
 def _describe(dsn: str | None) -> str:
@@ -301,13 +320,12 @@ class PostgresStore(SQLWrites):
             conn = None
         if conn is None:
             conn = self._write_conn = await pool.acquire()
-        if len(statements) == 1:  # executemany alone is atomic already
-            sql, rows = statements[0]
-            await conn.executemany(sql, rows)
+        if len(statements) == 1:  # one statement is atomic already
+            await _run(conn, *statements[0])
             return
         async with conn.transaction():
             for sql, rows in statements:
-                await conn.executemany(sql, rows)
+                await _run(conn, sql, rows)
 
     # -- reads ----------------------------------------------------------------------------
 
