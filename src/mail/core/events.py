@@ -82,7 +82,6 @@ class MAILEvent:
 
     def __init__(
         self,
-        *,
         event: str,
         task_id: str,
         description: str = "",
@@ -183,14 +182,7 @@ class EventLog:
         self, name: str, description: str, extra_data: dict[str, Any] | None = None
     ) -> MAILEvent:
         """Append a new stored event of this task."""
-        return self.append(
-            MAILEvent(
-                event=name,
-                task_id=self.task_id,
-                description=description,
-                extra_data=extra_data,
-            )
-        )
+        return self.append(MAILEvent(name, self.task_id, description, extra_data))
 
     def since(self, after: int = 0) -> list[MAILEvent]:
         """Return the events whose sequence number is greater than ``after``."""
