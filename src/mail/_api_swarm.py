@@ -6,13 +6,10 @@ import json
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from mail._api_actions import MAILAction
 from mail._api_agents import MAILAgent, MAILAgentTemplate, describe_contacts, with_contacts
-from mail.core._persist import TaskSink
-from mail.core.actions import ActionOverrideFunction
-from mail.core.events import MAILEvent
 from mail.core.message import (
     MAILAddress,
     MAILMessage,
@@ -22,11 +19,18 @@ from mail.core.message import (
     make_request,
     new_task_id,
 )
-from mail.core.runtime import MAILRuntime, RemoteRouter, ResumeFrom
-from mail.core.tasks import MAILTask
 from mail.errors import InvalidMessageError, SwarmDefinitionError
 from mail.swarms_json import check_swarm, find_swarm, load_swarms_json_file, parse_swarm
 from mail.utils.parsing import DEFAULT_POLICY, ReferencePolicy, read_python_string
+
+if TYPE_CHECKING:
+    # The runtime and its modules load with the first MAILSwarm: a server that loads a
+    # template answers /health without them.
+    from mail.core._persist import TaskSink
+    from mail.core.actions import ActionOverrideFunction
+    from mail.core.events import MAILEvent
+    from mail.core.runtime import RemoteRouter, ResumeFrom
+    from mail.core.tasks import MAILTask
 
 __all__ = ["MAILSwarm", "MAILSwarmTemplate"]
 
@@ -401,6 +405,8 @@ class MAILSwarm:
         all_actions = {a.name: a for a in self.actions} | {
             x.name: x for a in self.agents for x in a.actions
         }
+        from mail.core.runtime import MAILRuntime  # noqa: PLC0415  # see the imports above
+
         self.runtime = MAILRuntime(
             {a.name: a.to_core() for a in self.agents},
             {n: a.to_core() for n, a in all_actions.items()},

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import gc
 import logging
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from http import HTTPStatus
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -16,6 +15,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from mail._gc import raise_young_threshold, settle_gc
 from mail.api import MAILSwarmTemplate
 from mail.errors import (
     AuthError,
@@ -33,6 +33,7 @@ from mail.server import (
     _routes_tasks,
 )
 from mail.server._state import ServerState, every
+from mail.server.models import expand_body_schemas
 from mail.version import PROTOCOL_VERSION, __version__
 
 if TYPE_CHECKING:
@@ -130,6 +131,10 @@ async def _too_large(send: Send, limit: int) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+#: The route modules; /message first: requests are matched against the routes in this order.
+_ROUTES = (_routes_message, _routes_core, _routes_tasks, _routes_responses, _routes_interswarm)
+
+
 def create_app(
     config: MAILConfig | None = None,
     *,
@@ -188,17 +193,19 @@ def create_app(
         summary="Multi-Agent Interface Layer: send tasks to a swarm of agents and watch them work.",
         lifespan=lifespan,
     )
+    default_openapi = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        # request bodies are documented when the document is first built, not at start-up
+        for module in _ROUTES:
+            expand_body_schemas(module.router.routes)
+        return default_openapi()
+
+    app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented override
     app.add_exception_handler(MAILError, _mail_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(Exception, _unexpected)
-    # /message first: requests are matched against the routes in this order
-    for module in (
-        _routes_message,
-        _routes_core,
-        _routes_tasks,
-        _routes_responses,
-        _routes_interswarm,
-    ):
+    for module in _ROUTES:
         app.include_router(module.router)
     app.add_middleware(
         CORSMiddleware,
@@ -279,31 +286,9 @@ async def _open_store(state: ServerState) -> None:
         state.spawn(state.retention.run(), "mail-prune")
 
 
-#: Net allocations of tracked objects between two young collections in a server process.
-GC_YOUNG_THRESHOLD = 10_000
-
-
-def settle_gc() -> None:
-    """Tune the cyclic garbage collector for a server process.
-
-    Imports, the app and the swarm leave some 80,000 long-lived objects; every full
-    collection would walk them again (tens of milliseconds each, stalling every request in
-    flight), so :func:`gc.freeze` moves them to a generation that is never collected.
-    Then the young generation is collected after :data:`GC_YOUNG_THRESHOLD` net allocations
-    instead of 700: a task's messages, events and futures live for the task's few
-    milliseconds and are freed by reference counting, and with the default they are
-    traversed (and promoted, and traversed again) while still alive, hundreds of times a
-    second. Measured with 2,000 tasks from 20 clients: 398 collections taking 494 ms before,
-    5 taking 23 ms after. For a process that runs one server (``mail server``), not for a
-    process that builds apps over and over, such as a test run. No collection first: it
-    would cost start-up some 50 ms to reclaim a few hundred objects.
-    """
-    gc.freeze()
-    gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
-
-
 def run_server(config: MAILConfig) -> None:
     """Serve ``config``'s swarm with uvicorn until interrupted (blocks)."""
+    raise_young_threshold()  # fewer collections while the swarm and the app are built
     import uvicorn  # noqa: PLC0415  # only the server process needs it
 
     server = config.server

@@ -77,6 +77,7 @@ class _Open(BaseModel):
 class InterswarmMessageBody(_Open):
     """A ``MAILInterswarmMessage`` (``spec/MAIL-interswarm.schema.json``)."""
 
+    model_config = ConfigDict(defer_build=True)  # documents a request body only
     message_id: str
     source_swarm: str
     target_swarm: str
@@ -92,6 +93,7 @@ class InterswarmMessageBody(_Open):
 class InterswarmEnvelope(BaseModel):
     """``POST /interswarm/forward`` and ``/interswarm/back``."""
 
+    model_config = ConfigDict(defer_build=True)  # documents a request body only
     message: InterswarmMessageBody
 
 
@@ -105,6 +107,7 @@ class InterswarmAck(_Open):
 class InterswarmSendRequest(_Open):
     """A proxy send (admin/user); agents send a bare ``MAILInterswarmMessage`` instead."""
 
+    model_config = ConfigDict(defer_build=True)  # documents a request body only
     user_token: str = Field(description="Required by protocol 1.3 clients; not forwarded")
     targets: list[str] = Field(description="agent@swarm addresses, all in one remote swarm")
     body: str

@@ -6,9 +6,13 @@ error texts; these models describe them for clients and for ``spec/openapi.yaml`
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from starlette.routing import BaseRoute
 
 __all__ = [
     "DumpResponse",
@@ -32,7 +36,13 @@ __all__ = [
     "UIAgentsResponse",
     "WhoamiResponse",
     "body_schema",
+    "expand_body_schemas",
 ]
+
+
+#: Config of the models that only document a request body (see :func:`body_schema`): their
+#: validators are built if ever needed, not at import.
+_DOC_ONLY = ConfigDict(defer_build=True)
 
 
 class _Model(BaseModel):
@@ -123,6 +133,8 @@ class HealthResponse(_Model):
 
 
 class HealthUpdate(BaseModel):
+    model_config = _DOC_ONLY
+
     status: str = Field(min_length=1)
 
 
@@ -147,6 +159,7 @@ class StatusResponse(_Model):
 class MessageRequest(BaseModel):
     """``POST /message``: send a message to the swarm (a new task or a follow-up)."""
 
+    model_config = _DOC_ONLY
     body: str = Field("", description="The message; required unless resuming from a breakpoint")
     subject: str = Field("New Message")
     msg_type: Literal["request", "broadcast"] = Field("request")
@@ -187,6 +200,8 @@ class SwarmsResponse(_Model):
 
 
 class RegisterSwarmRequest(BaseModel):
+    model_config = _DOC_ONLY
+
     name: str = Field(min_length=1)
     base_url: str = Field(
         min_length=1,
@@ -209,6 +224,8 @@ class DumpResponse(_Model):
 
 
 class LoadSwarmRequest(BaseModel):
+    model_config = _DOC_ONLY
+
     json_text: str = Field(alias="json", description="The JSON text of one swarm object")
 
 
@@ -218,6 +235,8 @@ class LoadSwarmResponse(_Model):
 
 
 class TaskQuery(BaseModel):
+    model_config = _DOC_ONLY
+
     task_id: str
 
 
@@ -234,12 +253,39 @@ class UIAgentsResponse(_Model):
     entrypoint: str
 
 
+#: ``openapi_extra`` key standing for a request body until the OpenAPI document is built.
+_DEFERRED_BODY = "x-mail-deferred-body"
+
+
 def body_schema(model: type[BaseModel]) -> dict[str, Any]:
     """``openapi_extra`` documenting ``model`` as a route's JSON request body.
 
-    Nested models are written in place: in an OpenAPI document a ``#/$defs/...`` reference
-    would point at the document's root, not at the body schema.
+    The schema is written when the OpenAPI document is first built (by
+    :func:`expand_body_schemas`, which ``create_app`` runs then), not when the route is
+    declared: a JSON schema per body is work that serving requests never needs.
     """
+    return {_DEFERRED_BODY: model}
+
+
+def expand_body_schemas(routes: Iterable[BaseRoute]) -> None:
+    """Write the request bodies :func:`body_schema` left in ``routes``' ``openapi_extra``.
+
+    Each dict is rewritten in place, keys in their order: FastAPI hands the same dict to
+    the routes it derives when a router is included in an app.
+    """
+    for route in routes:
+        extra = getattr(route, "openapi_extra", None)
+        if not extra or _DEFERRED_BODY not in extra:
+            continue
+        items = list(extra.items())
+        extra.clear()
+        for key, value in items:
+            extra.update(_request_body(value) if key == _DEFERRED_BODY else {key: value})
+
+
+def _request_body(model: type[BaseModel]) -> dict[str, Any]:
+    # Nested models are written in place: in an OpenAPI document a ``#/$defs/...``
+    # reference would point at the document's root, not at the body schema.
     schema = model.model_json_schema(by_alias=True)
     definitions: dict[str, Any] = schema.pop("$defs", {})
     return {

@@ -6,11 +6,10 @@ Agents ``supervisor`` (entrypoint, completes tasks), ``weather`` and ``math``; a
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from mail.core.actions import ActionCore
 from mail.core.agents import AgentCore
-from mail.core.runtime import MAILRuntime
 from mail.examples.math_dummy._calculator import (
     CALCULATE_EXPRESSION_PARAMETERS,
     calculate_expression,
@@ -24,6 +23,9 @@ from mail.examples.weather_dummy._forecast import (
     GET_WEATHER_FORECAST_PARAMETERS,
     get_weather_forecast,
 )
+
+if TYPE_CHECKING:
+    from mail.core.runtime import MAILRuntime
 
 __all__ = ["offline_runtime", "offline_swarm_definition"]
 
@@ -124,6 +126,9 @@ def offline_runtime(
             calculate_expression, "calculate_expression", CALCULATE_EXPRESSION_PARAMETERS
         ),
     }
+    # here, not at the top: loading the swarm's agents (this package) needs no runtime
+    from mail.core.runtime import MAILRuntime  # noqa: PLC0415
+
     return MAILRuntime(
         agents,
         actions,
