@@ -9,7 +9,8 @@ checked. Measures:
 * first SSE event: request start to the first ``event:`` frame of ``stream: true`` (p50/p99
   over 200 streams, each read to its checked ``task_complete``);
 * launch to healthy: ``mail server`` (the shipped ``mail.toml``, offline swarm) started as a
-  subprocess until ``GET /health`` answers 200 (median of 5);
+  subprocess until ``GET /health`` answers 200 (median of 5), with the bytecode of its
+  imports cached (as on every launch after the first) and without (each launch compiles);
 * ``mail --help`` wall time (median of 10).
 
 The server runs in this process on the client's event loop by default (``--in-process``) or
@@ -340,39 +341,63 @@ def _healthy(url: str) -> bool:
         return False
 
 
-def launch_to_healthy(runs: int) -> None:
-    """``mail server`` as a subprocess until ``GET /health`` answers 200."""
-    times: list[float] = []
-    for _ in range(runs):
-        with tempfile.TemporaryDirectory(prefix="mail-bench-launch-") as data_dir:
-            port = _free_port()
-            env = {
-                **os.environ,
-                "MAIL_DATA_DIR": data_dir,
-                "SWARM_REGISTRY_FILE": str(Path(data_dir) / "registry.json"),
-            }
-            command = [sys.executable, "-m", "mail.cli", "server", "-c", str(ROOT / "mail.toml")]
-            command += ["-p", str(port), "-H", "127.0.0.1"]
-            start = time.perf_counter()
-            proc = subprocess.Popen(  # noqa: S603  # fixed arguments
-                command, env=env, cwd=data_dir, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-            )
+def _launch_once(cache_env: dict[str, str]) -> float:
+    """Seconds from starting ``mail server`` to its first ``200`` on ``GET /health``."""
+    with tempfile.TemporaryDirectory(prefix="mail-bench-launch-") as data_dir:
+        port = _free_port()
+        env = {
+            **os.environ,
+            "MAIL_DATA_DIR": data_dir,
+            "SWARM_REGISTRY_FILE": str(Path(data_dir) / "registry.json"),
+            **cache_env,
+        }
+        if cache_env.get("PYTHONDONTWRITEBYTECODE") == "":
+            del env["PYTHONDONTWRITEBYTECODE"]
+        command = [sys.executable, "-m", "mail.cli", "server", "-c", str(ROOT / "mail.toml")]
+        command += ["-p", str(port), "-H", "127.0.0.1"]
+        start = time.perf_counter()
+        proc = subprocess.Popen(  # noqa: S603  # fixed arguments
+            command, env=env, cwd=data_dir, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        try:
+            while not _healthy(f"http://127.0.0.1:{port}/health"):
+                if proc.poll() is not None or time.perf_counter() - start > WAIT:
+                    err = proc.stderr.read().decode() if proc.stderr else ""
+                    raise RuntimeError(f"mail server did not become healthy: {err[-2000:]}")
+                time.sleep(0.005)
+            return time.perf_counter() - start
+        finally:
+            proc.terminate()
             try:
-                while not _healthy(f"http://127.0.0.1:{port}/health"):
-                    if proc.poll() is not None or time.perf_counter() - start > WAIT:
-                        err = proc.stderr.read().decode() if proc.stderr else ""
-                        raise RuntimeError(f"mail server did not become healthy: {err[-2000:]}")
-                    time.sleep(0.005)
-                times.append(time.perf_counter() - start)
-            finally:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=WAIT)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
-    detail = ", ".join(f"{t:.2f}" for t in times)
-    print(f"{'launch to healthy /health':<34} median {statistics.median(times):.2f} s  ({detail})")
+                proc.wait(timeout=WAIT)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def launch_to_healthy(runs: int) -> None:
+    """``mail server`` as a subprocess until ``GET /health`` answers 200, two ways.
+
+    * cached bytecode: every launch after the first on a usual machine, where Python keeps
+      the bytecode of what it imports. A first, untimed launch writes it (to a private
+      ``PYTHONPYCACHEPREFIX`` directory, so nothing in the project or its environment
+      changes), then the timed launches read it;
+    * no bytecode: each launch compiles every module it imports from source, as a first
+      launch does, or every launch where ``PYTHONDONTWRITEBYTECODE`` is set and nothing
+      was compiled at install time (``uv sync --compile-bytecode`` or
+      ``UV_COMPILE_BYTECODE=1`` compile at install time).
+    """
+    for label, cached in (("cached bytecode", True), ("no bytecode", False)):
+        with tempfile.TemporaryDirectory(prefix="mail-bench-pycache-") as cache:
+            cache_env = {"PYTHONPYCACHEPREFIX": cache}
+            if cached:
+                _launch_once({**cache_env, "PYTHONDONTWRITEBYTECODE": ""})  # writes the cache
+            else:
+                cache_env["PYTHONDONTWRITEBYTECODE"] = "1"
+            times = [_launch_once(cache_env) for _ in range(runs)]
+        detail = ", ".join(f"{t:.2f}" for t in times)
+        name = f"launch to healthy ({label})"
+        print(f"{name:<34} median {statistics.median(times):.2f} s  ({detail})")
 
 
 def help_time(runs: int) -> None:
