@@ -223,14 +223,30 @@ async def main() -> None:
     parser.add_argument(
         "--api", action="store_true", help="go through MAILSwarmTemplate/post_message"
     )
+    parser.add_argument(
+        "--gc",
+        choices=["default", "server"],
+        default="default",
+        help="Python's collector policy, or the one of `mail server` (mail.settle_gc)",
+    )
     args = parser.parse_args()
     global RUNNER  # noqa: PLW0603  # chosen once, before any phase runs
     RUNNER = ApiRunner if args.api else RuntimeRunner
+    if args.gc == "server":
+        from mail import settle_gc
+
+        settle_gc()
     print(
-        f"# {'public API (MAILSwarm.post_message)' if args.api else 'MAILRuntime'}, loop {args.loop}"
+        f"# {'public API (MAILSwarm.post_message)' if args.api else 'MAILRuntime'}, "
+        f"loop {args.loop}, gc {args.gc}"
     )
     n = args.tasks
-    await sequential(200, 0)  # warm-up
+    # Warm-up: a process's first thousands of tasks run slower (the allocator's arenas,
+    # the interpreter's specialised instructions, the collector's generations settling).
+    print("warm-up:")
+    await sequential(n, 0)
+    await concurrent(n, 1000, 50_000)
+    print("measured:")
     await sequential(n, 100_000)
     ten = await concurrent(n, 10, 200_000)
     await concurrent(n, 200, 300_000)

@@ -1,8 +1,9 @@
 """The garbage collector policy of a ``mail server`` process (standard library only).
 
 :func:`raise_young_threshold` is what ``mail server`` does first, before its imports;
-:func:`settle_gc` (public as :func:`mail.server.settle_gc`) is what it does once the app
-is built.
+:func:`settle_gc` (public as :func:`mail.settle_gc` and :func:`mail.server.settle_gc`) is
+what it does once the app is built, and what a program that embeds a runtime or a swarm
+can do once it has built them.
 """
 
 from __future__ import annotations
@@ -36,8 +37,10 @@ def settle_gc() -> None:
     milliseconds and are freed by reference counting, and with the default they are
     traversed (and promoted, and traversed again) while still alive, hundreds of times a
     second. Measured with 2,000 tasks from 20 clients: 398 collections taking 494 ms before,
-    5 taking 23 ms after. For a process that runs one server (``mail server``), not for a
-    process that builds apps over and over, such as a test run. No collection first: it
+    5 taking 23 ms after; in process with 1,000 tasks in flight, full collections took
+    about 45 % of the runtime's time under the default policy. For a process that runs one
+    server or one long-lived swarm, not for a process that builds apps over and over, such
+    as a test run. No collection first: it
     would cost start-up some 50 ms to reclaim a few hundred objects.
     """
     gc.freeze()
