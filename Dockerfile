@@ -24,7 +24,9 @@ RUN uv sync --locked --no-dev --no-install-project
 COPY --chown=mail:mail src/ ./src/
 COPY --chown=mail:mail swarms.json mail.toml ./
 COPY --chown=mail:mail spec/ ./spec/
-RUN uv sync --locked --no-dev
+# Not editable: the package goes into the environment with its bytecode compiled
+# (UV_COMPILE_BYTECODE), so a start loads it instead of compiling it.
+RUN uv sync --locked --no-dev --no-editable
 
 ENV MAIL_DATA_DIR=/data \
     PATH="/app/.venv/bin:${PATH}"

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -126,7 +127,8 @@ def test_uv_installs_the_locked_dependencies(dockerfile: list[tuple[str, str]]) 
     runs = _all(dockerfile, "RUN")
     assert any("pip install" in run and "uv" in run for run in runs)
     assert "uv sync --locked --no-dev --no-install-project" in runs
-    assert "uv sync --locked --no-dev" in runs
+    # the project itself goes in compiled, not as an editable link to its sources
+    assert "uv sync --locked --no-dev --no-editable" in runs
     env = " ".join(_all(dockerfile, "ENV"))
     assert "MAIL_DATA_DIR=/data" in env
     assert "/app/.venv/bin" in env
@@ -289,3 +291,20 @@ def test_compose_database_url_matches_postgres(compose: dict[str, object]) -> No
     assert url.hostname == "postgres"
     assert url.port == 5432
     assert url.path.lstrip("/") == postgres["POSTGRES_DB"]
+
+
+@pytest.mark.skipif(shutil.which("uv") is None, reason="uv is not installed")
+def test_the_wheel_the_image_installs_carries_the_protocol_text(tmp_path: Path) -> None:
+    # `uv sync --no-editable` installs the built wheel: the `help` tool's protocol text
+    # must be in it, not only in the repository
+    subprocess.run(
+        ["uv", "build", "--wheel", "-q", "-o", str(tmp_path)],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        timeout=110,
+    )
+    (wheel,) = tmp_path.glob("mail_swarms-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert "mail/spec/SPEC.md" in names
+    assert {"mail/__init__.py", "mail/core/runtime.py", "mail/server/_app.py"} <= names
