@@ -302,14 +302,39 @@ async def first_events(client: Client, n: int, tag: str) -> dict[str, float]:
     return {"p50": p50, "p99": p99}
 
 
-async def throughput(url: str, args: argparse.Namespace) -> None:
+def process_cpu(pid: int) -> Callable[[], float]:
+    """CPU seconds (user + system) a process has used so far, read from ``/proc``."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    stat = Path(f"/proc/{pid}/stat")
+
+    def seconds() -> float:
+        fields = stat.read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / ticks
+
+    return seconds
+
+
+async def throughput(
+    url: str, args: argparse.Namespace, server_cpu: Callable[[], float] | None = None
+) -> None:
+    """The HTTP figures; with ``server_cpu`` (a server in its own process), also the
+    server's CPU time per task: its throughput limit on one core, whatever the client's
+    share of the machine."""
     client = CLIENTS[args.client](url)
+
+    async def measured(phase: Awaitable[dict[str, float]], n: int) -> None:
+        before = server_cpu() if server_cpu is not None else 0.0
+        await phase
+        if server_cpu is not None:
+            per_task = (server_cpu() - before) / n
+            print(f"{'':<34} server CPU {per_task * 1e6:,.0f} µs/task")
+
     try:
         # warm-up: creates the caller's runtime and opens the connections
         await sequential(client, 100, "warm", "warm-up, sequential")
         await concurrent(client, 100, args.clients, "warmc", "warm-up, concurrent")
-        await sequential(client, args.tasks, "s")
-        await concurrent(client, args.tasks, args.clients, "c")
+        await measured(sequential(client, args.tasks, "s"), args.tasks)
+        await measured(concurrent(client, args.tasks, args.clients, "c"), args.tasks)
         await first_events(client, args.streams, "e")
     finally:
         await client.aclose()
@@ -459,7 +484,8 @@ def main() -> None:
     else:
         server, data_dir = server_process(args.loop)
         try:
-            _run(lambda: throughput(server.url, args), args.loop)
+            cpu = process_cpu(server.proc.pid)
+            _run(lambda: throughput(server.url, args, cpu), args.loop)
         finally:
             server.close()
             data_dir.cleanup()
