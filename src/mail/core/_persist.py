@@ -166,12 +166,10 @@ class StoreRecorder:
         self,
         sink: TaskSink,
         *,
-        interval: float = 0.035,
+        interval: float = 0.05,
         max_pending: int = 512,
         retry_after: float = 1.0,
-        # a store's cost per task falls with the tasks per batch (PostgreSQL: about 1.3 ms
-        # at 4 tasks, 0.65 ms at 16); interval + min_gap bounds what a crash can lose (60 ms)
-        min_gap: float = 0.025,
+        min_gap: float = 0.01,
         max_batch_tasks: int = 200,
     ) -> None:
         self.sink = sink
