@@ -1,7 +1,7 @@
-"""Large and mixed batches: the SQL stores write a batch's rows in few statements (SQLite:
-multi-row ``VALUES`` split in powers of two; PostgreSQL: one statement over arrays, with
-the caller's columns as values when the batch has one caller). Part of the store suite,
-so every test runs against the memory, SQLite and PostgreSQL stores."""
+"""Large and mixed batches, stored as a row-by-row run would store them (PostgreSQL writes a
+batch's rows as one statement over arrays, with the caller's columns as values when the
+batch has one caller). Part of the store suite, so every test runs against the memory,
+SQLite and PostgreSQL stores."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from mail.db import TaskChanges, TaskStore
 async def test_a_batch_of_many_rows_is_stored_whole_and_in_order(
     store: TaskStore, key: KeyFactory
 ) -> None:
-    # 137 tasks x 11 events: more rows than one multi-row statement takes, not a power of 2
+    # 137 tasks x 11 events in one batch
     changes = [
         TaskChanges(
             task_id=f"t{n:03d}",
