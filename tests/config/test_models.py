@@ -67,6 +67,7 @@ def test_server_defaults_match_the_contract() -> None:
     assert server.settings.task_timeout == 3600.0
     assert (server.base_url, server.data_dir) == (None, ".mail")
     assert (server.max_body_bytes, server.idle_runtime_seconds) == (1_048_576, 1800.0)
+    assert server.access_log is True
 
 
 def test_client_auth_database_defaults() -> None:

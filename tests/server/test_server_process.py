@@ -134,3 +134,32 @@ def test_unknown_swarm_is_a_one_line_error(dirs: tuple[Path, Path], module: str)
     assert lines[0].startswith("mail server: ")
     assert "nosuch" in lines[0]
     assert result.stdout == ""
+
+
+@pytest.mark.parametrize("access_log", [True, False])
+def test_access_log_follows_the_config(dirs: tuple[Path, Path], access_log: bool) -> None:
+    cwd, data = dirs
+    config = cwd.parent / "mail.toml"
+    text = MAIL_TOML.read_text(encoding="utf-8")
+    text = text.replace("[server]\n", f"[server]\naccess_log = {str(access_log).lower()}\n", 1)
+    swarms = (MAIL_TOML.parent / "swarms.json").as_posix()
+    text = text.replace('source = "swarms.json"', f'source = "{swarms}"', 1)
+    config.write_text(text, encoding="utf-8")
+    port = free_port()
+    log = cwd.parent / "server.log"
+    command = [sys.executable, "-m", "mail.cli", "server", "-c", str(config)]
+    command += ["-p", str(port), "-H", "127.0.0.1"]
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            command, cwd=cwd, env=clean_env(data), stdout=output, stderr=subprocess.STDOUT
+        )
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}", process)
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=15) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=5)
+    output_text = log.read_text(encoding="utf-8", errors="replace")
+    assert ('"GET /health HTTP/1.1" 200' in output_text) is access_log, output_text[-2000:]

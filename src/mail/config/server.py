@@ -67,6 +67,7 @@ class ServerConfig(ConfigModel):
     data_dir: str = Field(default=DEFAULT_DATA_DIR, min_length=1)
     max_body_bytes: int = Field(default=1_048_576, gt=0)
     idle_runtime_seconds: float = Field(default=1800.0, gt=0)
+    access_log: bool = True
 
     @field_validator("base_url")
     @classmethod

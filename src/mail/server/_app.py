@@ -304,6 +304,7 @@ def run_server(config: MAILConfig) -> None:
         host=server.host,
         port=server.port,
         log_level="debug" if server.debug else "info",
+        access_log=server.access_log,
         timeout_graceful_shutdown=10,
         ws="none",  # no WebSocket routes: skips importing a WebSocket protocol at start-up
     )
