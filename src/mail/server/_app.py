@@ -205,7 +205,10 @@ def create_app(
     app.add_exception_handler(MAILError, _mail_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(Exception, _unexpected)
-    for module in _ROUTES:
+    # The message routes are the app's own (not an included router's): the busiest
+    # requests are matched and served without the included routers' bookkeeping.
+    app.router.routes.extend(_routes_message.router.routes)
+    for module in _ROUTES[1:]:
         app.include_router(module.router)
     app.add_middleware(
         CORSMiddleware,

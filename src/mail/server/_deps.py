@@ -10,6 +10,7 @@ from fastapi import Depends, Request
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.responses import Response
+from starlette.routing import request_response
 
 from mail.errors import InvalidMessageError
 from mail.server._state import ServerState
@@ -36,9 +37,16 @@ class DirectRoute(APIRoute):
 
     Such an endpoint leaves FastAPI's request handler (solving dependencies, reading the
     body, serializing a return value) nothing to do, so the endpoint serves as the handler
-    (FastAPI's documented ``get_route_handler`` override). The OpenAPI operation is built
-    from the route as for any other. The busiest routes use it.
+    (FastAPI's documented ``get_route_handler`` override). As one of the app's own routes
+    it is served as a Starlette route is (``request_response``: the app's exception
+    handlers, without the exit stacks FastAPI opens for dependencies with ``yield``, which
+    it has none of). The OpenAPI operation is built from the route as for any other. The
+    busiest routes use it.
     """
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        super().__init__(path, endpoint, **kwargs)
+        self.app = request_response(self.get_route_handler())
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         d = self.dependant
