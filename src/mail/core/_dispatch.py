@@ -92,12 +92,8 @@ class TurnRunner:
         if payload["subject"] != Subject.ACTION_COMPLETE_BROADCAST:
             history.append(xml)
         turn = task.turn_number
-        if payload["subject"] == Subject.MAXIMUM_STEPS_REACHED:
-            tool_choice = self._tool_choice(core, message)
-        else:
-            tool_choice = "auto" if rt.mode == "manual" else "required"
         try:
-            _text, calls = await core.function(history, tool_choice)
+            _text, calls = await core.function(history, self._tool_choice(core, message))
         except asyncio.CancelledError:
             raise
         except Exception as e:  # noqa: BLE001  # an agent's failure is reported, never fatal to the loop
