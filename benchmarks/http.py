@@ -366,17 +366,19 @@ def _healthy(url: str) -> bool:
         return False
 
 
-def _launch_once(cache_env: dict[str, str]) -> float:
-    """Seconds from starting ``mail server`` to its first ``200`` on ``GET /health``."""
+def _launch_once(pycache: str, *, write_bytecode: bool) -> float:
+    """Seconds from starting ``mail server`` to its first ``200`` on ``GET /health``, with
+    its bytecode cache in ``pycache``."""
     with tempfile.TemporaryDirectory(prefix="mail-bench-launch-") as data_dir:
         port = _free_port()
         env = {
             **os.environ,
             "MAIL_DATA_DIR": data_dir,
             "SWARM_REGISTRY_FILE": str(Path(data_dir) / "registry.json"),
-            **cache_env,
+            "PYTHONPYCACHEPREFIX": pycache,
+            "PYTHONDONTWRITEBYTECODE": "1",
         }
-        if cache_env.get("PYTHONDONTWRITEBYTECODE") == "":
+        if write_bytecode:
             del env["PYTHONDONTWRITEBYTECODE"]
         command = [sys.executable, "-m", "mail.cli", "server", "-c", str(ROOT / "mail.toml")]
         command += ["-p", str(port), "-H", "127.0.0.1"]
@@ -414,12 +416,9 @@ def launch_to_healthy(runs: int) -> None:
     """
     for label, cached in (("cached bytecode", True), ("no bytecode", False)):
         with tempfile.TemporaryDirectory(prefix="mail-bench-pycache-") as cache:
-            cache_env = {"PYTHONPYCACHEPREFIX": cache}
             if cached:
-                _launch_once({**cache_env, "PYTHONDONTWRITEBYTECODE": ""})  # writes the cache
-            else:
-                cache_env["PYTHONDONTWRITEBYTECODE"] = "1"
-            times = [_launch_once(cache_env) for _ in range(runs)]
+                _launch_once(cache, write_bytecode=True)  # writes the cache
+            times = [_launch_once(cache, write_bytecode=False) for _ in range(runs)]
         detail = ", ".join(f"{t:.2f}" for t in times)
         name = f"launch to healthy ({label})"
         print(f"{name:<34} median {statistics.median(times):.2f} s  ({detail})")
