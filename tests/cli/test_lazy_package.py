@@ -65,21 +65,26 @@ def test_unknown_name_is_an_attribute_error() -> None:
         raise AssertionError("expected AttributeError")
 
 
-def test_import_mail_loads_no_pydantic_until_a_name_is_used(mail_env: dict[str, str]) -> None:
-    code = (
-        "import sys, mail; before = 'pydantic' in sys.modules; "
-        "from mail import MAILSwarmTemplate; "
-        "print(before, 'pydantic' in sys.modules, 'mail.api' in sys.modules)"
-    )
+def _child_output(code: str, env: dict[str, str]) -> list[str]:
+    """The words ``code`` prints, run in a fresh interpreter."""
     result = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
         text=True,
         check=True,
         timeout=60,
-        env=mail_env,
+        env=env,
     )
-    assert result.stdout.split() == ["False", "True", "True"]
+    return result.stdout.split()
+
+
+def test_import_mail_loads_no_pydantic_until_a_name_is_used(mail_env: dict[str, str]) -> None:
+    code = (
+        "import sys, mail; before = 'pydantic' in sys.modules; "
+        "from mail import MAILSwarmTemplate; "
+        "print(before, 'pydantic' in sys.modules, 'mail.api' in sys.modules)"
+    )
+    assert _child_output(code, mail_env) == ["False", "True", "True"]
 
 
 def test_settle_gc_is_the_servers_and_loads_nothing_heavy(mail_env: dict[str, str]) -> None:
@@ -89,12 +94,4 @@ def test_settle_gc_is_the_servers_and_loads_nothing_heavy(mail_env: dict[str, st
         "print(gc.get_freeze_count() > 0, gc.get_threshold()[0], "
         "'pydantic' in sys.modules, 'fastapi' in sys.modules)"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-        env=mail_env,
-    )
-    assert result.stdout.split() == ["True", "10000", "False", "False"]
+    assert _child_output(code, mail_env) == ["True", "10000", "False", "False"]
