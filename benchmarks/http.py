@@ -6,6 +6,8 @@ checked. Measures:
 
 * 1,000 sequential ``POST /message`` (tasks/s, p50/p99 latency);
 * 1,000 tasks from 20 concurrent clients on ONE API key (tasks/s, p50/p99);
+* with a store (``MAIL_BENCH_STORE``), both phases end when ``/health`` reports no unsaved
+  tasks: the time the store takes to catch up counts;
 * first SSE event: request start to the first ``event:`` frame of ``stream: true`` (p50/p99
   over 200 streams, each read to its checked ``task_complete``);
 * launch to healthy: ``mail server`` (the shipped ``mail.toml``, offline swarm) started as a
@@ -156,6 +158,19 @@ class Client:
     async def aclose(self) -> None:
         raise NotImplementedError
 
+    async def health(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    async def settle(self) -> float:
+        """Wait until the server's store holds every task (``/health`` reports no unsaved
+        ones; at once without a store); returns the seconds waited."""
+        start = time.perf_counter()
+        while (await self.health()).get("unsaved_tasks", 0):
+            if time.perf_counter() - start > WAIT:
+                raise AssertionError("the store did not catch up")
+            await asyncio.sleep(0.001)
+        return time.perf_counter() - start
+
 
 class AiohttpClient(Client):
     def __init__(self, url: str) -> None:
@@ -189,6 +204,11 @@ class AiohttpClient(Client):
     async def aclose(self) -> None:
         await self.session.close()
 
+    async def health(self) -> dict[str, Any]:
+        async with self.session.get(self.url.removesuffix("/message") + "/health") as response:
+            data: dict[str, Any] = await response.json()
+            return data
+
 
 class HttpxClient(Client):
     def __init__(self, url: str) -> None:
@@ -221,6 +241,10 @@ class HttpxClient(Client):
 
     async def aclose(self) -> None:
         await self.client.aclose()
+
+    async def health(self) -> dict[str, Any]:
+        data: dict[str, Any] = (await self.client.get("/health")).json()
+        return data
 
 
 CLIENTS: dict[str, Callable[[str], Client]] = {"aiohttp": AiohttpClient, "httpx": HttpxClient}
@@ -256,12 +280,16 @@ def _percentiles(samples: list[float]) -> tuple[float, float]:
     return statistics.median(ordered) * 1e3, p99 * 1e3
 
 
-def report(label: str, n: int, wall: float, latencies: list[float]) -> dict[str, float]:
+def report(
+    label: str, n: int, wall: float, latencies: list[float], settled: float = 0.0
+) -> dict[str, float]:
+    """Print a phase's figures; ``wall`` includes ``settled``, the wait for the store."""
     p50, p99 = _percentiles(latencies)
     rate = n / wall
+    store = f"  (store caught up {settled * 1e3:.0f} ms after)" if settled >= 0.0005 else ""
     print(
         f"{label:<34} {rate:>8,.0f} tasks/s  {rate * TURNS_PER_TASK:>8,.0f} turns/s  "
-        f"p50 {p50:6.2f} ms  p99 {p99:6.2f} ms"
+        f"p50 {p50:6.2f} ms  p99 {p99:6.2f} ms{store}"
     )
     return {"rate": rate, "p50": p50, "p99": p99}
 
@@ -269,7 +297,9 @@ def report(label: str, n: int, wall: float, latencies: list[float]) -> dict[str,
 async def sequential(client: Client, n: int, tag: str, label: str = "") -> dict[str, float]:
     start = time.perf_counter()
     latencies = [await _one(client, f"{tag}{i}") for i in range(n)]
-    return report(label or f"sequential ({n:,})", n, time.perf_counter() - start, latencies)
+    settled = await client.settle()
+    wall = time.perf_counter() - start
+    return report(label or f"sequential ({n:,})", n, wall, latencies, settled)
 
 
 async def concurrent(
@@ -284,8 +314,9 @@ async def concurrent(
 
     start = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(clients)))
+    settled = await client.settle()
     label = label or f"{clients} clients, one key ({n:,})"
-    return report(label, n, time.perf_counter() - start, latencies)
+    return report(label, n, time.perf_counter() - start, latencies, settled)
 
 
 async def first_events(client: Client, n: int, tag: str) -> dict[str, float]:

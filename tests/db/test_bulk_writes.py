@@ -1,7 +1,7 @@
 """Large and mixed batches, stored as a row-by-row run would store them (PostgreSQL writes a
 batch's rows as one statement over arrays, with the caller's columns as values when the
-batch has one caller). Part of the store suite, so every test runs against the memory,
-SQLite and PostgreSQL stores."""
+batch has one caller; SQLite as multi-row statements of up to 64 rows). Part of the store
+suite, so every test runs against the memory, SQLite and PostgreSQL stores."""
 
 from __future__ import annotations
 

@@ -12,6 +12,7 @@ from tests.persistence.conftest import KEY, CutSink, MakeSwarm, eventually
 
 from mail._api_store import StoreSink
 from mail.api import MAILSwarmTemplate
+from mail.core._persist import StoredTask, WriteBatch
 from mail.core.events import EventName
 from mail.core.tasks import TaskState
 from mail.db import MemoryStore, TaskRow
@@ -223,3 +224,117 @@ async def test_restore_loads_only_what_the_runtime_keeps(
         assert interrupted is not None and interrupted.state == "interrupted"
     finally:
         await swarm.runtime.shutdown(timeout=0.5)
+
+
+async def test_closing_writes_a_backlog_of_many_batches(
+    make_swarm: MakeSwarm, store: MemoryStore
+) -> None:
+    sink = _GatedSink(StoreSink(store, KEY))
+    swarm = make_swarm(sink)
+    rt = swarm.runtime
+    assert rt.recorder is not None
+    rt.recorder.max_batch_tasks = 2
+    rt.start()
+    for i in range(7):  # the first write is held: six tasks wait behind it, three batches
+        await _send(swarm, f"q{i}", f"c{i}")
+    assert rt.unsaved_tasks >= 6
+    sink.gate.set()
+    await rt.shutdown(timeout=5)  # closing writes every batch still pending, not just one
+    for i in range(7):
+        assert await _completed(store, f"c{i}"), f"task c{i} was lost at shutdown"
+    assert rt.unsaved_tasks == 0
+
+
+async def test_submissions_wait_while_the_backlog_is_full(
+    make_swarm: MakeSwarm, store: MemoryStore
+) -> None:
+    sink = _GatedSink(StoreSink(store, KEY))
+    swarm = make_swarm(sink)
+    rt = swarm.runtime
+    recorder = rt.recorder
+    assert recorder is not None
+    recorder.max_backlog = 3
+    rt.start()
+    for i in range(4):  # the first write is held: the backlog fills up behind it
+        await _send(swarm, f"q{i}", f"w{i}")
+    assert recorder.backlog >= recorder.max_backlog
+    waiting = asyncio.create_task(_send(swarm, "late", "w-late"))
+    for _ in range(20):  # let the loop run: the submission must stay parked
+        await asyncio.sleep(0)
+    assert not waiting.done()
+    assert rt.get_task("w-late") is None  # nothing was queued for it yet
+    sink.gate.set()
+    answer = await asyncio.wait_for(waiting, 10)
+    assert answer["message"]["body"] == "done: late"
+    await recorder.flush()
+    assert await _completed(store, "w-late")
+
+
+async def test_submissions_do_not_wait_for_a_failing_store(
+    make_swarm: MakeSwarm, store: MemoryStore
+) -> None:
+    sink = CutSink(StoreSink(store, KEY))
+    sink.fail = OSError("disk full")
+    swarm = make_swarm(sink)
+    rt = swarm.runtime
+    recorder = rt.recorder
+    assert recorder is not None
+    recorder.max_backlog = 2
+    rt.start()
+    for i in range(2):
+        await _send(swarm, f"q{i}", f"o{i}")
+    assert not await recorder.flush()
+    assert recorder.backlog >= recorder.max_backlog and recorder.error is not None
+    # an outage must not stop the server: new tasks run (and wait to be stored)
+    answer = await asyncio.wait_for(_send(swarm, "still", "o-late"), 10)
+    assert answer["message"]["body"] == "done: still"
+    sink.fail = None
+    assert await recorder.flush()
+    assert await _completed(store, "o-late")
+
+
+class _BatchLog:
+    """Records every batch it stores."""
+
+    def __init__(self, inner: StoreSink) -> None:
+        self.inner = inner
+        self.batches: list[WriteBatch] = []
+
+    async def write(self, batch: WriteBatch) -> None:
+        self.batches.append(batch)
+        await self.inner.write(batch)
+
+    async def load(self, keep_finished: int | None = None) -> list[StoredTask]:
+        return await self.inner.load(keep_finished)
+
+
+async def test_breakpoints_and_stash_are_written_only_when_there_is_something_to_change(
+    make_swarm: MakeSwarm, store: MemoryStore
+) -> None:
+    sink = _BatchLog(StoreSink(store, KEY))
+    swarm = make_swarm(sink)
+    rt = swarm.runtime
+    assert rt.recorder is not None
+    rt.start()
+    await _send(swarm, "hello", "plain")
+    await rt.recorder.flush()
+    # a task that never paused: no statement for its (empty) breakpoints or stash
+    assert all("plain" not in b.breakpoints and "plain" not in b.stashes for b in sink.batches)
+    await _send(swarm, "pause please", "p1")
+    await rt.recorder.flush()
+    assert [r.agent for r in await store.load_breakpoints(KEY, "p1")] == ["supervisor"]
+    await swarm.runtime.shutdown()
+
+    # after a restart the stored breakpoints are known, so resuming clears them
+    again = make_swarm(_BatchLog(StoreSink(store, KEY)))
+    assert await again.runtime.restore() >= 1
+    again.runtime.start()
+    answer = await _send(
+        again, "", "p1", resume_from="breakpoint_tool_call", breakpoint_tool_call_result="Ada"
+    )
+    assert answer["message"]["body"] == "resumed after the breakpoint"
+    assert again.runtime.recorder is not None
+    await again.runtime.recorder.flush()
+    assert await store.load_breakpoints(KEY, "p1") == []
+    assert (await store.load_task(KEY, "p1")).state == "completed"  # type: ignore[union-attr]
+    await again.runtime.shutdown()

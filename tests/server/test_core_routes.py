@@ -48,9 +48,10 @@ async def test_get_health_needs_no_token(shared_offline: Running) -> None:
 
     assert response.status_code == 200
     body = response.json()
-    assert set(body) == {"status", "swarm_name", "timestamp", "storage"}
+    assert set(body) == {"status", "swarm_name", "timestamp", "storage", "unsaved_tasks"}
     assert body["status"] == "healthy"
     assert body["storage"] == "ok"  # the task store (SQLite in the data directory) works
+    assert isinstance(body["unsaved_tasks"], int) and body["unsaved_tasks"] >= 0
     assert body["swarm_name"] == "offline"
     assert body["timestamp"].endswith("+00:00")
     datetime.fromisoformat(body["timestamp"])

@@ -11,6 +11,10 @@ background task it owns turns the notes into one :class:`WriteBatch` every
 hands it to the sink; after a write it waits ``min_gap`` seconds, so that under load one
 write carries the rows of many tasks. A batch holds at most ``max_batch_tasks`` tasks; a
 backlog is written batch after batch, with the event loop free in between.
+The backlog is bounded: while ``max_backlog`` tasks or more wait to be stored and the store
+works, the runtime's submissions wait (:meth:`StoreRecorder.room`), so a store slower than
+the runtime slows new tasks down instead of letting unsaved work pile up in memory (and be
+lost by a crash). During an outage nothing waits: the server keeps serving.
 Rows are snapshotted at flush time, so a history written many times between flushes is
 stored once. A failed write is logged at ERROR, kept in :attr:`StoreRecorder.error` (the
 server's ``/health`` reports it) and retried on the next flush: events are stored
@@ -171,11 +175,13 @@ class StoreRecorder:
         retry_after: float = 1.0,
         min_gap: float = 0.01,
         max_batch_tasks: int = 200,
+        max_backlog: int = 1000,
     ) -> None:
         self.sink = sink
         self.interval = interval
         self.min_gap = min_gap
         self.max_batch_tasks = max_batch_tasks
+        self.max_backlog = max_backlog
         self.max_pending = max_pending
         self.retry_after = retry_after
         #: the last write's failure, ``None`` once a write succeeds again
@@ -185,12 +191,17 @@ class StoreRecorder:
         self._tasks: dict[str, MAILTask] = {}
         self._finished: set[str] = set()
         self._histories: set[tuple[str, str]] = set()
+        # tasks whose stored breakpoints / stash are not empty: only those need clearing
+        self._stored_breakpoints: set[str] = set()
+        self._stored_stash: set[str] = set()
         self._retry: WriteBatch | None = None
         # tasks told of the current outage (one storage_error event each until it ends)
         self._reported: set[str] = set()
         self._pending = 0
         self._wake = asyncio.Event()
         self._flush_lock = asyncio.Lock()  # one flush at a time: a failed batch is kept whole
+        self._room = asyncio.Event()  # set while the backlog is below max_backlog
+        self._room.set()
         self._flushing: asyncio.Task[None] | None = None
         self._closed = False
 
@@ -220,9 +231,42 @@ class StoreRecorder:
             self._histories.add((task.task_id, agent))
         self._bump(urgent=True)
 
+    def loaded(self, task: MAILTask) -> None:
+        """``task`` came back from the store with its breakpoints and stash."""
+        if task.pending_breakpoints:
+            self._stored_breakpoints.add(task.task_id)
+        if task.stash:
+            self._stored_stash.add(task.task_id)
+
+    def forget(self, task_id: str) -> None:
+        """``task_id`` left the runtime's memory."""
+        self._stored_breakpoints.discard(task_id)
+        self._stored_stash.discard(task_id)
+
     def turn_ended(self, task: MAILTask, agent: str) -> None:
         self._histories.add((task.task_id, agent))
         self._bump()
+
+    @property
+    def backlog(self) -> int:
+        """How many tasks have changes not stored yet (about: a task counts once it has
+        pending events or a pending record)."""
+        retry = self._retry
+        waiting = len(retry.tasks) if retry is not None else 0
+        return max(len(self._events), len(self._tasks)) + waiting
+
+    async def room(self) -> None:
+        """Wait until the backlog is below ``max_backlog``; at once while the store fails
+        (an outage must not stop the server) or once the recorder is closed."""
+        while (
+            self.backlog >= self.max_backlog
+            and self.error is None
+            and not self._closed
+            and self._flushing is not None
+        ):
+            self._room.clear()
+            self._wake.set()
+            await self._room.wait()
 
     def _bump(self, *, urgent: bool = False) -> None:
         self._pending += 1
@@ -241,7 +285,9 @@ class StoreRecorder:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self.interval)
             self._wake.clear()
-            if not await self.flush():
+            async with self._flush_lock:
+                written = await self._flush()
+            if not written:
                 await asyncio.sleep(self.retry_after)
             elif self._events or self._tasks or self._histories:
                 await asyncio.sleep(0)  # a backlog: the next batch now, after other work
@@ -292,29 +338,55 @@ class StoreRecorder:
                     fmt = getattr(core, "tool_format", "responses")
                     batch.histories.append((task_id, agent, list(history), fmt))
         for task_id in finished:
-            task = tasks[task_id]
-            if task.response is not None:
-                batch.responses.append((task_id, dict(task.response)))
-            batch.breakpoints[task_id] = [
-                (cid, p.agent, p.call.model_dump(mode="json"), p.normalized)
-                for cid, p in task.pending_breakpoints.items()
-            ]
-            batch.stashes[task_id] = [(p, s, dict(m)) for p, s, m in task.stash]
-        for task in tasks.values():
-            if task.task_id not in finished and task.is_running:
-                # running again: what it waited on is gone
-                batch.breakpoints.setdefault(task.task_id, [])
-                batch.stashes.setdefault(task.task_id, [])
+            response = tasks[task_id].response
+            if response is not None:
+                batch.responses.append((task_id, dict(response)))
+        self._collect_waiting(batch, tasks, finished)
         return batch
 
+    def _collect_waiting(
+        self, batch: WriteBatch, tasks: dict[str, MAILTask], finished: set[str]
+    ) -> None:
+        """Breakpoints and stash: replaced when there are some to store or some stored to
+        clear; most tasks never have any, and need no statement for them at all."""
+        stored_bp, stored_stash = self._stored_breakpoints, self._stored_stash
+        for task_id in finished:
+            task = tasks[task_id]
+            if task.pending_breakpoints or task_id in stored_bp:
+                batch.breakpoints[task_id] = [
+                    (cid, p.agent, p.call.model_dump(mode="json"), p.normalized)
+                    for cid, p in task.pending_breakpoints.items()
+                ]
+                _note(stored_bp, task_id, bool(task.pending_breakpoints))
+            if task.stash or task_id in stored_stash:
+                batch.stashes[task_id] = [(p, s, dict(m)) for p, s, m in task.stash]
+                _note(stored_stash, task_id, bool(task.stash))
+        for task in tasks.values():
+            task_id = task.task_id
+            if task_id not in finished and task.is_running:
+                # running again: what it waited on is gone
+                if task_id in stored_bp:
+                    batch.breakpoints.setdefault(task_id, [])
+                    stored_bp.discard(task_id)
+                if task_id in stored_stash:
+                    batch.stashes.setdefault(task_id, [])
+                    stored_stash.discard(task_id)
+
     async def flush(self) -> bool:
-        """Write what is pending now; False (and :attr:`error` set) when the write failed."""
+        """Write everything pending now, batch after batch; False (and :attr:`error` set)
+        when a write failed (what it carried stays pending)."""
         async with self._flush_lock:
-            return await self._flush()
+            while True:
+                if not await self._flush():
+                    return False
+                if not (self._events or self._tasks or self._histories):
+                    return True
 
     async def _flush(self) -> bool:
+        """Write one batch (at most ``max_batch_tasks`` tasks)."""
         batch = self._collect()
         if not len(batch):
+            self._room.set()
             return True
         try:
             await self.sink.write(batch)
@@ -327,11 +399,14 @@ class StoreRecorder:
                 logger.error("storing tasks failed, will retry: %s", e)  # noqa: TRY400
             self.error = str(e) or type(e).__name__
             self._report(batch, e)
+            self._room.set()  # an outage: submissions go on (see room())
             return False
         if self.error is not None:
             logger.warning("storing tasks works again")
         self.error = None
         self._reported.clear()
+        if self.backlog < self.max_backlog:
+            self._room.set()
         return True
 
     def _report(self, batch: WriteBatch, error: Exception) -> None:
@@ -355,15 +430,25 @@ class StoreRecorder:
             )
 
     async def close(self) -> None:
-        """Stop the background task and write everything still pending (once)."""
+        """Stop the background task and write everything still pending (one more try
+        when a write fails: what still fails is logged as lost)."""
         self._closed = True
+        self._room.set()
         flushing, self._flushing = self._flushing, None
         if flushing is not None:
             self._wake.set()
             flushing.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await flushing
-        await self.flush()
+        if not await self.flush():
+            logger.error("closing: %d tasks could not be stored: %s", self.backlog, self.error)
+
+
+def _note(ids: set[str], task_id: str, stored: bool) -> None:
+    if stored:
+        ids.add(task_id)
+    else:
+        ids.discard(task_id)
 
 
 def _snapshot(task: MAILTask) -> TaskSnapshot:
@@ -423,6 +508,8 @@ async def restore(runtime: MAILRuntime, sink: TaskSink) -> int:
             (p, runtime.scheduler.next_seq(), cast("MAILMessage", m)) for p, _, m in stored.stash
         ]
         runtime.tasks.add(task, notify=False)
+        if runtime.recorder is not None:
+            runtime.recorder.loaded(task)
         if task.state is TaskState.RUNNING:
             task.state = TaskState.INTERRUPTED
             task.touch()

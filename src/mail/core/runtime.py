@@ -174,6 +174,11 @@ class MAILRuntime:
         """Why the last write to the store failed, ``None`` when it works."""
         return self.recorder.error if self.recorder is not None else None
 
+    @property
+    def unsaved_tasks(self) -> int:
+        """How many tasks have changes the store has not got yet (0 without a store)."""
+        return self.recorder.backlog if self.recorder is not None else 0
+
     # --- submission ----------------------------------------------------------------------
 
     async def submit(
@@ -184,6 +189,7 @@ class MAILRuntime:
         Raises :class:`TaskNotFoundError`, :class:`TaskStateError` or
         :class:`InvalidMessageError` when the request cannot apply to the task.
         """
+        await self._store_room()
         return self._begin(message, resume_from, kwargs)
 
     async def submit_and_wait(
@@ -198,6 +204,7 @@ class MAILRuntime:
         On timeout the task fails and a ``::task_timeout::`` message is returned. Raises
         like :meth:`submit` before anything is queued.
         """
+        await self._store_room()
         task = self._begin(message, resume_from, kwargs)
         waiter = task.wait_turn()
         # One timer that fails this caller's private future: cheaper than a timeout scope,
@@ -232,6 +239,7 @@ class MAILRuntime:
         ``task_error`` when the task failed) whose ``response`` is the answer. Raises
         like :meth:`submit` before anything is queued, so errors are not a broken stream.
         """
+        await self._store_room()
         existing = self.tasks.get(message["message"]["task_id"])
         start = existing.log.last_seq if existing is not None else 0
         task = self._begin(message, resume_from, kwargs)
@@ -246,6 +254,12 @@ class MAILRuntime:
         final = turn.result()
         name = EventName.TASK_ERROR if task.state in _STREAM_FAILED else EventName.TASK_COMPLETE
         yield MAILEvent.stream_final(name, task.task_id, final["message"]["body"])
+
+    async def _store_room(self) -> None:
+        """Wait while too many tasks wait to be stored (see :meth:`StoreRecorder.room`)."""
+        recorder = self.recorder
+        if recorder is not None and recorder.backlog >= recorder.max_backlog:
+            await recorder.room()
 
     def _begin(
         self, message: MAILMessage, resume_from: ResumeFrom | None, kwargs: dict[str, Any]
@@ -584,6 +598,8 @@ class MAILRuntime:
         for agent in task.agents:
             self.agent_histories.pop(f"{task.task_id}::{agent}", None)
         self.remote.forget(task.task_id)
+        if self.recorder is not None:
+            self.recorder.forget(task.task_id)
 
     def get_task(self, task_id: str) -> MAILTask | None:
         return self.tasks.get(task_id)

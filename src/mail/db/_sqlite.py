@@ -27,6 +27,7 @@ from mail.db._common import (
     stash_from_row,
     task_from_row,
 )
+from mail.db._sqlite_bulk import MultiRow
 from mail.db._statements import Dialect, SQLWrites
 from mail.db.store import (
     BreakpointRow,
@@ -81,6 +82,27 @@ _DIALECT = Dialect(
     insert_stash=_INSERT_STASH,
     when=iso,
     stamp_histories=True,
+)
+# a batch's rows of these statements go in a few multi-row statements (see _sqlite_bulk)
+_MULTI = MultiRow()
+for _insert in (
+    _SAVE_TASK,
+    _APPEND_EVENT,
+    _SAVE_HISTORY,
+    _SAVE_RESPONSE,
+    _INSERT_BREAKPOINT,
+    _INSERT_STASH,
+):
+    _MULTI.add(_insert)
+_MULTI.add(
+    _DELETE_BREAKPOINTS,
+    key_delete="""DELETE FROM task_breakpoints
+    WHERE (swarm_name, caller_role, caller_id, task_id) IN (VALUES ROWS)""",
+)
+_MULTI.add(
+    _DELETE_STASH,
+    key_delete="""DELETE FROM task_stash
+    WHERE (swarm_name, caller_role, caller_id, task_id) IN (VALUES ROWS)""",
 )
 _LOAD_TASKS = """SELECT task_id, task_owner, task_contributors, remote_swarms, state, title,
     start_time, updated_at FROM tasks
@@ -289,7 +311,12 @@ class SQLiteStore(SQLWrites):
         conn.execute("BEGIN IMMEDIATE")
         try:
             for sql, rows in statements:
-                conn.executemany(sql, rows)
+                chunks = _MULTI.split(sql, rows)
+                if chunks is None:
+                    conn.executemany(sql, rows)
+                    continue
+                for text, params in chunks:
+                    conn.execute(text, params)
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:

@@ -78,12 +78,15 @@ def _health(request: Request) -> dict[str, Any]:
 )
 async def get_health(request: Request) -> dict[str, Any]:
     """The server's status; with a task store, ``storage`` says whether writes work
-    (``"ok"`` or the last failure: a write, a prune, the database), and ``status`` is
-    ``degraded`` while they fail."""
+    (``"ok"`` or the last failure: a write, a prune, the database), ``unsaved_tasks`` how
+    many tasks have changes not stored yet, and ``status`` is ``degraded`` while writes
+    fail."""
     health = _health(request)
-    storage = await state_of(request).storage_status()
+    state = state_of(request)
+    storage = await state.storage_status()
     if storage is not None:
         health["storage"] = storage
+        health["unsaved_tasks"] = state.swarms.unsaved_tasks()
         if storage != "ok" and health["status"] == "healthy":
             health["status"] = "degraded"
     return health

@@ -139,6 +139,10 @@ class CallerSwarms:
                 return error
         return None
 
+    def unsaved_tasks(self) -> int:
+        """How many tasks, over every caller's runtime, wait to be stored."""
+        return sum(entry.swarm.runtime.unsaved_tasks for entry in self._entries.values())
+
     async def evict_idle(self, idle_seconds: float) -> int:
         """Shut down swarms unused for ``idle_seconds`` with no running task."""
         horizon = time.monotonic() - idle_seconds

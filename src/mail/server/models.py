@@ -130,6 +130,10 @@ class HealthResponse(_Model):
     storage: str | None = Field(
         default=None, description='The task store: "ok" or why writes fail (absent without one)'
     )
+    unsaved_tasks: int | None = Field(
+        default=None,
+        description="Tasks with changes the store has not got yet (absent without a store)",
+    )
 
 
 class HealthUpdate(BaseModel):
