@@ -161,15 +161,19 @@ class Client:
     async def health(self) -> dict[str, Any]:
         raise NotImplementedError
 
-    async def settle(self) -> float:
+    async def settle(self) -> float | None:
         """Wait until the server's store holds every task (``/health`` reports no unsaved
-        ones; at once without a store); returns the seconds waited."""
+        ones); returns the seconds waited, ``None`` without a store."""
         start = time.perf_counter()
-        while (await self.health()).get("unsaved_tasks", 0):
+        while True:
+            unsaved = (await self.health()).get("unsaved_tasks")
+            if unsaved is None:
+                return None
+            if not unsaved:
+                return time.perf_counter() - start
             if time.perf_counter() - start > WAIT:
                 raise AssertionError("the store did not catch up")
             await asyncio.sleep(0.001)
-        return time.perf_counter() - start
 
 
 class AiohttpClient(Client):
@@ -281,12 +285,12 @@ def _percentiles(samples: list[float]) -> tuple[float, float]:
 
 
 def report(
-    label: str, n: int, wall: float, latencies: list[float], settled: float = 0.0
+    label: str, n: int, wall: float, latencies: list[float], settled: float | None = None
 ) -> dict[str, float]:
     """Print a phase's figures; ``wall`` includes ``settled``, the wait for the store."""
     p50, p99 = _percentiles(latencies)
     rate = n / wall
-    store = f"  (store caught up {settled * 1e3:.0f} ms after)" if settled >= 0.0005 else ""
+    store = "" if settled is None else f"  (store caught up {settled * 1e3:.0f} ms after)"
     print(
         f"{label:<34} {rate:>8,.0f} tasks/s  {rate * TURNS_PER_TASK:>8,.0f} turns/s  "
         f"p50 {p50:6.2f} ms  p99 {p99:6.2f} ms{store}"

@@ -94,9 +94,9 @@ def _changes(batch: WriteBatch) -> dict[str, TaskChanges]:
     for t in batch.tasks:
         of(t.task_id).task = TaskRow(**_fields(t))
     for task_id, events in batch.events.items():
+        # the store encodes ``data`` (mail.db encodes faster than json.dumps)
         of(task_id).events = [
-            EventRow(task_id=task_id, seq=e.seq, event=e.event, data=e.data, data_json=e.data_json)
-            for e in events
+            EventRow(task_id=task_id, seq=e.seq or 0, event=e.event, data=e.data()) for e in events
         ]
     for task_id, agent, history, tool_format in batch.histories:
         of(task_id).histories.append((agent, history, tool_format))

@@ -93,7 +93,8 @@ class WriteBatch:
     """Everything one flush writes, in the order the sink must apply it."""
 
     tasks: list[TaskSnapshot] = field(default_factory=list)
-    events: dict[str, list[StoredEvent]] = field(default_factory=dict)
+    #: the runtime's events themselves (appended, never changed): ``seq``, ``event``, ``data()``
+    events: dict[str, list[MAILEvent]] = field(default_factory=dict)
     histories: list[tuple[str, str, list[dict[str, Any]], str]] = field(default_factory=list)
     responses: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     breakpoints: dict[str, list[BreakpointTuple]] = field(default_factory=dict)
@@ -281,16 +282,19 @@ class StoreRecorder:
     # --- flushing ------------------------------------------------------------------------
 
     async def _run(self) -> None:
+        backlog = False
         while not self._closed:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.interval)
+            if not backlog:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self.interval)
             self._wake.clear()
             async with self._flush_lock:
                 written = await self._flush()
+            backlog = written and bool(self._events or self._tasks or self._histories)
             if not written:
                 await asyncio.sleep(self.retry_after)
-            elif self._events or self._tasks or self._histories:
-                await asyncio.sleep(0)  # a backlog: the next batch now, after other work
+            elif backlog:
+                await asyncio.sleep(0)  # the next batch now, after other work
             elif self.min_gap > 0:
                 # what ends meanwhile (however urgent) goes into the next batch
                 await asyncio.sleep(self.min_gap)
@@ -328,8 +332,11 @@ class StoreRecorder:
             merged[task.task_id] = _snapshot(task)
         batch.tasks = list(merged.values())
         for task_id, evs in events.items():
-            rows = batch.events.setdefault(task_id, [])
-            rows.extend(_stored(e) for e in evs)
+            rows = batch.events.get(task_id)
+            if rows is None:
+                batch.events[task_id] = evs
+            else:
+                rows.extend(evs)
         if rt is not None:
             for task_id, agent in histories:
                 history = rt.agent_histories.get(f"{task_id}::{agent}")
@@ -462,11 +469,6 @@ def _snapshot(task: MAILTask) -> TaskSnapshot:
         start_time=task.start_time,
         updated_at=task.updated_at,
     )
-
-
-def _stored(event: MAILEvent) -> StoredEvent:
-    # the store encodes ``data`` (mail.db encodes faster than json.dumps)
-    return StoredEvent(seq=event.seq or 0, event=event.event, data=event.data())
 
 
 async def restore(runtime: MAILRuntime, sink: TaskSink) -> int:

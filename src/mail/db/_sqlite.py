@@ -207,6 +207,7 @@ class SQLiteStore(SQLWrites):
         self._conn: sqlite3.Connection | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._writer: GroupCommitter | None = None
+        self._max_params = 999  # the connection's limit, read on open
 
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self.path)!r})"
@@ -237,8 +238,12 @@ class SQLiteStore(SQLWrites):
 
     def _connect(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=True)
+        # multi-row statements come in a few dozen shapes (see _sqlite_bulk)
+        conn = sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=True, cached_statements=256
+        )
         try:
+            self._max_params = conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
             self._configure(conn)
             migrations.apply_sqlite(conn)
         except BaseException:
@@ -311,7 +316,7 @@ class SQLiteStore(SQLWrites):
         conn.execute("BEGIN IMMEDIATE")
         try:
             for sql, rows in statements:
-                chunks = _MULTI.split(sql, rows)
+                chunks = _MULTI.split(sql, rows, self._max_params)
                 if chunks is None:
                     conn.executemany(sql, rows)
                     continue

@@ -1,14 +1,17 @@
 """SQLite writes of many rows in few statements (multi-row ``VALUES``).
 
 ``executemany`` steps the statement once per row, and the SQLite thread gives the GIL up
-around every step: each row then waits to get it back from the busy event loop (up to
-the 5 ms switch interval) and interrupts the loop when it does. A statement with many
-``VALUES`` rows binds them all at once and runs in one step. SQLite applies the rows of
-one statement in order, so the result is that of a row-by-row run: the first of two rows
-with the same key wins with ``OR IGNORE``, the last with ``ON CONFLICT DO UPDATE``.
+around every step: each row then waits to get it back from the busy event loop (for as
+long as a loop iteration, up to the 5 ms switch interval) and interrupts the loop when it
+does. Under load that wait, not SQLite, bounded how fast tasks were stored. A statement
+with many ``VALUES`` rows binds them all at once and runs in one step, so a batch of
+hundreds of tasks costs a handful of such waits. SQLite applies the rows of one statement
+in order, so the result is that of a row-by-row run: the first of two rows with the same
+key wins with ``OR IGNORE``, the last with ``ON CONFLICT DO UPDATE``.
 
-Row counts are split into powers of two (at most :data:`MAX_ROWS`), so each statement has
-a few shapes that SQLite's statement cache keeps prepared.
+Row counts are split into powers of two (at most :data:`MAX_ROWS`, and as many as the
+connection's limit on parameters allows), so each statement has a few shapes that the
+statement cache keeps prepared.
 """
 
 from __future__ import annotations
@@ -19,9 +22,9 @@ from typing import Any
 
 __all__ = ["MAX_ROWS", "MultiRow"]
 
-#: the most rows in one statement (13 columns x 64 rows stays below SQLite's old limit of
-#: 999 parameters)
-MAX_ROWS = 64
+#: the most rows in one statement (also bounded by the connection's parameter limit:
+#: :attr:`MultiRow.max_params`)
+MAX_ROWS = 4096
 
 _VALUES = re.compile(r"VALUES\s*(\((?:\?|,|\s)+\))", re.IGNORECASE)
 
@@ -56,15 +59,22 @@ class MultiRow:
             text = self._texts[(sql, rows)] = head + ", ".join([group] * rows) + tail
         return text
 
-    def split(self, sql: str, rows: Sequence[Sequence[Any]]) -> list[tuple[str, Any]] | None:
+    def split(
+        self, sql: str, rows: Sequence[Sequence[Any]], max_params: int = 999
+    ) -> list[tuple[str, Any]] | None:
         """``(sql, parameters)`` running ``rows`` of ``sql`` in order, at most
-        :data:`MAX_ROWS` at a time; ``None`` when ``sql`` has no multi-row form."""
-        if sql not in self._forms:
+        :data:`MAX_ROWS` and ``max_params`` parameters at a time (SQLite's limit: 999
+        before 3.32; a connection tells its own); ``None`` when ``sql`` has no multi-row
+        form."""
+        form = self._forms.get(sql)
+        if form is None:
             return None
+        per_row = max(form[1].count("?"), 1)
+        most = max(1, min(MAX_ROWS, max_params // per_row))
         out: list[tuple[str, Any]] = []
         start = 0
         while start < len(rows):
-            size = min(MAX_ROWS, 1 << ((len(rows) - start).bit_length() - 1))
+            size = 1 << (min(most, len(rows) - start).bit_length() - 1)
             chunk = rows[start : start + size]
             start += size
             if size == 1:

@@ -66,6 +66,21 @@ class Dialect:
     when: Callable[[datetime], Any]
     stamp_histories: bool
 
+    @property
+    def rank(self) -> dict[str, int]:
+        """Each statement's place in the order :func:`changes_write` runs them."""
+        order = (
+            self.save_task,
+            self.append_event,
+            self.save_history,
+            self.save_response,
+            self.delete_breakpoints,
+            self.insert_breakpoint,
+            self.delete_stash,
+            self.insert_stash,
+        )
+        return {sql: i for i, sql in enumerate(order)}
+
 
 def task_write(d: Dialect, key: CallerKey, task: TaskRow) -> Write:
     return [(d.save_task, [task_params(key, task, d.when)])]
@@ -138,11 +153,35 @@ async def save_changes(
             continue
         writes.setdefault(c.task_id, []).extend(write)
     queued = [(task_id, write) for task_id, write in writes.items() if write]
+    if len(queued) > 1 and not failures:
+        # the usual case: every task's rows in one write, one statement per SQL
+        try:
+            await writer.submit("save_changes", _merged(d, [write for _, write in queued]))
+        except StorageError:
+            pass  # one task's rows may be at fault: find out which, task by task
+        else:
+            return failures
     results = await writer.submit_many("save_changes", [write for _, write in queued])
     for (task_id, _), error in zip(queued, results, strict=True):
         if error is not None:
             failures[task_id] = error
     return failures
+
+
+def _merged(d: Dialect, writes: Sequence[Write]) -> Write:
+    """The statements of ``writes`` (tasks' changes: disjoint rows, each write's statements
+    in the order of :func:`changes_write`) as one write, rows of the same SQL together and
+    the statements in that same order, so each task's own order holds."""
+    rows: dict[str, list[Sequence[Any]]] = {}
+    for write in writes:
+        for sql, params in write:
+            found = rows.get(sql)
+            if found is None:
+                rows[sql] = list(params)
+            else:
+                found.extend(params)
+    rank = d.rank
+    return sorted(rows.items(), key=lambda item: rank[item[0]])
 
 
 class SQLWrites:
