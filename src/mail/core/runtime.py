@@ -189,7 +189,8 @@ class MAILRuntime:
         Raises :class:`TaskNotFoundError`, :class:`TaskStateError` or
         :class:`InvalidMessageError` when the request cannot apply to the task.
         """
-        await self._store_room()
+        if self.recorder is not None:
+            await self.recorder.room()
         return self._begin(message, resume_from, kwargs)
 
     async def submit_and_wait(
@@ -204,7 +205,8 @@ class MAILRuntime:
         On timeout the task fails and a ``::task_timeout::`` message is returned. Raises
         like :meth:`submit` before anything is queued.
         """
-        await self._store_room()
+        if self.recorder is not None:
+            await self.recorder.room()
         task = self._begin(message, resume_from, kwargs)
         waiter = task.wait_turn()
         # One timer that fails this caller's private future: cheaper than a timeout scope,
@@ -239,7 +241,8 @@ class MAILRuntime:
         ``task_error`` when the task failed) whose ``response`` is the answer. Raises
         like :meth:`submit` before anything is queued, so errors are not a broken stream.
         """
-        await self._store_room()
+        if self.recorder is not None:
+            await self.recorder.room()
         existing = self.tasks.get(message["message"]["task_id"])
         start = existing.log.last_seq if existing is not None else 0
         task = self._begin(message, resume_from, kwargs)
@@ -254,12 +257,6 @@ class MAILRuntime:
         final = turn.result()
         name = EventName.TASK_ERROR if task.state in _STREAM_FAILED else EventName.TASK_COMPLETE
         yield MAILEvent.stream_final(name, task.task_id, final["message"]["body"])
-
-    async def _store_room(self) -> None:
-        """Wait while too many tasks wait to be stored (see :meth:`StoreRecorder.room`)."""
-        recorder = self.recorder
-        if recorder is not None and recorder.backlog >= recorder.max_backlog:
-            await recorder.room()
 
     def _begin(
         self, message: MAILMessage, resume_from: ResumeFrom | None, kwargs: dict[str, Any]

@@ -45,7 +45,9 @@ __all__ = [
 ]
 
 
-@dataclass(slots=True, frozen=True)
+# Not frozen: a frozen dataclass sets each field through object.__setattr__, three times
+# the cost of building one, and every scripted turn of the benchmarks builds two.
+@dataclass(slots=True)
 class ScriptedCall:
     """One tool call an agent makes: ``name`` with ``args``, optionally with reasoning."""
 
@@ -63,11 +65,13 @@ def tc(
     **args: Any,
 ) -> ScriptedCall:
     """Build a :class:`ScriptedCall`: ``tc("send_request", target="math", subject="s", body="b")``."""
-    steps = (reasoning,) if isinstance(reasoning, str) else tuple(reasoning) if reasoning else None
-    return ScriptedCall(name, dict(args), steps, call_id)
+    if reasoning is None:
+        return ScriptedCall(name, args, None, call_id)  # ``args`` is this call's own dict
+    steps = (reasoning,) if isinstance(reasoning, str) else tuple(reasoning) or None
+    return ScriptedCall(name, args, steps, call_id)
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)
 class Incoming:
     """The message that started a turn, read back from the agent's history."""
 
@@ -87,13 +91,10 @@ def _parse(content: str) -> Incoming:
         j = content.find('">', i)
         if j >= i:
             sender_type = content[i:j]
-            start = f'<from type="{sender_type}">'
-            k = content.find(start)
-            if k >= 0:
-                k += len(start)
-                end = content.find("</from>", k)
-                if end >= k:
-                    sender = content[k:end]
+            k = j + 2  # the sender follows the first <from type="..."> at once
+            end = content.find("</from>", k)
+            if end >= k:
+                sender = content[k:end]
     body = content
     i = content.find("<body>")
     if i >= 0:
@@ -189,13 +190,15 @@ class ScriptedAgent:
             turn = self.rule
         else:
             raise RuntimeError("scripted agent has no turn left")
-        if callable(turn) and not isinstance(turn, ScriptedCall | BaseException):
+        if callable(turn) and not isinstance(turn, _PLAIN_TURNS):
             turn = turn(parse_incoming(messages))
         if isinstance(turn, BaseException):
             raise turn
         return turn
 
     def _build(self, turn: TurnResult) -> list[AgentToolCall]:
+        if type(turn) is ScriptedCall and self.tool_format == "responses":
+            return [self._one(turn)]
         calls = [turn] if isinstance(turn, ScriptedCall) else list(turn)  # type: ignore[arg-type]
         ids = [c.call_id or f"call_{next(_CALL_IDS)}" for c in calls]
         completion: dict[str, Any] = {}
@@ -229,6 +232,30 @@ class ScriptedAgent:
             )
             for c, i in zip(calls, ids, strict=True)
         ]
+
+    @staticmethod
+    def _one(c: ScriptedCall) -> AgentToolCall:
+        """:meth:`_build` of a turn of one call in the Responses format (the usual turn)."""
+        i = c.call_id or f"call_{next(_CALL_IDS)}"
+        item = {
+            "type": "function_call",
+            "id": f"fc_{i}",
+            "call_id": i,
+            "name": c.name,
+            "arguments": _arguments(c.args),
+            "status": "completed",
+        }
+        return AgentToolCall(
+            tool_name=c.name,
+            tool_args=c.args,
+            tool_call_id=i,
+            responses=[item],
+            reasoning=list(c.reasoning) if c.reasoning else None,
+        )
+
+
+#: turns that are results already, not rules to call
+_PLAIN_TURNS = (ScriptedCall, BaseException)
 
 
 def scripted_agent(
