@@ -5,6 +5,9 @@ from __future__ import annotations
 import copy
 import importlib.util
 import json
+import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -172,6 +175,35 @@ def test_new_task_id_is_a_random_uuid4() -> None:
         assert parsed.variant == uuid.RFC_4122
     # all four variant nibbles occur, so the variant bits are not constant by accident
     assert {value[19] for value in ids} == set("89ab")
+
+
+_FORK_CHECK = """
+import os
+from mail.core.message import new_task_id
+new_task_id()  # the pool holds unused random bytes now
+read, write = os.pipe()
+pid = os.fork()
+if pid == 0:  # the child: report its next ids and leave at once
+    os.close(read)
+    os.write(write, " ".join(new_task_id() for _ in range(20)).encode())
+    os._exit(0)
+os.close(write)
+with os.fdopen(read) as pipe:
+    child = set(pipe.read().split())
+os.waitpid(pid, 0)
+parent = {new_task_id() for _ in range(20)}
+print(len(child), len(child & parent))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_draws_task_ids_its_parent_never_gives() -> None:
+    # in a fresh single-threaded interpreter: forking this multi-threaded test process
+    # would be unsafe (and warned about)
+    result = subprocess.run(
+        [sys.executable, "-c", _FORK_CHECK], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.split() == ["20", "0"]
 
 
 def test_utc_timestamp_is_current_utc_with_microseconds() -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from itertools import chain
 from typing import Any
 
 __all__ = ["MAX_ROWS", "MultiRow"]
@@ -80,5 +81,5 @@ class MultiRow:
             if size == 1:
                 out.append((sql, chunk[0]))
             else:
-                out.append((self._text(sql, size), [value for row in chunk for value in row]))
+                out.append((self._text(sql, size), list(chain.from_iterable(chunk))))
         return out
