@@ -57,6 +57,7 @@ class HealthInfo(TypedDict):
     swarm_name: str
     timestamp: str
     storage: NotRequired[str]  # "ok", or the store's last failure (servers with a store)
+    unsaved_tasks: NotRequired[int]  # tasks the store has not got yet (servers with a store)
 
 
 class WhoAmI(TypedDict):

@@ -41,12 +41,13 @@ async def test_root_and_health_need_no_key(offline: str, connect: Connect) -> No
 async def test_get_health(user: MAILClient) -> None:
     health = await user.get_health()
 
-    assert set(health) == {"status", "swarm_name", "timestamp", "storage"}
+    assert set(health) == {"status", "swarm_name", "timestamp", "storage", "unsaved_tasks"}
     assert (health["status"], health["swarm_name"], health["storage"]) == (
         "healthy",
         "offline",
         "ok",
     )
+    assert health.get("unsaved_tasks", -1) >= 0
     assert health["timestamp"].endswith("+00:00")
 
 
