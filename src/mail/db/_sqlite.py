@@ -28,6 +28,8 @@ from mail.db._common import (
     task_from_row,
 )
 from mail.db._sqlite_bulk import MultiRow
+from mail.db._sqlite_child import configure
+from mail.db._sqlite_writer import WriterProcess
 from mail.db._statements import Dialect, SQLWrites
 from mail.db.store import (
     BreakpointRow,
@@ -182,8 +184,10 @@ def _detail_rows(
 class SQLiteStore(SQLWrites):
     """A :class:`~mail.db.store.TaskStore` in one SQLite file (WAL mode).
 
-    All SQLite work runs on one dedicated thread, off the event loop. Writes are group
-    committed (see :mod:`mail.db._batch`): each awaits the transaction that carries it.
+    Reads (and the migrations on open) run on one dedicated thread, writes in a writer
+    process of the store's own (:mod:`mail.db._sqlite_writer`): both off the event loop, and
+    the writes off its GIL too. Writes are group committed (see :mod:`mail.db._batch`):
+    each awaits the transaction that carries it.
     ``pragmas`` are extra ``PRAGMA name = value`` settings applied on open (for example
     ``{"cache_size": -65536}``). Missing parent directories are created. Every method
     raises :class:`mail.errors.StorageError` naming the file and the operation.
@@ -207,10 +211,16 @@ class SQLiteStore(SQLWrites):
         self._conn: sqlite3.Connection | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._writer: GroupCommitter | None = None
-        self._max_params = 999  # the connection's limit, read on open
+        self._process: WriterProcess | None = None
 
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self.path)!r})"
+
+    @property
+    def writer_pid(self) -> int | None:
+        """The process id of the store's writer process while it runs (started on open,
+        started again by the next write if it died)."""
+        return self._process.pid if self._process is not None else None
 
     async def __aenter__(self) -> SQLiteStore:
         await self.open()
@@ -226,42 +236,31 @@ class SQLiteStore(SQLWrites):
         if self._writer is not None:
             return
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mail-sqlite")
+        process = WriterProcess(self.path, self._pragmas, _MULTI.forms())
         try:
             with reported(self.name, "open"):
                 await asyncio.get_running_loop().run_in_executor(executor, self._connect)
+                await process.start()
         except BaseException:
+            await process.close()
+            await asyncio.get_running_loop().run_in_executor(executor, self._disconnect)
             executor.shutdown(wait=False)
             raise
         self._executor = executor
+        self._process = process
         self._writer = GroupCommitter(self.name, self._run_writes, max_writes=self._max_batch)
         self._writer.start()
 
     def _connect(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        # multi-row statements come in a few dozen shapes (see _sqlite_bulk)
-        conn = sqlite3.connect(
-            self.path, isolation_level=None, check_same_thread=True, cached_statements=256
-        )
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=True)
         try:
-            self._max_params = conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
-            self._configure(conn)
+            configure(conn, self._pragmas)
             migrations.apply_sqlite(conn)
         except BaseException:
             conn.close()
             raise
         self._conn = conn
-
-    def _configure(self, conn: sqlite3.Connection) -> None:
-        conn.execute("PRAGMA busy_timeout = 10000")
-        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-        if str(mode).lower() != "wal":
-            raise sqlite3.OperationalError(f"cannot use WAL mode (journal_mode is {mode})")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        for name, value in self._pragmas.items():
-            # PRAGMA takes no parameters: accept identifiers and integers only
-            if not (name.isidentifier() and (isinstance(value, int) or value.isidentifier())):
-                raise sqlite3.OperationalError(f"bad pragma {name!r} = {value!r}")
-            conn.execute(f"PRAGMA {name} = {value}")
 
     async def close(self) -> None:
         """Commit queued writes, close the file and stop the thread."""
@@ -271,6 +270,9 @@ class SQLiteStore(SQLWrites):
         try:
             await writer.close()
         finally:
+            process, self._process = self._process, None
+            if process is not None:
+                await process.close()
             executor, self._executor = self._executor, None
             if executor is not None:
                 await asyncio.get_running_loop().run_in_executor(executor, self._disconnect)
@@ -304,29 +306,10 @@ class SQLiteStore(SQLWrites):
         return fn(self._conn)
 
     async def _run_writes(self, statements: list[Statement]) -> None:
-        executor = self._executor
-        if executor is None:
+        process = self._process
+        if process is None:
             raise sqlite3.ProgrammingError("the store is closed")
-        await asyncio.get_running_loop().run_in_executor(executor, self._transaction, statements)
-
-    def _transaction(self, statements: list[Statement]) -> None:
-        conn = self._conn
-        if conn is None:
-            raise sqlite3.ProgrammingError("the store is closed")
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            for sql, rows in statements:
-                chunks = _MULTI.split(sql, rows, self._max_params)
-                if chunks is None:
-                    conn.executemany(sql, rows)
-                    continue
-                for text, params in chunks:
-                    conn.execute(text, params)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
+        await process.run(statements)
 
     # -- reads ----------------------------------------------------------------------------
 

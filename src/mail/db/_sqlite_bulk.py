@@ -53,6 +53,14 @@ class MultiRow:
             raise ValueError(f"no VALUES group in {sql!r}")
         self._forms[sql] = (sql[: match.start(1)], match.group(1), sql[match.end(1) :])
 
+    def forms(self) -> dict[str, tuple[str, str, str]]:
+        """Every multi-row form, to hand to another :class:`MultiRow` (:meth:`load`)."""
+        return dict(self._forms)
+
+    def load(self, forms: dict[str, tuple[str, str, str]]) -> None:
+        """Take the forms another :class:`MultiRow` gave (:meth:`forms`)."""
+        self._forms.update(forms)
+
     def _text(self, sql: str, rows: int) -> str:
         text = self._texts.get((sql, rows))
         if text is None:

@@ -1,0 +1,122 @@
+"""The SQLite store's writer process, the child's side: a script the store starts
+(``python -I -S _sqlite_child.py PATH PRAGMAS``) to apply its write transactions.
+
+Standard library only, and few modules of it, with ``_sqlite_bulk`` loaded from this
+directory: it starts in a few tens of milliseconds without importing ``mail``. See
+:mod:`mail.db._sqlite_writer` for why, and for the messages both ways: an 8-byte
+little-endian length and a body.
+
+* child → parent, once at start: empty when the database is open, else the error;
+* parent → child: a pickled ``(multi_row_forms, statements)`` for the first request, then
+  pickled ``statements`` lists (``(sql, rows)``, run in one transaction, multi-row where
+  ``_sqlite_bulk`` has a form);
+* child → parent, per request: empty when it committed, else the error's message (it
+  rolled back).
+
+The child leaves when its input closes (the store closed, or the server died).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import pickle
+import sqlite3
+import struct
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+__all__ = ["LENGTH", "configure", "frame", "transaction"]
+
+#: the length before every message
+LENGTH = struct.Struct("<Q")
+
+
+def frame(body: bytes) -> bytes:
+    return LENGTH.pack(len(body)) + body
+
+
+def configure(conn: sqlite3.Connection, pragmas: Mapping[str, int | str]) -> None:
+    """The settings every connection of the store gets: WAL, a busy timeout, ``pragmas``."""
+    conn.execute("PRAGMA busy_timeout = 10000")
+    mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+    if str(mode).lower() != "wal":
+        raise sqlite3.OperationalError(f"cannot use WAL mode (journal_mode is {mode})")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    for name, value in pragmas.items():
+        # PRAGMA takes no parameters: accept identifiers and integers only
+        if not (name.isidentifier() and (isinstance(value, int) or value.isidentifier())):
+            raise sqlite3.OperationalError(f"bad pragma {name!r} = {value!r}")
+        conn.execute(f"PRAGMA {name} = {value}")
+
+
+def transaction(conn: sqlite3.Connection, statements: Sequence[Any], multi: Any) -> None:
+    """Run ``statements`` (``(sql, rows)``) in one transaction; ``multi`` is a
+    ``_sqlite_bulk.MultiRow`` that turns rows into multi-row statements where it can."""
+    limit = conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for sql, rows in statements:
+            chunks = multi.split(sql, rows, limit)
+            if chunks is None:
+                conn.executemany(sql, rows)
+                continue
+            for text, params in chunks:
+                conn.execute(text, params)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _main(path: str, pragmas: dict[str, int | str]) -> None:
+    inp, out = sys.stdin.buffer, sys.stdout.buffer
+
+    def reply(text: str) -> None:
+        out.write(frame(text.encode()))
+        out.flush()
+
+    # os.path, not pathlib: the child keeps its imports few, to start fast
+    here = os.path.dirname(os.path.abspath(__file__))  # noqa: PTH100, PTH120
+    spec = importlib.util.spec_from_file_location(
+        "_sqlite_bulk",
+        os.path.join(here, "_sqlite_bulk.py"),  # noqa: PTH118
+    )
+    if spec is None or spec.loader is None:
+        reply("cannot load _sqlite_bulk")
+        return
+    bulk = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bulk)
+    multi = bulk.MultiRow()
+    try:
+        conn = sqlite3.connect(path, isolation_level=None, cached_statements=256)
+        configure(conn, pragmas)
+    except Exception as e:  # noqa: BLE001  # reported to the parent, which raises it
+        reply(str(e) or type(e).__name__)
+        return
+    reply("")
+    while True:
+        header = inp.read(LENGTH.size)
+        if len(header) < LENGTH.size:
+            break  # the parent closed our input: leave
+        (size,) = LENGTH.unpack(header)
+        body = pickle.loads(inp.read(size))  # noqa: S301  # from our parent, over our own pipe
+        if isinstance(body, tuple):
+            forms, body = body
+            multi.load(forms)
+        try:
+            transaction(conn, body, multi)
+        except Exception as e:  # noqa: BLE001  # each failure goes back to the parent
+            reply(str(e) or type(e).__name__)
+        else:
+            reply("")
+    conn.close()
+
+
+if __name__ == "__main__":
+    _main(sys.argv[1], json.loads(sys.argv[2]))

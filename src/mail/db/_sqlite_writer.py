@@ -1,0 +1,159 @@
+"""The SQLite store's writer process, the store's side (:class:`WriterProcess`).
+
+Why a process: the SQLite work of a batch is C code, but a thread running it needs the GIL
+between statements and around every step, and under load each time it had to wait for the
+busy event loop to hand the GIL over (and the loop, in turn, for the thread): about half a
+``POST /message``'s extra cost with a store went to that contention. A process of its own
+has its own GIL; the event loop only pickles each batch and reads a short reply. The child
+is :mod:`mail.db._sqlite_child`, which also describes the messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import json
+import logging
+import pickle
+import sqlite3
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from mail.db import _sqlite_child
+from mail.db._sqlite_child import LENGTH, frame
+
+__all__ = ["WriterProcess"]
+
+logger = logging.getLogger("mail.db")
+#: how long closing waits for the child to commit and leave before killing it
+_CLOSE_TIMEOUT = 30.0
+
+
+class _PlainPickler(pickle.Pickler):
+    """Pickles ``str`` and ``int`` subclasses (the runtime's ``StrEnum`` event names and
+    states) as plain values: the child does not import ``mail``. Exact built-in values never
+    reach :meth:`reducer_override`, so this costs nothing for them."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, str):
+            return str, (str.__str__(obj),)
+        if isinstance(obj, int) and not isinstance(obj, bool):
+            return int, (int.__index__(obj),)
+        return NotImplemented
+
+
+def _dumps(body: Any) -> bytes:
+    buffer = io.BytesIO()
+    _PlainPickler(buffer, pickle.HIGHEST_PROTOCOL).dump(body)
+    return buffer.getvalue()
+
+
+class WriterProcess:
+    """The parent's handle on one writer process (see the module docstring).
+
+    :meth:`run` sends one transaction and waits for its outcome, raising
+    :class:`sqlite3.OperationalError` with the child's message when it failed or the child
+    died meanwhile; a child found dead before a request is started again (logged).
+    """
+
+    def __init__(self, path: Path, pragmas: Mapping[str, int | str], forms: dict[str, Any]) -> None:
+        self.path = path
+        self.pragmas = dict(pragmas)
+        self.forms = forms
+        self._proc: asyncio.subprocess.Process | None = None
+        self._fresh = True  # the next request carries the multi-row forms
+        self._lock = asyncio.Lock()
+
+    @property
+    def pid(self) -> int | None:
+        """The child's process id while it runs."""
+        proc = self._proc
+        return proc.pid if proc is not None and proc.returncode is None else None
+
+    async def start(self) -> None:
+        """Start the child and wait until it has opened the database."""
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-I",  # none of the environment's Python settings
+            "-S",  # nor site-packages: the child needs the standard library only
+            _sqlite_child.__file__,
+            str(self.path),
+            json.dumps(self.pragmas),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        self._proc, self._fresh = proc, True
+        try:
+            error = await self._reply(proc)
+        except sqlite3.OperationalError:
+            await self._stop(proc)
+            raise
+        if error:
+            await self._stop(proc)
+            raise sqlite3.OperationalError(error)
+
+    async def run(self, statements: list[Any]) -> None:
+        """Commit ``statements`` in the child (one transaction).
+
+        Cancelled while the child works, the child is killed (the transaction commits or
+        not, as in a crash) so that no reply is left for the next request to misread.
+        """
+        async with self._lock:
+            proc = self._proc
+            if proc is None or proc.returncode is not None:
+                if proc is not None:
+                    logger.warning(
+                        "the SQLite writer process for %s had exited (code %s): starting another",
+                        self.path,
+                        proc.returncode,
+                    )
+                await self.start()
+                proc = self._proc
+                assert proc is not None  # noqa: S101  # start() sets it or raises
+            body = (self.forms, statements) if self._fresh else statements
+            assert proc.stdin is not None  # noqa: S101  # started with a pipe
+            try:
+                proc.stdin.write(frame(_dumps(body)))
+                await proc.stdin.drain()
+            except (BrokenPipeError, ConnectionResetError) as e:
+                raise sqlite3.OperationalError(f"the SQLite writer process is gone: {e}") from e
+            self._fresh = False
+            try:
+                error = await self._reply(proc)
+            except asyncio.CancelledError:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                raise
+            if error:
+                raise sqlite3.OperationalError(error)
+
+    @staticmethod
+    async def _reply(proc: asyncio.subprocess.Process) -> str:
+        assert proc.stdout is not None  # noqa: S101  # started with a pipe
+        try:
+            (size,) = LENGTH.unpack(await proc.stdout.readexactly(LENGTH.size))
+            return (await proc.stdout.readexactly(size)).decode()
+        except (asyncio.IncompleteReadError, ConnectionResetError) as e:
+            code = await proc.wait()
+            raise sqlite3.OperationalError(f"the SQLite writer process exited (code {code})") from e
+
+    async def close(self) -> None:
+        """Let the child finish and leave (killed after 30 s)."""
+        async with self._lock:
+            proc, self._proc = self._proc, None
+            if proc is not None:
+                await self._stop(proc)
+
+    @staticmethod
+    async def _stop(proc: asyncio.subprocess.Process) -> None:
+        if proc.stdin is not None and not proc.stdin.is_closing():
+            proc.stdin.close()
+        try:
+            await asyncio.wait_for(proc.wait(), _CLOSE_TIMEOUT)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()

@@ -1,0 +1,89 @@
+"""The SQLite store's writer process: it stores what the event loop hands it, a death is
+reported as a failed write and survived, and closing leaves no process behind."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from tests.db.test_store import event, task_row
+
+from mail.db import CallerKey, SQLiteStore
+
+pytestmark = pytest.mark.timeout(60)
+
+KEY = CallerKey(swarm="demo", role="user", id="u1")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def _gone(pid: int) -> None:
+    """Wait (up to 10 s) until process ``pid`` has ended; a child is reaped by asyncio."""
+    for _ in range(1000):
+        if not _alive(pid):
+            return
+        await asyncio.sleep(0.01)
+    pytest.fail(f"process {pid} is still running")
+
+
+async def test_writes_go_through_a_process_of_their_own(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "mail.db")
+    await store.open()
+    try:
+        pid = store.writer_pid
+        assert pid is not None and pid != os.getpid() and _alive(pid)
+        await store.save_task(KEY, task_row("t1", title="first"))
+        await store.append_events(KEY, [event("t1", 1), event("t1", 2)])
+        loaded = await store.load_task(KEY, "t1")  # read back on the store's own thread
+        assert loaded is not None and loaded.title == "first"
+        assert [e.seq for e in await store.load_events(KEY, "t1")] == [1, 2]
+    finally:
+        await store.close()
+    assert store.writer_pid is None
+    await _gone(pid)
+
+
+async def test_a_writer_that_died_is_started_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = SQLiteStore(tmp_path / "mail.db")
+    await store.open()
+    try:
+        await store.save_task(KEY, task_row("t1"))
+        pid = store.writer_pid
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        await _gone(pid)
+        with caplog.at_level("WARNING", logger="mail.db"):
+            await store.save_task(KEY, task_row("t2"))  # a new writer takes it
+        assert "had exited" in caplog.text
+        assert store.writer_pid not in (None, pid)
+        assert await store.health() == "ok"
+        assert [t.task_id for t in await store.load_tasks(KEY)] == ["t1", "t2"]
+    finally:
+        await store.close()
+
+
+async def test_the_runtimes_enum_values_reach_the_writer_as_plain_text(tmp_path: Path) -> None:
+    # the writer process does not import mail: a StrEnum in a row must arrive as its text
+    from mail.core.events import EventName
+
+    store = SQLiteStore(tmp_path / "mail.db")
+    await store.open()
+    try:
+        row = event("t1", 1)
+        row.event = EventName.TASK_COMPLETE
+        await store.append_events(KEY, [row])
+        (loaded,) = await store.load_events(KEY, "t1")
+        assert loaded.event == "task_complete"
+    finally:
+        await store.close()
