@@ -142,7 +142,11 @@ class Scheduler:
         if message["msg_type"] == "broadcast_complete":
             self.finish(task, TaskState.COMPLETED, message)
             return
-        if self._counts_as_step(message):
+        payload = message["message"]
+        # a step: a message not from the system and not a ::notice:: (a call saved per hop)
+        if payload["sender"]["address_type"] != "system" and not payload["subject"].startswith(
+            "::"
+        ):
             task.steps += 1
             limit = task.max_steps if task.max_steps_set else rt.max_steps
             if limit is not None and task.steps > limit:
@@ -150,13 +154,6 @@ class Scheduler:
                     task.task_id, rt.entrypoint, task.log.all()
                 )
         self.route(task, message)
-
-    @staticmethod
-    def _counts_as_step(message: MAILMessage) -> bool:
-        payload = message["message"]
-        return payload["sender"]["address_type"] != "system" and not payload["subject"].startswith(
-            "::"
-        )
 
     def route(self, task: MAILTask, message: MAILMessage) -> None:
         """Deliver ``message`` to its local recipients, hand remote ones to the router."""

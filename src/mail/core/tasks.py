@@ -170,6 +170,9 @@ class TaskTable:
         self.max_finished = max_finished
         self.max_age = max_age
         self._tasks: dict[str, MAILTask] = {}
+        #: ``get(task_id)``: the task or ``None`` (the dict's own method: no Python frame,
+        #: and the runtime looks tasks up several times per message)
+        self.get: Callable[[str], MAILTask | None] = self._tasks.get
         self._finished: OrderedDict[str, float] = OrderedDict()
         #: called with each task added (the runtime's store recorder), if set
         self.on_add: Callable[[MAILTask], None] | None = None
@@ -182,9 +185,6 @@ class TaskTable:
 
     def __iter__(self) -> Iterator[MAILTask]:
         return iter(list(self._tasks.values()))
-
-    def get(self, task_id: str) -> MAILTask | None:
-        return self._tasks.get(task_id)
 
     def add(self, task: MAILTask, *, notify: bool = True) -> MAILTask:
         self._tasks[task.task_id] = task

@@ -32,6 +32,13 @@ logger = logging.getLogger("mail.db")
 _CLOSE_TIMEOUT = 30.0
 
 
+class _WriterGone(sqlite3.OperationalError):
+    """The writer process ended before it replied."""
+
+    def __init__(self, path: Path, code: int) -> None:
+        super().__init__(f"the SQLite writer process for {path} exited (code {code})")
+
+
 class _PlainPickler(pickle.Pickler):
     """Pickles ``str`` and ``int`` subclasses (the runtime's ``StrEnum`` event names and
     states) as plain values: the child does not import ``mail``. Exact built-in values never
@@ -55,8 +62,8 @@ class WriterProcess:
     """The parent's handle on one writer process (see the module docstring).
 
     :meth:`run` sends one transaction and waits for its outcome, raising
-    :class:`sqlite3.OperationalError` with the child's message when it failed or the child
-    died meanwhile; a child found dead before a request is started again (logged).
+    :class:`sqlite3.OperationalError` with the child's message when it failed; a child
+    that died is started again (logged, see :meth:`run`).
     """
 
     def __init__(self, path: Path, pragmas: Mapping[str, int | str], forms: dict[str, Any]) -> None:
@@ -98,47 +105,56 @@ class WriterProcess:
     async def run(self, statements: list[Any]) -> None:
         """Commit ``statements`` in the child (one transaction).
 
-        Cancelled while the child works, the child is killed (the transaction commits or
-        not, as in a crash) so that no reply is left for the next request to misread.
+        A child found dead, or dying during the request, is started again and the request
+        sent once more (logged): every write of the store can be applied twice (events are
+        kept once per sequence number, the rest replaces), and a transaction cut short by
+        the child's death was rolled back or committed whole. Cancelled while the child
+        works, the child is killed (as in a crash) so that no reply is left for the next
+        request to misread.
         """
         async with self._lock:
-            proc = self._proc
-            if proc is None or proc.returncode is not None:
-                if proc is not None:
-                    logger.warning(
-                        "the SQLite writer process for %s had exited (code %s): starting another",
-                        self.path,
-                        proc.returncode,
-                    )
-                await self.start()
-                proc = self._proc
-                assert proc is not None  # noqa: S101  # start() sets it or raises
-            body = (self.forms, statements) if self._fresh else statements
-            assert proc.stdin is not None  # noqa: S101  # started with a pipe
             try:
-                proc.stdin.write(frame(_dumps(body)))
-                await proc.stdin.drain()
-            except (BrokenPipeError, ConnectionResetError) as e:
-                raise sqlite3.OperationalError(f"the SQLite writer process is gone: {e}") from e
-            self._fresh = False
-            try:
-                error = await self._reply(proc)
-            except asyncio.CancelledError:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
-                raise
-            if error:
-                raise sqlite3.OperationalError(error)
+                await self._exchange(statements)
+            except _WriterGone as gone:
+                logger.warning("%s: starting another", gone)
+                await self._exchange(statements)
 
-    @staticmethod
-    async def _reply(proc: asyncio.subprocess.Process) -> str:
+    async def _exchange(self, statements: list[Any]) -> None:
+        proc = self._proc
+        if proc is None or proc.returncode is not None:
+            if proc is not None:
+                logger.warning(
+                    "the SQLite writer process for %s had exited (code %s): starting another",
+                    self.path,
+                    proc.returncode,
+                )
+            await self.start()
+            proc = self._proc
+            assert proc is not None  # noqa: S101  # start() sets it or raises
+        body = (self.forms, statements) if self._fresh else statements
+        assert proc.stdin is not None  # noqa: S101  # started with a pipe
+        try:
+            proc.stdin.write(frame(_dumps(body)))
+            await proc.stdin.drain()
+        except (BrokenPipeError, ConnectionResetError) as e:
+            raise _WriterGone(self.path, await proc.wait()) from e
+        self._fresh = False
+        try:
+            error = await self._reply(proc)
+        except asyncio.CancelledError:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            raise
+        if error:
+            raise sqlite3.OperationalError(error)
+
+    async def _reply(self, proc: asyncio.subprocess.Process) -> str:
         assert proc.stdout is not None  # noqa: S101  # started with a pipe
         try:
             (size,) = LENGTH.unpack(await proc.stdout.readexactly(LENGTH.size))
             return (await proc.stdout.readexactly(size)).decode()
         except (asyncio.IncompleteReadError, ConnectionResetError) as e:
-            code = await proc.wait()
-            raise sqlite3.OperationalError(f"the SQLite writer process exited (code {code})") from e
+            raise _WriterGone(self.path, await proc.wait()) from e
 
     async def close(self) -> None:
         """Let the child finish and leave (killed after 30 s)."""
