@@ -98,3 +98,19 @@ async def test_the_runtimes_enum_values_reach_the_writer_as_plain_text(tmp_path:
         assert loaded.event == "task_complete"
     finally:
         await store.close()
+
+
+async def test_ctrl_c_leaves_the_writer_to_finish(tmp_path: Path) -> None:
+    # a terminal's Ctrl+C reaches the writer too: it must outlive it, to apply the
+    # writes the server hands over while it shuts down
+    store = SQLiteStore(tmp_path / "mail.db")
+    await store.open()
+    try:
+        pid = store.writer_pid
+        assert pid is not None
+        os.kill(pid, signal.SIGINT)
+        await store.save_task(KEY, task_row("t1"))
+        assert store.writer_pid == pid
+        assert [t.task_id for t in await store.load_tasks(KEY)] == ["t1"]
+    finally:
+        await store.close()

@@ -13,7 +13,8 @@ little-endian length and a body.
 * child → parent, per request: empty when it committed, else the error's message (it
   rolled back).
 
-The child leaves when its input closes (the store closed, or the server died).
+The child leaves when its input closes (the store closed, or the server died); it ignores
+SIGINT, which a terminal's Ctrl+C sends the server and its children alike.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import importlib.util
 import json
 import os
 import pickle
+import signal
 import sqlite3
 import struct
 import sys
@@ -75,6 +77,9 @@ def transaction(conn: sqlite3.Connection, statements: Sequence[Any], multi: Any)
 
 
 def _main(path: str, pragmas: dict[str, int | str]) -> None:
+    # Ctrl+C in a terminal reaches the whole process group: the server shuts down and
+    # closes our input once it has handed over its last writes, which we must still apply
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     inp, out = sys.stdin.buffer, sys.stdout.buffer
 
     def reply(text: str) -> None:
