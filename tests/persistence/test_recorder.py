@@ -237,10 +237,12 @@ async def test_closing_writes_a_backlog_of_many_batches(
     assert rt.recorder is not None
     rt.recorder.max_batch_tasks = 2
     rt.start()
-    for i in range(7):  # the first write is held: six tasks wait behind it, three batches
-        await _send(swarm, f"q{i}", f"c{i}")
-    assert rt.unsaved_tasks >= 6
-    sink.gate.set()
+    try:
+        for i in range(7):  # the first write is held: the others wait behind it
+            await _send(swarm, f"q{i}", f"c{i}")
+        assert rt.unsaved_tasks > rt.recorder.max_batch_tasks  # more than one batch waits
+    finally:
+        sink.gate.set()  # (a failed check must not leave the shutdown below hanging)
     await rt.shutdown(timeout=5)  # closing writes every batch still pending, not just one
     for i in range(7):
         assert await _completed(store, f"c{i}"), f"task c{i} was lost at shutdown"
@@ -257,15 +259,19 @@ async def test_submissions_wait_while_the_backlog_is_full(
     assert recorder is not None
     recorder.max_backlog = 3
     rt.start()
-    for i in range(4):  # the first write is held: the backlog fills up behind it
-        await _send(swarm, f"q{i}", f"w{i}")
-    assert recorder.backlog >= recorder.max_backlog
-    waiting = asyncio.create_task(_send(swarm, "late", "w-late"))
-    for _ in range(20):  # let the loop run: the submission must stay parked
-        await asyncio.sleep(0)
-    assert not waiting.done()
-    assert rt.get_task("w-late") is None  # nothing was queued for it yet
-    sink.gate.set()
+    try:
+        for i in range(10):  # the first write is held: the backlog fills up behind it
+            if recorder.backlog >= recorder.max_backlog:
+                break
+            await _send(swarm, f"q{i}", f"w{i}")
+        assert recorder.backlog >= recorder.max_backlog
+        waiting = asyncio.create_task(_send(swarm, "late", "w-late"))
+        for _ in range(20):  # let the loop run: the submission must stay parked
+            await asyncio.sleep(0)
+        assert not waiting.done()
+        assert rt.get_task("w-late") is None  # nothing was queued for it yet
+    finally:
+        sink.gate.set()  # (a failed check must not leave the teardown hanging)
     answer = await asyncio.wait_for(waiting, 10)
     assert answer["message"]["body"] == "done: late"
     await recorder.flush()

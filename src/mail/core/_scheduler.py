@@ -75,12 +75,22 @@ class Scheduler:
         """A fresh queue sequence number (ties of equal priority run in this order)."""
         return next(self._seq)
 
-    def push(self, item: QueueItem) -> None:
+    def push(self, item: QueueItem, *, now: bool = False) -> None:
+        """Queue ``item``; routed by the next drain, or (``now``, for a submission made
+        outside the loop's own callbacks) by one run right here: the drain the loop would
+        run next, without the trip through the loop."""
         task = self.rt.tasks.get(item[2]["message"]["task_id"])
         if task is not None:
             task.queued += 1
         heapq.heappush(self._heap, item)
-        self._schedule_drain()
+        if now and self._loop is not None:
+            self._drain()
+        else:
+            self._schedule_drain()
+
+    def submit(self, message: MAILMessage) -> None:
+        """Queue a submitted ``message`` and route it at once (see :meth:`push`)."""
+        self.push((message_priority(message), next(self._seq), message), now=True)
 
     def _schedule_drain(self) -> None:
         # Draining is a plain callback on the event loop rather than a coroutine woken

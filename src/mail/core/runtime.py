@@ -278,7 +278,7 @@ class MAILRuntime:
             )
             self._apply_limits(task, kwargs)
             task.open_turn()
-            self.scheduler.put(message)
+            self.scheduler.submit(message)
         elif resume_from == "user_response":
             if task is None:
                 raise TaskNotFoundError(task_id)
@@ -289,7 +289,7 @@ class MAILRuntime:
                 )
             self._apply_limits(task, kwargs)
             self._resume(task)
-            self.scheduler.put(message)
+            self.scheduler.submit(message)
         elif resume_from == "breakpoint_tool_call":
             if task is None:
                 raise TaskNotFoundError(task_id)
