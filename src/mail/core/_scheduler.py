@@ -6,7 +6,9 @@ running a turn of the same task: then the message waits in that agent's per-task
 so one agent's history is never written by two turns at once. Messages for a task that
 is not running are stashed in the task when they are popped and pushed back, with their
 original priority and sequence, when the task resumes. Nothing here costs more as the
-queue or the number of past tasks grows, beyond the heap's O(log n).
+queue or the number of past tasks grows, beyond the heap's O(log n). Messages queued by
+turns are routed by a drain the event loop runs next; a submitted one (a new task, a
+follow-up) is routed at once, in the submitting call.
 """
 
 from __future__ import annotations
