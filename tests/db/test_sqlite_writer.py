@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -35,82 +36,76 @@ async def _gone(pid: int) -> None:
     pytest.fail(f"process {pid} is still running")
 
 
-async def test_writes_go_through_a_process_of_their_own(tmp_path: Path) -> None:
-    store = SQLiteStore(tmp_path / "mail.db")
-    await store.open()
+@pytest.fixture
+async def sqlite_store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
+    """An open SQLite store (each test may close it; closing twice is harmless)."""
+    s = SQLiteStore(tmp_path / "mail.db")
+    await s.open()
     try:
-        pid = store.writer_pid
-        assert pid is not None and pid != os.getpid() and _alive(pid)
-        await store.save_task(KEY, task_row("t1", title="first"))
-        await store.append_events(KEY, [event("t1", 1), event("t1", 2)])
-        loaded = await store.load_task(KEY, "t1")  # read back on the store's own thread
-        assert loaded is not None and loaded.title == "first"
-        assert [e.seq for e in await store.load_events(KEY, "t1")] == [1, 2]
+        yield s
     finally:
-        await store.close()
-    assert store.writer_pid is None
+        await s.close()
+
+
+async def test_writes_go_through_a_process_of_their_own(sqlite_store: SQLiteStore) -> None:
+    pid = sqlite_store.writer_pid
+    assert pid is not None and pid != os.getpid() and _alive(pid)
+    await sqlite_store.save_task(KEY, task_row("t1", title="first"))
+    await sqlite_store.append_events(KEY, [event("t1", 1), event("t1", 2)])
+    loaded = await sqlite_store.load_task(KEY, "t1")  # read back on the store's own thread
+    assert loaded is not None and loaded.title == "first"
+    assert [e.seq for e in await sqlite_store.load_events(KEY, "t1")] == [1, 2]
+    await sqlite_store.close()
+    assert sqlite_store.writer_pid is None
     await _gone(pid)
 
 
 async def test_a_writer_that_died_is_started_again(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    sqlite_store: SQLiteStore, caplog: pytest.LogCaptureFixture
 ) -> None:
-    store = SQLiteStore(tmp_path / "mail.db")
-    await store.open()
-    try:
-        await store.save_task(KEY, task_row("t1"))
-        pid = store.writer_pid
-        assert pid is not None
-        os.kill(pid, signal.SIGKILL)
-        await _gone(pid)
-        for _ in range(1000):  # until the event loop has seen it end (its exit code)
-            if store.writer_pid is None:
-                break
-            await asyncio.sleep(0.01)
-        assert store.writer_pid is None
-        with caplog.at_level("WARNING", logger="mail.db"):
-            await store.save_task(KEY, task_row("t2"))  # a new writer takes it
-        assert "had exited" in caplog.text
-        second = store.writer_pid
-        assert second not in (None, pid)
-        # killed again and written to at once (before the loop has seen it end): the
-        # write goes to a new writer all the same
-        os.kill(second, signal.SIGKILL)
-        await store.save_task(KEY, task_row("t3"))
-        assert store.writer_pid not in (None, pid, second)
-        assert await store.health() == "ok"
-        assert [t.task_id for t in await store.load_tasks(KEY)] == ["t1", "t2", "t3"]
-    finally:
-        await store.close()
+    await sqlite_store.save_task(KEY, task_row("t1"))
+    pid = sqlite_store.writer_pid
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    await _gone(pid)
+    for _ in range(1000):  # until the event loop has seen it end (its exit code)
+        if sqlite_store.writer_pid is None:
+            break
+        await asyncio.sleep(0.01)
+    assert sqlite_store.writer_pid is None
+    with caplog.at_level("WARNING", logger="mail.db"):
+        await sqlite_store.save_task(KEY, task_row("t2"))  # a new writer takes it
+    assert "had exited" in caplog.text
+    second = sqlite_store.writer_pid
+    assert second not in (None, pid)
+    # killed again and written to at once (before the loop has seen it end): the
+    # write goes to a new writer all the same
+    os.kill(second, signal.SIGKILL)
+    await sqlite_store.save_task(KEY, task_row("t3"))
+    assert sqlite_store.writer_pid not in (None, pid, second)
+    assert await sqlite_store.health() == "ok"
+    assert [t.task_id for t in await sqlite_store.load_tasks(KEY)] == ["t1", "t2", "t3"]
 
 
-async def test_the_runtimes_enum_values_reach_the_writer_as_plain_text(tmp_path: Path) -> None:
+async def test_the_runtimes_enum_values_reach_the_writer_as_plain_text(
+    sqlite_store: SQLiteStore,
+) -> None:
     # the writer process does not import mail: a StrEnum in a row must arrive as its text
     from mail.core.events import EventName
 
-    store = SQLiteStore(tmp_path / "mail.db")
-    await store.open()
-    try:
-        row = event("t1", 1)
-        row.event = EventName.TASK_COMPLETE
-        await store.append_events(KEY, [row])
-        (loaded,) = await store.load_events(KEY, "t1")
-        assert loaded.event == "task_complete"
-    finally:
-        await store.close()
+    row = event("t1", 1)
+    row.event = EventName.TASK_COMPLETE
+    await sqlite_store.append_events(KEY, [row])
+    (loaded,) = await sqlite_store.load_events(KEY, "t1")
+    assert loaded.event == "task_complete"
 
 
-async def test_ctrl_c_leaves_the_writer_to_finish(tmp_path: Path) -> None:
+async def test_ctrl_c_leaves_the_writer_to_finish(sqlite_store: SQLiteStore) -> None:
     # a terminal's Ctrl+C reaches the writer too: it must outlive it, to apply the
     # writes the server hands over while it shuts down
-    store = SQLiteStore(tmp_path / "mail.db")
-    await store.open()
-    try:
-        pid = store.writer_pid
-        assert pid is not None
-        os.kill(pid, signal.SIGINT)
-        await store.save_task(KEY, task_row("t1"))
-        assert store.writer_pid == pid
-        assert [t.task_id for t in await store.load_tasks(KEY)] == ["t1"]
-    finally:
-        await store.close()
+    pid = sqlite_store.writer_pid
+    assert pid is not None
+    os.kill(pid, signal.SIGINT)
+    await sqlite_store.save_task(KEY, task_row("t1"))
+    assert sqlite_store.writer_pid == pid
+    assert [t.task_id for t in await sqlite_store.load_tasks(KEY)] == ["t1"]

@@ -147,21 +147,35 @@ async def test_reload_serves_resumes_and_interrupts(
     assert (await store.load_task(KEY, "t-run")).state == "completed"  # type: ignore[union-attr]
 
 
-class _GatedSink:
-    """Holds every write until ``gate`` opens, then records how many tasks each carried."""
+class _BatchLog:
+    """Records every batch it stores."""
 
     def __init__(self, inner: StoreSink) -> None:
         self.inner = inner
-        self.gate = asyncio.Event()
-        self.sizes: list[int] = []
+        self.batches: list[WriteBatch] = []
 
-    async def write(self, batch):  # type: ignore[no-untyped-def]
-        await self.gate.wait()
-        self.sizes.append(len({t.task_id for t in batch.tasks} | set(batch.events)))
+    async def write(self, batch: WriteBatch) -> None:
+        self.batches.append(batch)
         await self.inner.write(batch)
 
-    async def load(self, keep_finished=None):  # type: ignore[no-untyped-def]
+    async def load(self, keep_finished: int | None = None) -> list[StoredTask]:
         return await self.inner.load(keep_finished)
+
+
+class _GatedSink(_BatchLog):
+    """Holds every write until ``gate`` opens; ``sizes``: how many tasks each carried."""
+
+    def __init__(self, inner: StoreSink) -> None:
+        super().__init__(inner)
+        self.gate = asyncio.Event()
+
+    async def write(self, batch: WriteBatch) -> None:
+        await self.gate.wait()
+        await super().write(batch)
+
+    @property
+    def sizes(self) -> list[int]:
+        return [len({t.task_id for t in b.tasks} | set(b.events)) for b in self.batches]
 
 
 async def test_a_backlog_is_written_in_batches_of_bounded_size(
@@ -299,21 +313,6 @@ async def test_submissions_do_not_wait_for_a_failing_store(
     sink.fail = None
     assert await recorder.flush()
     assert await _completed(store, "o-late")
-
-
-class _BatchLog:
-    """Records every batch it stores."""
-
-    def __init__(self, inner: StoreSink) -> None:
-        self.inner = inner
-        self.batches: list[WriteBatch] = []
-
-    async def write(self, batch: WriteBatch) -> None:
-        self.batches.append(batch)
-        await self.inner.write(batch)
-
-    async def load(self, keep_finished: int | None = None) -> list[StoredTask]:
-        return await self.inner.load(keep_finished)
 
 
 async def test_breakpoints_and_stash_are_written_only_when_there_is_something_to_change(

@@ -209,17 +209,7 @@ class ScriptedAgent:
                 function = {"name": c.name, "arguments": _arguments(c.args)}
                 completion["tool_calls"].append({"id": i, "type": "function", "function": function})
         else:
-            for c, i in zip(calls, ids, strict=True):
-                responses.append(
-                    {
-                        "type": "function_call",
-                        "id": f"fc_{i}",
-                        "call_id": i,
-                        "name": c.name,
-                        "arguments": _arguments(c.args),
-                        "status": "completed",
-                    }
-                )
+            responses = [_function_call_item(c, i) for c, i in zip(calls, ids, strict=True)]
         return [
             AgentToolCall(
                 tool_name=c.name,
@@ -237,21 +227,25 @@ class ScriptedAgent:
     def _one(c: ScriptedCall) -> AgentToolCall:
         """:meth:`_build` of a turn of one call in the Responses format (the usual turn)."""
         i = c.call_id or f"call_{next(_CALL_IDS)}"
-        item = {
-            "type": "function_call",
-            "id": f"fc_{i}",
-            "call_id": i,
-            "name": c.name,
-            "arguments": _arguments(c.args),
-            "status": "completed",
-        }
         return AgentToolCall(
             tool_name=c.name,
             tool_args=c.args,
             tool_call_id=i,
-            responses=[item],
+            responses=[_function_call_item(c, i)],
             reasoning=list(c.reasoning) if c.reasoning else None,
         )
+
+
+def _function_call_item(c: ScriptedCall, call_id: str) -> dict[str, Any]:
+    """The Responses API output item of ``c``, as a model would emit it."""
+    return {
+        "type": "function_call",
+        "id": f"fc_{call_id}",
+        "call_id": call_id,
+        "name": c.name,
+        "arguments": _arguments(c.args),
+        "status": "completed",
+    }
 
 
 #: turns that are results already, not rules to call
