@@ -13,7 +13,7 @@ from mail.core._persist import StoredEvent, StoredTask, TaskSnapshot, TaskWriteE
 from mail.errors import StorageError
 
 if TYPE_CHECKING:
-    from mail.db import CallerKey, TaskChanges, TaskDetails, TaskRow, TaskStore
+    from mail.db import CallerKey, TaskDetails, TaskRow, TaskStore
 
 __all__ = ["StoreSink"]
 
@@ -26,15 +26,14 @@ class StoreSink:
         self.key = key
 
     async def write(self, batch: WriteBatch) -> None:
-        """Apply ``batch`` with one :meth:`~mail.db.TaskStore.save_changes` call; raises
+        """Apply ``batch`` with one :meth:`~mail.db.TaskStore.save_batch` call; raises
         :class:`TaskWriteError` naming the tasks whose rows were not stored (``from`` the
         first failure)."""
-        changes = _changes(batch)
         try:
-            failures = await self.store.save_changes(self.key, list(changes.values()))
+            failures = await self.store.save_batch(self.key, batch)
         except StorageError as e:  # nothing was tried (a closed store): every task failed
             reason = str(e) or type(e).__name__
-            raise TaskWriteError(reason, dict.fromkeys(changes, reason)) from e
+            raise TaskWriteError(reason, dict.fromkeys(batch.records_by_task(), reason)) from e
         if failures:
             first = next(iter(failures.values()))
             texts = {task_id: str(e) or type(e).__name__ for task_id, e in failures.items()}
@@ -77,38 +76,6 @@ def _fields(t: TaskSnapshot | TaskRow) -> dict[str, Any]:
         "start_time": t.start_time,
         "updated_at": t.updated_at,
     }
-
-
-def _changes(batch: WriteBatch) -> dict[str, TaskChanges]:
-    """The batch's rows grouped by task, in the order of :class:`TaskChanges`."""
-    from mail.db import BreakpointRow, EventRow, StashRow, TaskChanges, TaskRow  # noqa: PLC0415
-
-    changes: dict[str, TaskChanges] = {}
-
-    def of(task_id: str) -> TaskChanges:
-        found = changes.get(task_id)
-        if found is None:
-            found = changes[task_id] = TaskChanges(task_id=task_id)
-        return found
-
-    for t in batch.tasks:
-        of(t.task_id).task = TaskRow(**_fields(t))
-    for task_id, events in batch.events.items():
-        # the store encodes ``data`` (mail.db encodes faster than json.dumps)
-        of(task_id).events = [
-            EventRow(task_id=task_id, seq=e.seq or 0, event=e.event, data=e.data()) for e in events
-        ]
-    for task_id, agent, history, tool_format in batch.histories:
-        of(task_id).histories.append((agent, history, tool_format))
-    for task_id, message in batch.responses:
-        of(task_id).response = message
-    for task_id, calls in batch.breakpoints.items():
-        of(task_id).breakpoints = [
-            BreakpointRow(call_id=c, agent=a, call=call, normalized=n) for c, a, call, n in calls
-        ]
-    for task_id, stash in batch.stashes.items():
-        of(task_id).stash = [StashRow(priority=p, seq=s, message=m) for p, s, m in stash]
-    return changes
 
 
 _KEPT_STATES = frozenset({"running", "waiting_breakpoint"})

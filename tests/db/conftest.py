@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sqlite3
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +29,8 @@ import pytest
 from mail.db import CallerKey, MemoryStore, PostgresStore, SQLiteStore, TaskStore
 
 POSTGRES_ENV = "MAIL_TEST_POSTGRES_URL"
+#: the message of the failure :func:`refuse_bad_events` injects
+INJECTED = "injected failure: task_events refuses task bad"
 STORE_KINDS = ("memory", "sqlite", "postgres")
 TABLES = (
     "tasks",
@@ -133,3 +136,37 @@ def key() -> Callable[..., CallerKey]:
         return CallerKey(swarm=swarm, role=role, id=id)
 
     return make
+
+
+@pytest.fixture
+async def refuse_bad_events(
+    store: TaskStore, store_kind: str, request: pytest.FixtureRequest
+) -> AsyncIterator[None]:
+    """Make the database itself refuse the events of task ``bad`` (a trigger)."""
+    if store_kind == "memory":
+        pytest.skip("the memory store has no database to refuse a row")
+    if isinstance(store, SQLiteStore):
+        conn = sqlite3.connect(store.path, timeout=10, isolation_level=None)
+        try:
+            conn.execute(
+                "CREATE TRIGGER refuse_bad BEFORE INSERT ON task_events "
+                f"WHEN NEW.task_id = 'bad' BEGIN SELECT RAISE(ABORT, '{INJECTED}'); END"
+            )
+        finally:
+            conn.close()
+        yield
+        return
+    url = request.getfixturevalue("postgres_url")
+    await admin_execute(
+        url,
+        "CREATE FUNCTION refuse_bad() RETURNS trigger LANGUAGE plpgsql AS "
+        f"$$ BEGIN RAISE EXCEPTION '{INJECTED}'; END $$",
+        "CREATE TRIGGER refuse_bad BEFORE INSERT ON task_events FOR EACH ROW "
+        "WHEN (NEW.task_id = 'bad') EXECUTE FUNCTION refuse_bad()",
+    )
+    try:
+        yield
+    finally:  # the database is the session's: leave it as found
+        await admin_execute(
+            url, "DROP TRIGGER refuse_bad ON task_events", "DROP FUNCTION refuse_bad()"
+        )

@@ -4,26 +4,21 @@ test runs against the memory, SQLite and PostgreSQL stores."""
 from __future__ import annotations
 
 import asyncio
-import sqlite3
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from tests.db.conftest import admin_execute
+from tests.db.conftest import INJECTED
 from tests.db.test_store import KeyFactory, event, message, task_row
 
 from mail.db import (
     BreakpointRow,
     CallerKey,
     EventRow,
-    SQLiteStore,
     StashRow,
     TaskChanges,
     TaskStore,
 )
 from mail.errors import StorageError
-
-_INJECTED = "injected failure: task_events refuses task bad"
 
 
 def breakpoint_row(n: int) -> BreakpointRow:
@@ -281,40 +276,6 @@ async def test_a_closed_store_raises_on_save_changes(store: TaskStore, key: KeyF
         await store.save_changes(key(), [TaskChanges(task_id="t1", events=[event("t1", 1)])])
 
 
-@pytest.fixture
-async def refuse_bad_events(
-    store: TaskStore, store_kind: str, request: pytest.FixtureRequest
-) -> AsyncIterator[None]:
-    """Make the database itself refuse the events of task ``bad`` (a trigger)."""
-    if store_kind == "memory":
-        pytest.skip("the memory store has no database to refuse a row")
-    if isinstance(store, SQLiteStore):
-        conn = sqlite3.connect(store.path, timeout=10, isolation_level=None)
-        try:
-            conn.execute(
-                "CREATE TRIGGER refuse_bad BEFORE INSERT ON task_events "
-                f"WHEN NEW.task_id = 'bad' BEGIN SELECT RAISE(ABORT, '{_INJECTED}'); END"
-            )
-        finally:
-            conn.close()
-        yield
-        return
-    url = request.getfixturevalue("postgres_url")
-    await admin_execute(
-        url,
-        "CREATE FUNCTION refuse_bad() RETURNS trigger LANGUAGE plpgsql AS "
-        f"$$ BEGIN RAISE EXCEPTION '{_INJECTED}'; END $$",
-        "CREATE TRIGGER refuse_bad BEFORE INSERT ON task_events FOR EACH ROW "
-        "WHEN (NEW.task_id = 'bad') EXECUTE FUNCTION refuse_bad()",
-    )
-    try:
-        yield
-    finally:  # the database is the session's: leave it as found
-        await admin_execute(
-            url, "DROP TRIGGER refuse_bad ON task_events", "DROP FUNCTION refuse_bad()"
-        )
-
-
 @pytest.mark.usefixtures("refuse_bad_events")
 async def test_a_refused_row_fails_only_its_task(store: TaskStore, key: KeyFactory) -> None:
     changes = [changes_of(n) for n in range(1, 12)]
@@ -327,7 +288,7 @@ async def test_a_refused_row_fails_only_its_task(store: TaskStore, key: KeyFacto
     )
     failures = await store.save_changes(key(), [*changes[:5], bad, *changes[5:]])
     assert list(failures) == ["bad"]
-    assert _INJECTED in str(failures["bad"])
+    assert INJECTED in str(failures["bad"])
     assert "save_changes failed" in str(failures["bad"])
     # none of the failed task's rows, all of the others'
     assert await stored(store, key(), "bad") == {

@@ -154,7 +154,10 @@ class TaskSink(Protocol):
     async def write(self, batch: WriteBatch) -> None:
         """Apply ``batch`` in order: task records, events, histories, responses,
         breakpoints, stashes. Raises on failure (nothing is swallowed), preferably
-        :class:`TaskWriteError` naming the tasks whose rows were not stored."""
+        :class:`TaskWriteError` naming the tasks whose rows were not stored.
+
+        The batch's histories and messages are the runtime's own objects, which change
+        as tasks go on: a sink encodes (or copies) them before its first ``await``."""
         ...
 
     async def load(self, keep_finished: int | None = None) -> list[StoredTask]:
@@ -188,7 +191,8 @@ class StoreRecorder:
         #: the last write's failure, ``None`` once a write succeeds again
         self.error: str | None = None
         self._runtime: MAILRuntime | None = None
-        self._events: dict[str, list[MAILEvent]] = {}
+        # logs with events not taken yet (each log's listener is unset until taken)
+        self._logs: dict[str, EventLog] = {}
         self._tasks: dict[str, MAILTask] = {}
         self._finished: set[str] = set()
         self._histories: set[tuple[str, str]] = set()
@@ -213,11 +217,19 @@ class StoreRecorder:
 
     def attach(self, task: MAILTask) -> None:
         """Follow ``task``: record it now and each event its log gets."""
-        task.log.listener = self.event
+        self.follow(task.log)
         self.task_changed(task)
 
-    def event(self, event: MAILEvent) -> None:
-        self._events.setdefault(event.task_id, []).append(event)
+    def follow(self, log: EventLog) -> None:
+        """Store the events ``log`` gets after its ``stored_seq``."""
+        log.listener = self._log_changed
+        if log.last_seq > log.stored_seq:
+            self._log_changed(log)
+
+    def _log_changed(self, log: EventLog) -> None:
+        # called once per log until _take re-arms it: events cost no call of their own
+        log.listener = None
+        self._logs[log.task_id] = log
         self._bump()
 
     def task_changed(self, task: MAILTask) -> None:
@@ -254,7 +266,7 @@ class StoreRecorder:
         pending events or a pending record)."""
         retry = self._retry
         waiting = len(retry.tasks) if retry is not None else 0
-        return max(len(self._events), len(self._tasks)) + waiting
+        return max(len(self._logs), len(self._tasks)) + waiting
 
     async def room(self) -> None:
         """Wait until the backlog is below ``max_backlog``; at once while the store fails
@@ -290,7 +302,10 @@ class StoreRecorder:
             self._wake.clear()
             async with self._flush_lock:
                 written = await self._flush()
-            backlog = written and bool(self._events or self._tasks or self._histories)
+            # a full batch already waits: write it now; anything less waits for the gap,
+            # so that a stream of short tasks is stored a gap's worth at a time rather than
+            # a task (or a part of one) per write
+            backlog = written and self.backlog >= self.max_batch_tasks
             if not written:
                 await asyncio.sleep(self.retry_after)
             elif backlog:
@@ -305,23 +320,34 @@ class StoreRecorder:
         """The notes of at most ``max_batch_tasks`` tasks (the oldest), removed from the
         pending ones: snapshotting and encoding a larger batch at once would stall the
         event loop for as long."""
-        pending = dict.fromkeys(self._events)
+        logs = self._logs
+        if len(logs) + len(self._tasks) + len(self._histories) <= self.max_batch_tasks:
+            taken = (self._tasks, self._finished, self._histories)
+            self._logs, self._tasks, self._finished, self._histories = {}, {}, set(), set()
+            self._pending = 0
+            return (self._new_events(logs), *taken)
+        pending = dict.fromkeys(logs)
         pending.update(dict.fromkeys(self._tasks))
         pending.update(dict.fromkeys(t for t, _ in self._histories))
-        if len(pending) <= self.max_batch_tasks:
-            taken = (self._events, self._tasks, self._finished, self._histories)
-            self._events, self._tasks, self._finished, self._histories = {}, {}, set(), set()
-            self._pending = 0
-            return taken
         chosen = set(list(pending)[: self.max_batch_tasks])
-        events = {t: self._events.pop(t) for t in chosen if t in self._events}
+        chosen_logs = {t: logs.pop(t) for t in chosen if t in logs}
         tasks = {t: self._tasks.pop(t) for t in chosen if t in self._tasks}
         finished = self._finished & chosen
         self._finished -= finished
         histories = {h for h in self._histories if h[0] in chosen}
         self._histories -= histories
-        self._pending = max(self._pending - sum(map(len, events.values())) - len(tasks), 0)
-        return events, tasks, finished, histories
+        self._pending = max(self._pending - len(chosen_logs) - len(tasks), 0)
+        return self._new_events(chosen_logs), tasks, finished, histories
+
+    def _new_events(self, logs: dict[str, EventLog]) -> dict[str, list[MAILEvent]]:
+        """The events of ``logs`` not taken yet; each log's listener is set again."""
+        events: dict[str, list[MAILEvent]] = {}
+        listener = self._log_changed
+        for task_id, log in logs.items():
+            events[task_id] = log.since(log.stored_seq)
+            log.stored_seq = log.last_seq
+            log.listener = listener
+        return events
 
     def _collect(self) -> WriteBatch:
         rt = self._runtime
@@ -337,17 +363,20 @@ class StoreRecorder:
                 batch.events[task_id] = evs
             else:
                 rows.extend(evs)
+        # Histories and responses go as they are, not copied: a sink encodes what it is
+        # given before its first await (TaskSink.write), and a batch kept for a retry
+        # then stores the newer history, which is the one to keep.
         if rt is not None:
             for task_id, agent in histories:
                 history = rt.agent_histories.get(f"{task_id}::{agent}")
                 if history is not None:
                     core = rt.agents.get(agent)
                     fmt = getattr(core, "tool_format", "responses")
-                    batch.histories.append((task_id, agent, list(history), fmt))
+                    batch.histories.append((task_id, agent, history, fmt))
         for task_id in finished:
             response = tasks[task_id].response
             if response is not None:
-                batch.responses.append((task_id, dict(response)))
+                batch.responses.append((task_id, cast("dict[str, Any]", response)))
         self._collect_waiting(batch, tasks, finished)
         return batch
 
@@ -386,7 +415,7 @@ class StoreRecorder:
             while True:
                 if not await self._flush():
                     return False
-                if not (self._events or self._tasks or self._histories):
+                if not (self._logs or self._tasks or self._histories):
                     return True
 
     async def _flush(self) -> bool:
@@ -498,6 +527,7 @@ async def restore(runtime: MAILRuntime, sink: TaskSink) -> int:
             remote_swarms=set(rec.remote_swarms),
         )
         task.log = EventLog(rec.task_id, [_event(rec.task_id, e) for e in stored.events])
+        task.log.stored_seq = task.log.last_seq  # the store has them
         for agent, history in stored.histories.items():
             runtime.agent_histories[f"{rec.task_id}::{agent}"] = history
             task.agents.add(agent)
@@ -524,7 +554,7 @@ async def restore(runtime: MAILRuntime, sink: TaskSink) -> int:
                 EventName.TASK_INTERRUPTED, "the server stopped while this task was running"
             )
         elif runtime.recorder is not None:
-            task.log.listener = runtime.recorder.event
+            runtime.recorder.follow(task.log)
         if task.response is not None:
             task.turn = asyncio.get_running_loop().create_future()
             task.turn.set_result(task.response)

@@ -144,7 +144,15 @@ def _expire(waiter: asyncio.Future[None]) -> None:
 class EventLog:
     """Append-only, ordered events of one task, readable by any number of followers."""
 
-    __slots__ = ("_events", "_first_seq", "_waiters", "followers", "listener", "task_id")
+    __slots__ = (
+        "_events",
+        "_first_seq",
+        "_waiters",
+        "followers",
+        "listener",
+        "stored_seq",
+        "task_id",
+    )
 
     def __init__(self, task_id: str, events: list[MAILEvent] | None = None) -> None:
         self.task_id = task_id
@@ -154,8 +162,12 @@ class EventLog:
         self._waiters: list[asyncio.Future[None]] = []
         #: readers inside :meth:`follow` right now
         self.followers = 0
-        #: called with each appended event (the runtime's store recorder), if set
-        self.listener: Callable[[MAILEvent], None] | None = None
+        #: called with this log when an event is appended, if set (the runtime's store
+        #: recorder, which unsets it until it has taken the new events: one call per log
+        #: and write, not one per event)
+        self.listener: Callable[[EventLog], None] | None = None
+        #: sequence number of the newest event handed to the store (the recorder's cursor)
+        self.stored_seq = 0
 
     def __len__(self) -> int:
         return len(self._events)
@@ -170,7 +182,7 @@ class EventLog:
         event.seq = self._first_seq + len(self._events)
         self._events.append(event)
         if self.listener is not None:
-            self.listener(event)
+            self.listener(self)
         if self._waiters:
             self._wake()
         return event
@@ -190,7 +202,7 @@ class EventLog:
         event.seq = self._first_seq + len(self._events)
         self._events.append(event)
         if self.listener is not None:
-            self.listener(event)
+            self.listener(self)
         if self._waiters:
             self._wake()
         return event

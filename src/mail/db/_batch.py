@@ -295,6 +295,9 @@ class GroupCommitter:
 
 def _statements(batch: list[_Pending]) -> list[Statement]:
     """The statements of ``batch``, each ``submit_many`` group merged as disjoint writes."""
+    if len(batch) == 1 and batch[0].group is None:
+        # one write (a recorder's batch, as a rule): merged already, run as it is
+        return [statement for statement in batch[0].write if statement[1]]
     merged: _Merged = []
     for group, run in itertools.groupby(batch, key=lambda pending: pending.group):
         writes = [pending.write for pending in run]

@@ -11,13 +11,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 
-from mail.db.store import BreakpointRow, EventRow, StashRow, TaskDetails, TaskRow
+from mail.db.store import BreakpointRow, EventRow, StashRow, TaskChanges, TaskDetails, TaskRow
 from mail.errors import ConfigurationError, StorageError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from mail.db.store import CallerKey, TaskChanges
+    from mail.core._persist import TaskSnapshot, WriteBatch
+    from mail.db.store import CallerKey
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"))
 
@@ -50,9 +51,24 @@ def event_json(row: EventRow) -> str:
     return row.data_json if row.data_json is not None else dumps(row.data)
 
 
+_PLAIN_NAMES: dict[str, str] = {}
+
+
+def plain_name(name: str) -> str:
+    """``name`` as an exact ``str`` (the runtime's event names are ``StrEnum`` members),
+    as the SQLite writer process's ``marshal`` takes it."""
+    plain = _PLAIN_NAMES.get(name)
+    if plain is None:
+        plain = _PLAIN_NAMES[name] = str.__str__(name)
+    return plain
+
+
 def utc(value: datetime) -> datetime:
     """``value`` in UTC (a naive datetime is taken as UTC)."""
-    if value.tzinfo is None:
+    tz = value.tzinfo
+    if tz is UTC:  # the runtime's own datetimes: nothing to convert
+        return value
+    if tz is None:
         return value.replace(tzinfo=UTC)
     return value.astimezone(UTC)
 
@@ -104,7 +120,9 @@ def key_params(key: CallerKey) -> tuple[str, str, str]:
     return (key.swarm, key.role, key.id)
 
 
-def task_params(key: CallerKey, task: TaskRow, when: Callable[[datetime], Any]) -> tuple[Any, ...]:
+def task_params(
+    key: CallerKey, task: TaskRow | TaskSnapshot, when: Callable[[datetime], Any]
+) -> tuple[Any, ...]:
     """The ``tasks`` row; ``when`` encodes datetimes for the backend. ``is_running`` and
     ``completed`` (the original's columns) follow ``state``."""
     running = task.state == "running"
@@ -224,3 +242,42 @@ def details_from_rows(
     for task_id, *stashed in rows["stash"]:
         of(task_id).stash.append(stash_from_row(*stashed))
     return {task_id: found[task_id] for task_id in dict.fromkeys(task_ids) if task_id in found}
+
+
+def changes_from_batch(batch: WriteBatch) -> dict[str, TaskChanges]:
+    """A runtime's :class:`~mail.core._persist.WriteBatch` as one :class:`TaskChanges` per
+    task (the form :meth:`~mail.db.store.TaskStore.save_changes` takes), by task id."""
+    changes: dict[str, TaskChanges] = {}
+
+    def of(task_id: str) -> TaskChanges:
+        found = changes.get(task_id)
+        if found is None:
+            found = changes[task_id] = TaskChanges(task_id=task_id)
+        return found
+
+    for t in batch.tasks:
+        of(t.task_id).task = TaskRow(
+            task_id=t.task_id,
+            task_owner=t.task_owner,
+            task_contributors=t.task_contributors,
+            remote_swarms=t.remote_swarms,
+            state=t.state,
+            title=t.title,
+            start_time=t.start_time,
+            updated_at=t.updated_at,
+        )
+    for task_id, events in batch.events.items():
+        of(task_id).events = [
+            EventRow(task_id=task_id, seq=e.seq or 0, event=e.event, data=e.data()) for e in events
+        ]
+    for task_id, agent, history, tool_format in batch.histories:
+        of(task_id).histories.append((agent, history, tool_format))
+    for task_id, message in batch.responses:
+        of(task_id).response = message
+    for task_id, calls in batch.breakpoints.items():
+        of(task_id).breakpoints = [
+            BreakpointRow(call_id=c, agent=a, call=call, normalized=n) for c, a, call, n in calls
+        ]
+    for task_id, stash in batch.stashes.items():
+        of(task_id).stash = [StashRow(priority=p, seq=s, message=m) for p, s, m in stash]
+    return changes

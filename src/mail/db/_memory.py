@@ -6,9 +6,10 @@ import bisect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mail.db._common import (
+    changes_from_batch,
     check_changes,
     dumps,
     event_json,
@@ -28,6 +29,9 @@ from mail.db.store import (
     TaskRow,
 )
 from mail.errors import StorageError
+
+if TYPE_CHECKING:
+    from mail.core._persist import WriteBatch
 
 __all__ = ["MemoryStore"]
 
@@ -234,6 +238,10 @@ class MemoryStore:
             for apply in applies:
                 apply()
         return failures
+
+    async def save_batch(self, key: CallerKey, batch: WriteBatch) -> dict[str, StorageError]:
+        """Store a runtime's batch (see :meth:`mail.db.store.TaskStore.save_batch`)."""
+        return await self.save_changes(key, list(changes_from_batch(batch).values()))
 
     # -- reads ----------------------------------------------------------------------------
 

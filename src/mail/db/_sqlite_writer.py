@@ -15,6 +15,7 @@ import contextlib
 import io
 import json
 import logging
+import marshal
 import pickle
 import sqlite3
 import sys
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from mail.db import _sqlite_child
-from mail.db._sqlite_child import LENGTH, frame
+from mail.db._sqlite_child import LENGTH, MARSHAL, PICKLE, frame
 
 __all__ = ["WriterProcess"]
 
@@ -53,9 +54,15 @@ class _PlainPickler(pickle.Pickler):
 
 
 def _dumps(body: Any) -> bytes:
-    buffer = io.BytesIO()
-    _PlainPickler(buffer, pickle.HIGHEST_PROTOCOL).dump(body)
-    return buffer.getvalue()
+    """``body`` for the child: ``marshal`` (faster than pickle both ways, for exact
+    built-in values only, which the recorder's batches are), else pickled."""
+    try:
+        return MARSHAL + marshal.dumps(body)
+    except ValueError:  # a str or int subclass somewhere (a row given by a caller)
+        buffer = io.BytesIO()
+        buffer.write(PICKLE)
+        _PlainPickler(buffer, pickle.HIGHEST_PROTOCOL).dump(body)
+        return buffer.getvalue()
 
 
 class WriterProcess:

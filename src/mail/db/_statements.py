@@ -11,10 +11,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from mail.db._common import (
     breakpoint_params,
+    changes_from_batch,
     check_changes,
     dumps,
     event_params,
     key_params,
+    plain_name,
     reported,
     stash_params,
     task_params,
@@ -22,6 +24,7 @@ from mail.db._common import (
 from mail.errors import StorageError
 
 if TYPE_CHECKING:
+    from mail.core._persist import WriteBatch
     from mail.db._batch import GroupCommitter, Write
     from mail.db.store import (
         BreakpointRow,
@@ -42,7 +45,9 @@ __all__ = [
     "breakpoints_write",
     "stash_write",
     "changes_write",
+    "batch_write",
     "save_changes",
+    "save_batch",
     "SQLWrites",
 ]
 
@@ -134,6 +139,28 @@ def changes_write(d: Dialect, key: CallerKey, c: TaskChanges) -> Write:
     return write
 
 
+async def save_batch(
+    writer: GroupCommitter, d: Dialect, key: CallerKey, batch: WriteBatch
+) -> dict[str, StorageError]:
+    """:meth:`~mail.db.store.TaskStore.save_batch` of an SQL store: the whole batch as one
+    write; when it cannot be encoded or is refused, :func:`save_changes` of its tasks'
+    changes finds which tasks are at fault."""
+    try:
+        write = batch_write(d, key, batch)
+    except (TypeError, ValueError):
+        pass  # a value JSON cannot hold: whose, save_changes finds out
+    else:
+        if not write:
+            return {}
+        try:
+            await writer.submit("save_changes", write)
+        except StorageError:
+            pass  # one task's rows may be at fault: find out which, task by task
+        else:
+            return {}
+    return await save_changes(writer, d, key, list(changes_from_batch(batch).values()))
+
+
 async def save_changes(
     writer: GroupCommitter, d: Dialect, key: CallerKey, changes: Sequence[TaskChanges]
 ) -> dict[str, StorageError]:
@@ -166,6 +193,43 @@ async def save_changes(
         if error is not None:
             failures[task_id] = error
     return failures
+
+
+def batch_write(d: Dialect, key: CallerKey, batch: WriteBatch) -> Write:
+    """A runtime's batch as one write: the statements :func:`changes_write` gives for
+    each task of :func:`~mail.db._common.changes_from_batch`, merged as :func:`_merged`
+    merges them, built straight from the batch (no row objects: this runs on the event
+    loop for every task a server stores). Raises ``TypeError`` or ``ValueError`` for a
+    value JSON cannot hold, without saying whose."""
+    k = key_params(key)
+    when = d.when
+    write: Write = []
+    if batch.tasks:
+        write.append((d.save_task, [task_params(key, t, when) for t in batch.tasks]))
+    events: list[tuple[Any, ...]] = []
+    add = events.append
+    for task_id, evs in batch.events.items():
+        for e in evs:
+            add((*k, task_id, e.seq or 0, plain_name(e.event), dumps(e.data())))
+    if events:
+        write.append((d.append_event, events))
+    if batch.histories:
+        stamp = (when(datetime.now(UTC)),) if d.stamp_histories else ()
+        rows = [(*k, t, agent, fmt, dumps(h), *stamp) for t, agent, h, fmt in batch.histories]
+        write.append((d.save_history, rows))
+    if batch.responses:
+        write.append((d.save_response, [(*k, t, dumps(m)) for t, m in batch.responses]))
+    if batch.breakpoints or batch.stashes:
+        changes = changes_from_batch(_waiting_only(batch))
+        for sql, params in _merged(d, [changes_write(d, key, c) for c in changes.values()]):
+            write.append((sql, list(params)))
+    return write
+
+
+def _waiting_only(batch: WriteBatch) -> WriteBatch:
+    from mail.core._persist import WriteBatch  # noqa: PLC0415  # core types, not at import
+
+    return WriteBatch(breakpoints=batch.breakpoints, stashes=batch.stashes)
 
 
 def _merged(d: Dialect, writes: Sequence[Write]) -> Write:
@@ -253,3 +317,7 @@ class SQLWrites:
         """Store many tasks' changes, one write per task, committed together; returns the
         failed tasks' errors (see :meth:`mail.db.store.TaskStore.save_changes`)."""
         return await save_changes(self._writer_for("save_changes"), self.dialect, key, changes)
+
+    async def save_batch(self, key: CallerKey, batch: WriteBatch) -> dict[str, StorageError]:
+        """Store a runtime's batch (see :meth:`mail.db.store.TaskStore.save_batch`)."""
+        return await save_batch(self._writer_for("save_changes"), self.dialect, key, batch)

@@ -25,9 +25,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mail.errors import StorageError
+
+if TYPE_CHECKING:
+    from mail.core._persist import WriteBatch
 
 __all__ = [
     "FINISHED_STATES",
@@ -224,6 +227,13 @@ class TaskStore(Protocol):
         in order, as one change. An event or task record of another task than its
         ``task_id`` is that task's error.
         """
+        ...
+
+    async def save_batch(self, key: CallerKey, batch: WriteBatch) -> dict[str, StorageError]:
+        """:meth:`save_changes` of a runtime's :class:`~mail.core._persist.WriteBatch`
+        (the recorder's write), the same rows and the same failures by task, built straight
+        from the batch. The batch's histories and messages are encoded before the first
+        ``await``: the runtime goes on changing them."""
         ...
 
     async def load_tasks(self, key: CallerKey) -> list[TaskRow]:
