@@ -35,10 +35,11 @@ def snapshot(task_id: str, n: int) -> TaskSnapshot:
 
 
 def runtime_event(task_id: str, seq: int) -> MAILEvent:
-    """An event as the runtime makes it: an ``EventName`` member, a lazy timestamp."""
+    """An event as the runtime makes it (an ``EventName`` member)."""
     name = [EventName.NEW_MESSAGE, EventName.TOOL_CALL, EventName.TASK_COMPLETE][seq % 3]
     extra: dict[str, Any] = {"seq": seq, "full_message": message(seq), "ok": [1, 2.5, None]}
-    return MAILEvent(name, task_id, f"event {seq} of {task_id}", extra, seq=seq)
+    stamp = f"2025-01-01T12:00:{seq % 60:02d}.000001+00:00"  # the same in every batch_of()
+    return MAILEvent(name, task_id, f"event {seq} of {task_id}", extra, stamp, seq)
 
 
 def batch_of(ns: range) -> WriteBatch:

@@ -200,6 +200,26 @@ async def test_a_backlog_is_written_in_batches_of_bounded_size(
         assert [e.seq for e in events] == list(range(1, len(rt.get_events(f"b{i}")) + 1))
 
 
+async def test_a_task_after_a_backlog_is_stored(make_swarm: MakeSwarm, store: MemoryStore) -> None:
+    """Regression: after a backlog went out in part-batches, the recorder still counted
+    notes it had written, went to sleep until "the next first note", and never woke: later
+    tasks were not stored, and once 1,000 waited every submission hung."""
+    sink = _GatedSink(StoreSink(store, KEY))
+    swarm = make_swarm(sink)
+    rt = swarm.runtime
+    assert rt.recorder is not None
+    rt.recorder.max_batch_tasks = 2
+    rt.recorder.min_gap = 0
+    rt.start()
+    for i in range(6):
+        await _send(swarm, f"q{i}", f"b{i}")
+    sink.gate.set()
+    for i in range(6):
+        await eventually(lambda i=i: _completed(store, f"b{i}"), what=f"task b{i} stored")
+    await _send(swarm, "later", "after")
+    await eventually(lambda: _completed(store, "after"), what="the task after the backlog stored")
+
+
 async def _completed(store: MemoryStore, task_id: str) -> bool:
     task = await store.load_task(KEY, task_id)
     return task is not None and task.state == "completed"

@@ -25,7 +25,7 @@ from tests.server.conftest import frames, gated_swarm
 
 from mail._api_store import StoreSink
 from mail.api import MAILSwarm
-from mail.core._persist import StoreRecorder
+from mail.core._recorder import StoreRecorder
 from mail.core.events import EventName
 from mail.db import CallerKey, SQLiteStore
 

@@ -111,8 +111,11 @@ class MAILEvent:
         """Return the ``data`` object sent for this event."""
         if self.payload is not None:
             return self.payload
+        ts = self._timestamp  # the timestamp property, inlined: a store reads every event
+        if ts is None:
+            ts = self._timestamp = format_utc(self._created)
         return {
-            "timestamp": self.timestamp,
+            "timestamp": ts,
             "description": self.description,
             "task_id": self.task_id,
             "extra_data": self.extra_data,

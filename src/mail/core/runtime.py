@@ -37,7 +37,8 @@ from typing import Any, Literal, Protocol
 
 from mail.core._breakpoints import parse_breakpoint_results
 from mail.core._dispatch import TurnRunner
-from mail.core._persist import StoreRecorder, TaskSink, restore
+from mail.core._persist import TaskSink, restore
+from mail.core._recorder import StoreRecorder
 from mail.core._remote import Direction, RemoteLedger
 from mail.core._scheduler import Scheduler
 from mail.core._system_messages import Subject, SystemMessages
@@ -189,7 +190,7 @@ class MAILRuntime:
         Raises :class:`TaskNotFoundError`, :class:`TaskStateError` or
         :class:`InvalidMessageError` when the request cannot apply to the task.
         """
-        if self.recorder is not None:
+        if self.recorder is not None and self.recorder.full:
             await self.recorder.room()
         return self._begin(message, resume_from, kwargs)
 
@@ -205,7 +206,7 @@ class MAILRuntime:
         On timeout the task fails and a ``::task_timeout::`` message is returned. Raises
         like :meth:`submit` before anything is queued.
         """
-        if self.recorder is not None:
+        if self.recorder is not None and self.recorder.full:
             await self.recorder.room()
         task = self._begin(message, resume_from, kwargs)
         waiter = task.wait_turn()
@@ -241,7 +242,7 @@ class MAILRuntime:
         ``task_error`` when the task failed) whose ``response`` is the answer. Raises
         like :meth:`submit` before anything is queued, so errors are not a broken stream.
         """
-        if self.recorder is not None:
+        if self.recorder is not None and self.recorder.full:
             await self.recorder.room()
         existing = self.tasks.get(message["message"]["task_id"])
         start = existing.log.last_seq if existing is not None else 0

@@ -51,15 +51,16 @@ def event_json(row: EventRow) -> str:
     return row.data_json if row.data_json is not None else dumps(row.data)
 
 
-_PLAIN_NAMES: dict[str, str] = {}
+#: event names already made plain by :func:`plain_name`
+PLAIN_NAMES: dict[str, str] = {}
 
 
 def plain_name(name: str) -> str:
     """``name`` as an exact ``str`` (the runtime's event names are ``StrEnum`` members),
     as the SQLite writer process's ``marshal`` takes it."""
-    plain = _PLAIN_NAMES.get(name)
+    plain = PLAIN_NAMES.get(name)
     if plain is None:
-        plain = _PLAIN_NAMES[name] = str.__str__(name)
+        plain = PLAIN_NAMES[name] = str.__str__(name)
     return plain
 
 
