@@ -4,6 +4,7 @@ store exactly what ``save_changes`` stores for the same changes, and fail the sa
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -15,7 +16,7 @@ from tests.db.test_store import KeyFactory, message
 from mail.core._persist import TaskSnapshot, WriteBatch
 from mail.core.events import EventName, MAILEvent
 from mail.core.tasks import TaskState
-from mail.db import TaskRow, TaskStore
+from mail.db import SQLiteStore, TaskRow, TaskStore
 from mail.db._common import changes_from_batch
 
 T0 = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
@@ -150,3 +151,22 @@ async def test_rows_with_enum_members_are_stored(store: TaskStore, key: KeyFacto
     loaded = await store.load_task(caller, "t1")
     assert loaded is not None
     assert loaded.state == "completed"
+
+
+async def test_sqlite_keeps_json_as_text(store: TaskStore, key: KeyFactory) -> None:
+    """The SQLite statements take JSON as bytes (no decoding on the event loop) and cast it:
+    what is stored is text, as other tools reading the file expect."""
+    if not isinstance(store, SQLiteStore):
+        pytest.skip("SQLite only")
+    assert await store.save_batch(key(), batch_of(range(6))) == {}
+    with sqlite3.connect(store.path) as conn:
+        kinds = {
+            column: {row[0] for row in conn.execute(f"SELECT typeof({column}) FROM {table}")}  # noqa: S608
+            for table, column in (
+                ("task_events", "event_data"),
+                ("agent_histories", "history"),
+                ("task_responses", "response"),
+                ("tasks", "task_contributors"),
+            )
+        }
+    assert all(found == {"text"} for found in kinds.values()), kinds

@@ -86,6 +86,7 @@ _DIALECT = Dialect(
     insert_stash=_INSERT_STASH,
     when=utc,
     stamp_histories=False,
+    json_bytes=False,
 )
 # a batch's rows of these statements go in one statement over arrays (see _pg_bulk)
 _BULK = bulk_forms(

@@ -54,14 +54,14 @@ _SAVE_TASK = """INSERT INTO tasks (swarm_name, caller_role, caller_id, task_id, 
     start_time = excluded.start_time, updated_at = excluded.updated_at,
     is_running = excluded.is_running, completed = excluded.completed"""
 _APPEND_EVENT = """INSERT OR IGNORE INTO task_events (swarm_name, caller_role, caller_id,
-    task_id, seq, event_type, event_data) VALUES (?, ?, ?, ?, ?, ?, ?)"""
+    task_id, seq, event_type, event_data) VALUES (?, ?, ?, ?, ?, ?, CAST(? AS TEXT))"""
 _SAVE_HISTORY = """INSERT INTO agent_histories (swarm_name, caller_role, caller_id, task_id,
-    agent_name, tool_format, history, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+    agent_name, tool_format, history, updated_at) VALUES (?, ?, ?, ?, ?, ?, CAST(? AS TEXT), ?)
     ON CONFLICT (swarm_name, caller_role, caller_id, task_id, agent_name) DO UPDATE SET
     tool_format = excluded.tool_format, history = excluded.history,
     updated_at = excluded.updated_at"""
 _SAVE_RESPONSE = """INSERT INTO task_responses (swarm_name, caller_role, caller_id, task_id,
-    response) VALUES (?, ?, ?, ?, ?)
+    response) VALUES (?, ?, ?, ?, CAST(? AS TEXT))
     ON CONFLICT (swarm_name, caller_role, caller_id, task_id) DO UPDATE SET
     response = excluded.response"""
 _DELETE_BREAKPOINTS = """DELETE FROM task_breakpoints
@@ -84,6 +84,7 @@ _DIALECT = Dialect(
     insert_stash=_INSERT_STASH,
     when=iso,
     stamp_histories=True,
+    json_bytes=True,
 )
 # a batch's rows of these statements go in a few multi-row statements (see _sqlite_bulk)
 _MULTI = MultiRow()

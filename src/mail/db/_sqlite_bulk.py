@@ -27,7 +27,8 @@ __all__ = ["MAX_ROWS", "MultiRow"]
 #: :attr:`MultiRow.max_params`)
 MAX_ROWS = 4096
 
-_VALUES = re.compile(r"VALUES\s*(\((?:\?|,|\s)+\))", re.IGNORECASE)
+# a group of ? (some as CAST(? AS TEXT)), commas and spaces
+_VALUES = re.compile(r"VALUES\s*(\((?:\?|,|\s|CAST\(\? AS TEXT\))+\))", re.IGNORECASE)
 
 
 class MultiRow:

@@ -86,9 +86,10 @@ def transaction(conn: sqlite3.Connection, statements: Sequence[Any], multi: Any)
 
 
 def _body(data: bytes) -> Any:
+    rest = memoryview(data)[1:]  # not a copy
     if data[:1] == MARSHAL:
-        return marshal.loads(data[1:])  # noqa: S302  # from our parent, over our own pipe
-    return pickle.loads(data[1:])  # noqa: S301  # from our parent, over our own pipe
+        return marshal.loads(rest)  # noqa: S302  # from our parent, over our own pipe
+    return pickle.loads(rest)  # noqa: S301  # from our parent, over our own pipe
 
 
 def _main(path: str, pragmas: dict[str, int | str]) -> None:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from mail.db import _sqlite_child
-from mail.db._sqlite_child import LENGTH, MARSHAL, PICKLE, frame
+from mail.db._sqlite_child import LENGTH, MARSHAL, PICKLE
 
 __all__ = ["WriterProcess"]
 
@@ -53,16 +53,16 @@ class _PlainPickler(pickle.Pickler):
         return NotImplemented
 
 
-def _dumps(body: Any) -> bytes:
-    """``body`` for the child: ``marshal`` (faster than pickle both ways, for exact
-    built-in values only, which the recorder's batches are), else pickled."""
+def _encode(body: Any) -> tuple[bytes, bytes]:
+    """``body`` for the child, as the tag and the data: ``marshal`` (faster than pickle
+    both ways, for exact built-in values only, which the recorder's batches are), else
+    pickled."""
     try:
-        return MARSHAL + marshal.dumps(body)
+        return MARSHAL, marshal.dumps(body)
     except ValueError:  # a str or int subclass somewhere (a row given by a caller)
         buffer = io.BytesIO()
-        buffer.write(PICKLE)
         _PlainPickler(buffer, pickle.HIGHEST_PROTOCOL).dump(body)
-        return buffer.getvalue()
+        return PICKLE, buffer.getvalue()
 
 
 class WriterProcess:
@@ -141,7 +141,10 @@ class WriterProcess:
         body = (self.forms, statements) if self._fresh else statements
         assert proc.stdin is not None  # noqa: S101  # started with a pipe
         try:
-            proc.stdin.write(frame(_dumps(body)))
+            tag, data = _encode(body)
+            # the length and tag, then the data as it is: a batch is never copied whole
+            proc.stdin.write(LENGTH.pack(len(tag) + len(data)) + tag)
+            proc.stdin.write(data)
             await proc.stdin.drain()
         except (BrokenPipeError, ConnectionResetError) as e:
             raise _WriterGone(self.path, await proc.wait()) from e

@@ -18,6 +18,7 @@ from mail.db._common import (
     check_changes,
     dumps,
     event_params,
+    json_bytes,
     key_params,
     plain_name,
     reported,
@@ -60,7 +61,10 @@ class Dialect:
     """One backend's write statements and how it takes datetimes (``when``).
 
     ``stamp_histories``: the history statement takes ``updated_at`` as its last parameter
-    (SQLite) instead of setting it itself (PostgreSQL's ``NOW()``).
+    (SQLite) instead of setting it itself (PostgreSQL's ``NOW()``). ``json_bytes``: the
+    event, history and response statements take their JSON as UTF-8 bytes (SQLite, whose
+    statements cast them to text) as well as text: :func:`batch_write` then skips decoding
+    what the encoder wrote.
     """
 
     save_task: str
@@ -73,6 +77,7 @@ class Dialect:
     insert_stash: str
     when: Callable[[datetime], Any]
     stamp_histories: bool
+    json_bytes: bool = False
 
     @property
     def rank(self) -> dict[str, int]:
@@ -204,7 +209,7 @@ def batch_write(d: Dialect, key: CallerKey, batch: WriteBatch) -> Write:
     merges them, built straight from the batch (no row objects: this runs on the event
     loop for every task a server stores). Raises ``TypeError`` or ``ValueError`` for a
     value JSON cannot hold, without saying whose."""
-    k = key_params(key)
+    swarm, role, caller = k = key_params(key)
     when = d.when
     write: Write = []
     if batch.tasks:
@@ -212,22 +217,30 @@ def batch_write(d: Dialect, key: CallerKey, batch: WriteBatch) -> Write:
     events: list[tuple[Any, ...]] = []
     add = events.append
     names = PLAIN_NAMES
+    text: str | bytes
+    raw = d.json_bytes
+    # rows written out (no (*k, ...)): about nine events a task take this loop
     for task_id, evs in batch.events.items():
         for e in evs:
             data = e.data()
-            try:  # dumps(), inlined: nine events a task take this path
-                text = orjson_dumps(data).decode()
+            try:  # dumps(), inlined
+                text = orjson_dumps(data)
+                if not raw:
+                    text = text.decode()
             except TypeError:
                 text = dumps(data)
-            add((*k, task_id, e.seq or 0, names.get(e.event) or plain_name(e.event), text))
+            name = names.get(e.event) or plain_name(e.event)
+            add((swarm, role, caller, task_id, e.seq or 0, name, text))
     if events:
         write.append((d.append_event, events))
+    encode = json_bytes if raw else dumps
     if batch.histories:
         stamp = (when(datetime.now(UTC)),) if d.stamp_histories else ()
-        rows = [(*k, t, agent, fmt, dumps(h), *stamp) for t, agent, h, fmt in batch.histories]
+        rows = [(*k, t, agent, fmt, encode(h), *stamp) for t, agent, h, fmt in batch.histories]
         write.append((d.save_history, rows))
     if batch.responses:
-        write.append((d.save_response, [(*k, t, dumps(m)) for t, m in batch.responses]))
+        rows = [(swarm, role, caller, t, encode(m)) for t, m in batch.responses]
+        write.append((d.save_response, rows))
     if batch.breakpoints or batch.stashes:
         changes = changes_from_batch(_waiting_only(batch))
         for sql, params in _merged(d, [changes_write(d, key, c) for c in changes.values()]):
