@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -166,15 +167,22 @@ def test_new_id_is_a_unique_uuid4() -> None:
         assert parsed.variant == uuid.RFC_4122
 
 
-def test_new_task_id_is_a_random_uuid4() -> None:
+def test_new_task_id_is_a_uuid4_that_starts_with_the_time() -> None:
+    before = time.time_ns() // 1_000_000
     ids = [m.new_task_id() for _ in range(2000)]
+    after = time.time_ns() // 1_000_000
     assert len(set(ids)) == len(ids)
     for value in ids:
         parsed = uuid.UUID(value)
         assert parsed.version == 4
         assert parsed.variant == uuid.RFC_4122
+        assert before <= parsed.int >> 80 <= after  # the first 48 bits: milliseconds
     # all four variant nibbles occur, so the variant bits are not constant by accident
     assert {value[19] for value in ids} == set("89ab")
+    # the random part differs among ids of the same millisecond
+    assert len({value[15:] for value in ids}) == len(ids)
+    # later ids sort after earlier ones
+    assert ids == sorted(ids, key=lambda value: uuid.UUID(value).int >> 80)
 
 
 _FORK_CHECK = """
