@@ -181,3 +181,30 @@ async def test_original_columns_follow_the_state(legacy_url: str) -> None:
         "c": (False, True),
     }
     assert [r["event_id"] for r in event_ids] == [None]  # the original's rows stay as they were
+
+
+async def test_unused_secondary_indexes_are_dropped(legacy_url: str) -> None:
+    """Migration 3: the original's secondary indexes that no query uses go (every insert
+    paid for them); the tables' unique indexes, which the queries use, stay."""
+    import asyncpg
+
+    async with PostgresStore(legacy_url) as store:
+        assert await store.schema_version() == latest_version("postgres")
+    conn = await asyncpg.connect(legacy_url)
+    try:
+        names = {r["indexname"] for r in await conn.fetch("SELECT indexname FROM pg_indexes")}
+    finally:
+        await conn.close()
+    dropped = {
+        "idx_agent_histories_swarm_name",
+        "idx_agent_histories_task_id",
+        "idx_agent_histories_caller",
+        "idx_agent_histories_agent_name",
+        "idx_agent_histories_created_at",
+        "idx_tasks_task_id",
+        "idx_task_events_created",
+        "idx_task_responses_lookup",
+    }
+    assert not names & dropped
+    assert {"uq_task_events_seq", "uq_agent_histories_current", "idx_tasks_finished"} <= names
+    assert "idx_tasks_lookup" in names  # the original lists a caller's tasks with it

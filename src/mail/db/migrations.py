@@ -11,7 +11,8 @@ PostgreSQL version 1 is the original implementation's schema (CONTRACT §11, ``m
 db-init`` of v1.3.6) written with ``IF NOT EXISTS``, so a database the original created is
 picked up as it is; version 2 adds what this implementation needs (task ``state``, event
 ``seq`` with a unique index, one current history per task and agent, breakpoint and stash
-tables) and converts the original's rows.
+tables) and converts the original's rows; version 3 drops the original's secondary indexes
+that no query uses (the tables and their columns stay as they are).
 """
 
 from __future__ import annotations
@@ -225,6 +226,24 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
                 message JSONB NOT NULL,
                 created_at TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT NOW(),
                 UNIQUE (swarm_name, caller_role, caller_id, task_id, position))""",
+        ),
+    ),
+    Migration(
+        3,
+        "drop the original's secondary indexes that no query uses",
+        (
+            # Every read and delete of the stores filters on the caller columns and the task
+            # id, which the unique indexes lead with; these cost each insert an index entry
+            # (seven per history row) and serve nothing (the responses one duplicates the
+            # table's unique index). The original's own queries keep an index to use.
+            "DROP INDEX IF EXISTS idx_agent_histories_swarm_name",
+            "DROP INDEX IF EXISTS idx_agent_histories_task_id",
+            "DROP INDEX IF EXISTS idx_agent_histories_caller",
+            "DROP INDEX IF EXISTS idx_agent_histories_agent_name",
+            "DROP INDEX IF EXISTS idx_agent_histories_created_at",
+            "DROP INDEX IF EXISTS idx_tasks_task_id",
+            "DROP INDEX IF EXISTS idx_task_events_created",
+            "DROP INDEX IF EXISTS idx_task_responses_lookup",
         ),
     ),
 )
