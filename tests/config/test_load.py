@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -123,6 +124,7 @@ def test_every_documented_env_variable_is_covered() -> None:
         "MAIL_RETENTION_DAYS",
         "MAIL_RETENTION_MAX_TASKS",
         "MAIL_PRUNE_INTERVAL",
+        "MAIL_SWARM_HEALTH_INTERVAL",
     }
 
 
@@ -371,3 +373,59 @@ def _get(config: MAILConfig, dotted: str) -> Any:
     for part in dotted.split("."):
         value = getattr(value, part)
     return value
+
+
+# --- [server.interswarm] ---------------------------------------------------------------------
+
+
+def test_interswarm_settings_are_read_from_the_file(write_toml: WriteToml) -> None:
+    config = load_config(
+        write_toml(
+            """
+            [server.interswarm]
+            health_interval = 5
+            health_max_backoff = 60.0
+            agent_discovery = false
+            discovery_hosts = ["peers.example.com", "10.0.0.2:8000", "[::1]:9"]
+            """
+        ),
+        env={},
+    )
+    interswarm = config.server.interswarm
+    assert (interswarm.health_interval, interswarm.health_max_backoff) == (5.0, 60.0)
+    assert interswarm.agent_discovery is False
+    assert interswarm.discovery_hosts == ("peers.example.com", "10.0.0.2:8000", "[::1]:9")
+    assert config.warnings == ()
+
+
+def test_health_interval_from_the_environment_beats_the_file(write_toml: WriteToml) -> None:
+    path = write_toml("[server.interswarm]\nhealth_interval = 5\n")
+    config = load_config(path, env={"MAIL_SWARM_HEALTH_INTERVAL": "12.5"})
+    assert config.server.interswarm.health_interval == 12.5
+    assert load_config(path, env={}).server.interswarm.health_interval == 5.0
+
+
+@pytest.mark.parametrize(
+    ("text", "env", "problem"),
+    [
+        ("health_interval = 0", {}, "'server.interswarm.health_interval'"),
+        ("", {"MAIL_SWARM_HEALTH_INTERVAL": "soon"}, "MAIL_SWARM_HEALTH_INTERVAL"),
+        ('discovery_hosts = ["http://peer"]', {}, "expected host names or host:port"),
+        ('discovery_hosts = ["peer:port"]', {}, "expected host names or host:port"),
+    ],
+)
+def test_bad_interswarm_settings_name_the_key(
+    write_toml: WriteToml, text: str, env: dict[str, str], problem: str
+) -> None:
+    path = write_toml(f"[server.interswarm]\n{text}\n")
+    with pytest.raises(ConfigurationError, match=re.escape(problem)):
+        load_config(path, env=env)
+
+
+def test_unknown_interswarm_keys_are_reported(write_toml: WriteToml) -> None:
+    path = write_toml("[server.interswarm]\nhealth_intervall = 5\n")
+    config = load_config(path, env={})
+    assert config.warnings == (
+        f"{path}: unknown key 'server.interswarm.health_intervall' (ignored)",
+    )
+    assert config.server.interswarm.health_interval == 30.0

@@ -10,6 +10,7 @@ from mail.config import (
     AuthConfig,
     ClientConfig,
     DatabaseConfig,
+    InterswarmConfig,
     MAILConfig,
     ServerConfig,
     SettingsConfig,
@@ -28,6 +29,7 @@ def test_public_names_are_pinned() -> None:
         "ServerConfig",
         "SwarmConfig",
         "SettingsConfig",
+        "InterswarmConfig",
         "ClientConfig",
         "AuthConfig",
         "AuthMode",
@@ -43,6 +45,7 @@ def test_seed_module_path_exports_server_models() -> None:
     assert server.ServerConfig is ServerConfig
     assert server.SwarmConfig is SwarmConfig
     assert server.SettingsConfig is SettingsConfig
+    assert server.InterswarmConfig is InterswarmConfig
 
 
 def test_server_defaults_match_the_contract() -> None:
@@ -68,6 +71,12 @@ def test_server_defaults_match_the_contract() -> None:
     assert (server.base_url, server.data_dir) == (None, ".mail")
     assert (server.max_body_bytes, server.idle_runtime_seconds) == (1_048_576, 1800.0)
     assert server.access_log is True
+    assert server.interswarm == InterswarmConfig(
+        health_interval=30.0,
+        health_max_backoff=600.0,
+        agent_discovery=True,
+        discovery_hosts=("localhost", "127.0.0.1", "::1"),
+    )
 
 
 def test_client_auth_database_defaults() -> None:

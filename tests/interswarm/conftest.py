@@ -8,6 +8,8 @@
   the key the first one must present to the second.
 * :class:`FakePeer` is a minimal aiohttp MAIL peer (``GET /``, ``/health``, the interswarm
   POST routes) whose answers a test chooses: slow, failing, protocol 1.1, or just counting.
+  Each ``GET /health`` it answers is put on ``health_checks``; its ``GET /swarms`` lists
+  nothing (and is counted in ``hits``).
 * :class:`DropProxy` is a TCP proxy that relays one interswarm POST to its upstream and then
   drops the connection instead of relaying the answer.
 * :func:`swarm` builds an interswarm-enabled template of :class:`ScriptedAgent`\\ s.
@@ -101,7 +103,12 @@ def swarm(
 # --- servers -------------------------------------------------------------------------------
 
 
-def node_config(tmp_path: Path, name: str, registry: Path | None = None) -> MAILConfig:
+def node_config(
+    tmp_path: Path,
+    name: str,
+    registry: Path | None = None,
+    interswarm: Mapping[str, Any] | None = None,
+) -> MAILConfig:
     overrides: dict[str, Any] = {
         "server": {
             "swarm": {
@@ -110,6 +117,7 @@ def node_config(tmp_path: Path, name: str, registry: Path | None = None) -> MAIL
                 "registry": str(registry or tmp_path / name / "registry.json"),
             },
             "settings": {"print_llm_streams": False},
+            "interswarm": dict(interswarm or {}),
         }
     }
     return load_config(
@@ -176,7 +184,9 @@ class Cluster:
         *,
         router_settings: RouterSettings | None = None,
         registry: Path | None = None,
+        interswarm: Mapping[str, Any] | None = None,
     ) -> Node:
+        """Serve ``template``; ``interswarm`` is its ``[server.interswarm]`` table."""
         name = template.name
         keys: dict[str, tuple[Role, str]] = {
             f"{name}-admin": ("admin", "admin"),
@@ -187,7 +197,7 @@ class Cluster:
                 keys[agent_key(peer, name)] = ("agent", peer)
         auth = StaticAuth(keys)
         app = create_app(
-            node_config(self.tmp_path, name, registry),
+            node_config(self.tmp_path, name, registry, interswarm),
             template=template,
             authenticator=auth,
             router_settings=router_settings,
@@ -231,17 +241,26 @@ class FakePeer:
     """A MAIL peer on ``127.0.0.1`` whose interswarm answers a test chooses.
 
     ``behaviour(request, body)`` answers every interswarm POST (default: the protocol 1.3
-    acknowledgement). ``legacy`` makes ``GET /`` look like a protocol 1.1 server.
+    acknowledgement). ``legacy`` makes ``GET /`` look like a protocol 1.1 server (no
+    ``protocol_version``). ``version`` is the ``version`` field of its ``GET /`` (default
+    1.1.0 for a legacy peer, else the protocol version).
     ``received`` holds every interswarm POST as ``(path, headers, body)``; ``arrived`` is
     set at each one.
     """
 
     def __init__(
-        self, name: str, *, behaviour: Behaviour | None = None, legacy: bool = False
+        self,
+        name: str,
+        *,
+        behaviour: Behaviour | None = None,
+        legacy: bool = False,
+        version: str | None = None,
     ) -> None:
         self.name = name
         self.behaviour = behaviour or ack
         self.legacy = legacy
+        self.version = version or ("1.1.0" if legacy else PROTOCOL_VERSION)
+        self.health_checks: asyncio.Queue[None] = asyncio.Queue()
         self.received: list[tuple[str, Mapping[str, str], Any]] = []
         self.hits: Counter[str] = Counter()
         self.arrived = asyncio.Event()
@@ -253,6 +272,7 @@ class FakePeer:
         app = web.Application()
         app.router.add_get("/", self._root)
         app.router.add_get("/health", self._health)
+        app.router.add_get("/swarms", self._swarms)
         for path in ("forward", "back", "message"):
             app.router.add_post(f"/interswarm/{path}", self._interswarm)
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
@@ -273,7 +293,7 @@ class FakePeer:
 
     async def _root(self, _request: web.Request) -> web.Response:
         if self.legacy:
-            return web.json_response({"name": "mail", "status": "ok", "version": "1.1.0"})
+            return web.json_response({"name": "mail", "status": "ok", "version": self.version})
         swarm = {
             "name": self.name,
             "version": "1.0.0",
@@ -285,7 +305,7 @@ class FakePeer:
         body = {
             "name": "mail",
             "protocol_version": PROTOCOL_VERSION,
-            "version": PROTOCOL_VERSION,
+            "version": self.version,
             "swarm": swarm,
             "status": "running",
             "uptime": 1.0,
@@ -293,7 +313,12 @@ class FakePeer:
         return web.json_response(body)
 
     async def _health(self, _request: web.Request) -> web.Response:
+        self.health_checks.put_nowait(None)
         return web.json_response({"status": "healthy", "swarm_name": self.name})
+
+    async def _swarms(self, request: web.Request) -> web.Response:
+        self.hits[request.path] += 1
+        return web.json_response({"swarms": []})
 
     async def _interswarm(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()

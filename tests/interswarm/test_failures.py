@@ -1,7 +1,8 @@
 """Failures never vanish: each reaches the sending agent, and its task still completes.
 
-The peer is down (connection refused), slow (timeout), failing (500), or refuses our
-token (401). A dropped connection is retried and the receiver runs the message once.
+The peer is down (connection refused), marked inactive by the registry's health checks,
+slow (timeout), failing (500), or refuses our token (401). A dropped connection is retried
+and the receiver runs the message once.
 """
 
 from __future__ import annotations
@@ -59,6 +60,24 @@ async def test_peer_down_reaches_the_agent_after_retries(cluster: Cluster) -> No
 
     assert_agent_was_told(result, f"cannot reach {peer.url}/interswarm/forward")
     assert "(4 attempts)" in result["response"]
+
+
+async def test_a_swarm_marked_inactive_by_health_checks_reaches_the_agent(
+    cluster: Cluster,
+) -> None:
+    a = await cluster.start(alpha_asking("weather@beta"))
+    async with FakePeer("beta") as peer:
+        await cluster.link(a, peer)
+    registry = a.state.registry
+    assert await registry.run_health_checks(only_due=False) == {"beta": False}
+    endpoint = registry.get_swarm_endpoint("beta")
+    assert endpoint is not None and not endpoint.is_active
+    assert a.state.router.known_swarms() == []
+
+    result = await ask(a, "Tokyo")
+
+    assert_agent_was_told(result, "swarm 'beta' is inactive: its health check fails")
+    assert peer.hits.total() == 0
 
 
 async def test_slow_peer_times_out(cluster: Cluster) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ from tests.interswarm.conftest import Cluster, FakePeer, Node, agent_key, swarm,
 
 from mail.core.tasks import TaskState
 from mail.testing import Incoming, ScriptedAgent, ScriptedCall, tc
+from mail.version import PROTOCOL_VERSION
 
 pytestmark = pytest.mark.timeout(40)
 
@@ -142,6 +144,34 @@ async def test_a_volatile_peer_registered_over_http_is_routable_at_once(cluster:
     assert after["response"] == "weather@beta says: sunny in second"
     endpoint = a.state.registry.get_swarm_endpoint("beta")
     assert endpoint is not None and endpoint.volatile
+
+
+async def test_a_persistent_peer_registered_with_a_token_is_routable_at_once(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    assert not os.environ.get("SWARM_AUTH_TOKEN_BETA")  # only the token given over HTTP
+    registry_file = tmp_path / "alpha-registry.json"
+    a = await cluster.start(alpha_asking("weather@beta"), registry=registry_file)
+    b = await cluster.start(beta_weather())
+    await cluster.link(a, b, volatile=False)
+    await cluster.link(b, a)
+
+    result = await ask(a, "Lima")
+
+    assert result["response"] == "weather@beta says: sunny in Lima"
+    text = registry_file.read_text(encoding="utf-8")
+    assert agent_key("alpha", "beta") not in text
+    saved = json.loads(text)["endpoints"]["beta"]
+    assert (saved["auth_token_ref"], saved["volatile"]) == ("${SWARM_AUTH_TOKEN_BETA}", False)
+
+
+async def test_the_local_entry_carries_the_protocol_version(cluster: Cluster) -> None:
+    a = await cluster.start(alpha_asking("weather@beta"))  # its swarm's version is 1.0.0
+
+    listed = (await (await a.user()).get("/swarms")).json()["swarms"]
+
+    (local,) = [s for s in listed if s["swarm_name"] == "alpha"]
+    assert local["version"] == PROTOCOL_VERSION
 
 
 # --- broadcast ---------------------------------------------------------------------------------

@@ -66,7 +66,9 @@ def bare_message(**metadata: Any) -> dict[str, Any]:
 # --- outbound: a protocol 1.1 peer ---------------------------------------------------------------
 
 
-async def test_a_protocol_1_1_peer_is_asked_synchronously(cluster: Cluster) -> None:
+@pytest.mark.parametrize("version", ["1.1.0", "1.3.6"])
+async def test_a_protocol_1_1_peer_is_asked_synchronously(cluster: Cluster, version: str) -> None:
+    # no protocol_version in its GET /: legacy, whatever its version field says
     async def answer(_request: web.Request, body: Any) -> web.Response:
         reply = make_response(
             task_id=body["payload"]["task_id"],
@@ -78,7 +80,7 @@ async def test_a_protocol_1_1_peer_is_asked_synchronously(cluster: Cluster) -> N
         return web.json_response(reply)
 
     a = await cluster.start(alpha_asking("weather@legacy"))
-    async with FakePeer("legacy", behaviour=answer, legacy=True) as peer:
+    async with FakePeer("legacy", behaviour=answer, legacy=True, version=version) as peer:
         await cluster.link(a, peer)
 
         result = await ask(a, "Lima")
@@ -94,6 +96,34 @@ async def test_a_protocol_1_1_peer_is_asked_synchronously(cluster: Cluster) -> N
     names = [e["event"] for e in result["events"]]
     assert names.count("interswarm_message_sent") == 1
     assert names.count("interswarm_message_received") == 1
+
+
+async def test_a_peer_reporting_protocol_version_gets_forward_whatever_its_version(
+    cluster: Cluster,
+) -> None:
+    a = await cluster.start(alpha_asking("weather@beta"))
+    async with FakePeer("beta", version="1.1.0") as peer:  # protocol_version "1.3"
+        await cluster.link(a, peer)
+        task_id = new_task_id()
+        asking = asyncio.create_task(ask(a, "Lima", task_id=task_id))
+        await within(peer.arrived.wait())
+        answer = make_response(
+            task_id=task_id,
+            sender=create_agent_address("weather@beta"),
+            recipient=create_agent_address("supervisor@alpha"),
+            subject="Re",
+            body="sunny",
+            sender_swarm="beta",
+        )
+        processed = await (await a.peer("beta")).post("/interswarm/response", json=answer)
+        result = await within(asking)
+
+    assert processed.json()["status"] == "response_processed"
+    assert result["response"] == "weather@beta says: sunny"
+    path, _headers, body = peer.received[0]  # (a completion notice may follow)
+    assert path == "/interswarm/forward"
+    assert body["message"]["metadata"] == {}
+    assert "/interswarm/message" not in peer.hits
 
 
 # --- inbound: a protocol 1.1 peer ----------------------------------------------------------------

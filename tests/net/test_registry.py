@@ -43,6 +43,7 @@ ENDPOINT_KEYS = [
     "is_active",
     "metadata",
     "volatile",
+    "legacy",  # ours: the peer reported no protocol_version (protocol 1.1)
 ]
 FILE_KEYS = [
     "local_swarm_name",
@@ -64,9 +65,11 @@ class Peer:
     public: bool = True
     root: Any = None  # None: the MAIL root shape
     root_status: int = 200
+    redirect: str | None = None  # GET / answers 302 to this URL
     health_status: int = 200
     swarms: list[Any] = field(default_factory=list)
     root_hits: int = 0
+    swarms_hits: int = 0
     health_hits: asyncio.Queue[int] = field(default_factory=asyncio.Queue)
     url: str = ""
     runner: web.AppRunner | None = None
@@ -93,6 +96,8 @@ class Peer:
     async def start(self) -> None:
         async def root(_: web.Request) -> web.Response:
             self.root_hits += 1
+            if self.redirect is not None:
+                raise web.HTTPFound(self.redirect)
             body = self.root_body()
             if isinstance(body, str):
                 return web.Response(text=body, status=self.root_status)
@@ -104,6 +109,7 @@ class Peer:
             return web.json_response(body, status=self.health_status)
 
         async def swarms(_: web.Request) -> web.Response:
+            self.swarms_hits += 1
             return web.json_response({"swarms": self.swarms})
 
         app = web.Application()
@@ -235,6 +241,7 @@ async def test_registration_reads_the_peer_root(
     )
     assert endpoint.metadata == {"k": 1}
     assert endpoint.is_active and endpoint.volatile
+    assert endpoint.legacy is False
     assert endpoint.last_seen is not None
     assert endpoint.latency is not None and endpoint.latency > 0
     # Routable at once: every reader of the registry sees it.
@@ -247,8 +254,62 @@ async def test_registration_accepts_the_legacy_version_field(
     p = await peer(root={"name": "mail", "status": "running", "version": "1.1.0"})
     endpoint = await make_registry().register_swarm("swarm-beta", p.url)
     assert endpoint.version == "1.1.0"
+    assert endpoint.legacy is True
     assert endpoint.swarm_description == "" and endpoint.keywords == []
     assert endpoint.public is False
+
+
+@pytest.mark.parametrize(
+    ("root", "version", "legacy"),
+    [
+        # no protocol_version: a protocol 1.1 server, whatever its version field says
+        ({"name": "mail", "status": "ok", "version": "1.3.6"}, "1.3.6", True),
+        ({"name": "mail", "status": "ok", "version": "1.1.0"}, "1.1.0", True),
+        # protocol_version is what counts when present
+        ({"name": "mail", "protocol_version": "1.3", "version": "1.1.0"}, "1.3", False),
+        ({"name": "mail", "protocol_version": "1.1"}, "1.1", True),
+    ],
+    ids=["no-protocol-new-version", "no-protocol-old-version", "protocol-1.3", "protocol-1.1"],
+)
+async def test_a_peer_without_protocol_version_is_recorded_as_legacy_across_a_restart(
+    make_registry: RegistryFactory,
+    peer: PeerFactory,
+    tmp_path: Path,
+    root: dict[str, Any],
+    version: str,
+    legacy: bool,
+) -> None:
+    p = await peer(root=root)
+    path = tmp_path / "alpha.json"
+    endpoint = await make_registry(path).register_swarm("swarm-beta", p.url, volatile=False)
+    assert (endpoint.version, endpoint.legacy) == (version, legacy)
+    assert json.loads(path.read_text())["endpoints"]["swarm-beta"]["legacy"] is legacy
+
+    restarted = make_registry(path)
+    await restarted.load()
+    reloaded = restarted.get_swarm_endpoint("swarm-beta")
+    assert reloaded is not None and (reloaded.version, reloaded.legacy) == (version, legacy)
+
+
+@pytest.mark.parametrize(("version", "legacy"), [("1.1.0", True), ("1.3", False), (None, False)])
+def test_a_file_entry_without_legacy_is_decided_by_its_version(
+    version: str | None, legacy: bool
+) -> None:
+    entry = {"swarm_name": "b", "base_url": "http://127.0.0.1:1", "version": version}
+    data = {"local_swarm_name": LOCAL, "local_base_url": LOCAL_URL, "endpoints": {"b": entry}}
+    registry = SwarmRegistry.from_dict(data, env={})
+    endpoint = registry.get_swarm_endpoint("b")
+    assert endpoint is not None and endpoint.legacy is legacy
+
+
+async def test_a_redirect_is_not_followed(
+    make_registry: RegistryFactory, peer: PeerFactory
+) -> None:
+    target = await peer("elsewhere")
+    redirecting = await peer("swarm-beta", redirect=f"{target.url}/")
+    with pytest.raises(RemoteSwarmUnavailableError, match="HTTP 302"):
+        await make_registry().register_swarm("swarm-beta", redirecting.url)
+    assert redirecting.root_hits == 1 and target.root_hits == 0
 
 
 async def test_unreachable_peer_is_unavailable(make_registry: RegistryFactory) -> None:
@@ -318,10 +379,11 @@ async def test_file_holds_only_persistent_entries_and_token_references(
     # Owner-only, and no temporary file left behind.
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert _names(path.parent) == ["alpha.json"]
-    # The volatile peer keeps its raw token in memory; the persistent one has only the
-    # reference, unresolvable until the variable is set (a warning says so).
+    # Both raw tokens stay in memory: the persistent peer is routable before its variable
+    # is set (a warning says to set it), but only the reference reaches the file.
     assert registry.get_resolved_auth_token("gamma") == "gamma-SECRET-2"
-    assert registry.get_resolved_auth_token("swarm-beta") is None
+    assert registry.get_resolved_auth_token("swarm-beta") == "beta-SECRET-1"
+    assert "beta-SECRET-1" not in repr(registry.get_swarm_endpoint("swarm-beta"))
     assert "SWARM_AUTH_TOKEN_SWARM_BETA" in caplog_registry.text
     assert "SECRET" not in caplog_registry.text
 
@@ -349,6 +411,30 @@ async def test_restart_restores_persistent_peers_and_resolves_tokens_from_env(
     env["SWARM_AUTH_TOKEN_SWARM_BETA"] = "rotated"
     assert second.get_resolved_auth_token("swarm-beta") == "rotated"
     assert second.validate_environment_variables() == {"SWARM_AUTH_TOKEN_SWARM_BETA": True}
+
+
+async def test_persistent_peer_registered_with_a_token_is_routable_before_its_variable_is_set(
+    make_registry: RegistryFactory, peer: PeerFactory, tmp_path: Path
+) -> None:
+    beta = await peer("swarm-beta")
+    path = tmp_path / "alpha.json"
+    env: dict[str, str] = {}
+    first = make_registry(path, env=env)
+    await first.register_swarm("swarm-beta", beta.url, "beta-SECRET", volatile=False)
+
+    assert first.get_resolved_auth_token("swarm-beta") == "beta-SECRET"
+    assert b"beta-SECRET" not in path.read_bytes()
+    saved = json.loads(path.read_text())["endpoints"]["swarm-beta"]
+    assert saved["auth_token_ref"] == "${SWARM_AUTH_TOKEN_SWARM_BETA}"
+    assert "beta-SECRET" not in json.dumps(first.to_dict())
+    env["SWARM_AUTH_TOKEN_SWARM_BETA"] = "from-env"  # once set, the variable wins
+    assert first.get_resolved_auth_token("swarm-beta") == "from-env"
+    del env["SWARM_AUTH_TOKEN_SWARM_BETA"]
+    await first.aclose()
+
+    second = make_registry(path, env=env)  # a restart: the token was never on disk
+    assert await second.load() == 1
+    assert second.get_resolved_auth_token("swarm-beta") is None
 
 
 async def test_missing_file_loads_nothing(
@@ -567,6 +653,7 @@ async def test_migrate_turns_raw_tokens_into_references(tmp_path: Path) -> None:
         assert beta is not None and beta.auth_token_ref == "${SWARM_AUTH_TOKEN_BETA}"
         assert registry.get_resolved_auth_token("vol") == "vol-SECRET"  # volatile: untouched
         assert b"SECRET" not in path.read_bytes()
+        assert registry.get_resolved_auth_token("beta") == "beta-SECRET"  # still in memory
         env.update(exported)
         assert registry.get_resolved_auth_token("beta") == "beta-SECRET"
         assert await registry.migrate_auth_tokens_to_env_refs() == {}

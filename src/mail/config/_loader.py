@@ -33,12 +33,18 @@ ENV_OVERRIDES: Mapping[str, str] = MappingProxyType(
         "MAIL_RETENTION_DAYS": "database.retention_days",
         "MAIL_RETENTION_MAX_TASKS": "database.retention_max_tasks",
         "MAIL_PRUNE_INTERVAL": "database.prune_interval",
+        "MAIL_SWARM_HEALTH_INTERVAL": "server.interswarm.health_interval",
     }
 )
 # Variables holding numbers: parsed before validation (a string that is not a number is
 # passed on as it is, and validation names the variable).
 _ENV_NUMBERS: Mapping[str, type[int] | type[float]] = MappingProxyType(
-    {"MAIL_RETENTION_DAYS": float, "MAIL_RETENTION_MAX_TASKS": int, "MAIL_PRUNE_INTERVAL": float}
+    {
+        "MAIL_RETENTION_DAYS": float,
+        "MAIL_RETENTION_MAX_TASKS": int,
+        "MAIL_PRUNE_INTERVAL": float,
+        "MAIL_SWARM_HEALTH_INTERVAL": float,
+    }
 )
 
 # Resolved to absolute paths at load time; data_dir first, the others may derive from it.

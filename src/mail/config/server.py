@@ -1,4 +1,5 @@
-"""Server settings: the ``[server]``, ``[server.swarm]`` and ``[server.settings]`` tables.
+"""Server settings: the ``[server]``, ``[server.swarm]``, ``[server.settings]`` and
+``[server.interswarm]`` tables.
 
 Constructing these models directly gives the literal defaults below (pydantic raises
 ``ValidationError`` for bad values); :func:`mail.config.load_config` is what reads
@@ -8,11 +9,13 @@ Constructing these models directly gives the literal defaults below (pydantic ra
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from pydantic import AliasChoices, Field, field_validator
 
 from mail.config._base import DEFAULT_DATA_DIR, ConfigModel, http_url
 
-__all__ = ["ServerConfig", "SwarmConfig", "SettingsConfig"]
+__all__ = ["ServerConfig", "SwarmConfig", "SettingsConfig", "InterswarmConfig"]
 
 _ALL_INTERFACES = ("0.0.0.0", "::", "")  # noqa: S104  # compared against, not bound
 
@@ -50,6 +53,52 @@ class SettingsConfig(ConfigModel):
     task_timeout: float = Field(default=3600.0, gt=0)
 
 
+class InterswarmConfig(ConfigModel):
+    """``[server.interswarm]``: how the server watches its peers and what agents may discover.
+
+    * ``health_interval``: seconds between health checks of the registered swarms
+      (env ``MAIL_SWARM_HEALTH_INTERVAL``); a peer that failed ``n`` checks in a row is
+      next checked after ``min(health_interval * 2**n, health_max_backoff)`` seconds.
+    * ``agent_discovery``: whether agents' ``discover_swarms`` tool may make the server
+      fetch peers' ``GET /swarms`` at all.
+    * ``discovery_hosts``: the hosts (``name``, ``address`` or ``host:port``) agents may
+      discover from besides the swarms already registered; default the loopback names.
+      The swarms a listing names are added only if their URL is allowed by the same rule.
+      ``[]`` limits discovery to registered peers.
+
+    Bad values raise ``pydantic.ValidationError``.
+    """
+
+    health_interval: float = Field(default=30.0, gt=0)
+    health_max_backoff: float = Field(default=600.0, gt=0)
+    agent_discovery: bool = True
+    discovery_hosts: tuple[str, ...] = Field(
+        default=("localhost", "127.0.0.1", "::1"), strict=False
+    )
+
+    @field_validator("discovery_hosts")
+    @classmethod
+    def _check_hosts(cls, hosts: tuple[str, ...]) -> tuple[str, ...]:
+        for host in hosts:
+            if not _is_host_entry(host.strip()):
+                raise ValueError(f"expected host names or host:port, got {host!r}")
+        return hosts
+
+
+def _is_host_entry(text: str) -> bool:
+    """``name``, ``address``, ``name:port`` or ``[v6]:port`` (no scheme, path or user)."""
+    if not text or any(c in text for c in "/@?# \t"):
+        return False
+    if text.count(":") > 1 and not text.startswith("["):
+        return True  # a bare IPv6 address
+    try:
+        parts = urlsplit(f"//{text}")
+        _ = parts.port  # raises for a port that is not a number in range
+    except ValueError:
+        return False
+    return bool(parts.hostname)
+
+
 class ServerConfig(ConfigModel):
     """``[server]``: how the HTTP server listens, what it advertises, where it keeps state.
 
@@ -63,6 +112,7 @@ class ServerConfig(ConfigModel):
     debug: bool = False
     swarm: SwarmConfig = Field(default_factory=SwarmConfig)
     settings: SettingsConfig = Field(default_factory=SettingsConfig)
+    interswarm: InterswarmConfig = Field(default_factory=InterswarmConfig)
     base_url: str | None = None
     data_dir: str = Field(default=DEFAULT_DATA_DIR, min_length=1)
     max_body_bytes: int = Field(default=1_048_576, gt=0)

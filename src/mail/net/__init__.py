@@ -4,13 +4,22 @@
 tokens as ``${SWARM_AUTH_TOKEN_<NAME>}`` references, checks their health and discovers
 more from peers' ``GET /swarms`` (see ``docs/registry.md``). ``InterswarmRouter`` delivers
 messages addressed to ``agent@other-swarm`` over HTTP and reports failures to the agent
-that sent them (see ``docs/interswarm.md``).
+that sent them (see ``docs/interswarm.md``); its ``DiscoveryPolicy`` bounds what an agent's
+``discover_swarms`` may make the server fetch.
 """
 
 from __future__ import annotations
 
+from mail.net._discovery import DiscoveryPolicy
 from mail.net._session import SessionSource
 from mail.net.registry import SwarmEndpoint, SwarmRegistry
 from mail.net.router import InterswarmRouter, RouterSettings
 
-__all__ = ["InterswarmRouter", "RouterSettings", "SessionSource", "SwarmEndpoint", "SwarmRegistry"]
+__all__ = [
+    "DiscoveryPolicy",
+    "InterswarmRouter",
+    "RouterSettings",
+    "SessionSource",
+    "SwarmEndpoint",
+    "SwarmRegistry",
+]

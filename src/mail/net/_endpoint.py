@@ -1,14 +1,32 @@
-"""The registry's record of one swarm."""
+"""The registry's record of one swarm, and which protocol generation a peer speaks."""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-__all__ = ["SwarmEndpoint"]
+__all__ = ["FIRST_FORWARD_BACK_VERSION", "SwarmEndpoint", "is_legacy_version"]
+
+_VERSION = re.compile(r"^\s*v?(\d+)\.(\d+)")
+#: Peers older than this speak the synchronous ``/interswarm/message`` of protocol 1.1.
+FIRST_FORWARD_BACK_VERSION = (1, 2)
+
+
+def is_legacy_version(version: str | None) -> bool:
+    """True for a version below 1.2 (a protocol 1.1 peer).
+
+    Unknown or unparsable versions count as current: every peer of protocol 1.3 reports one.
+    """
+    if not version:
+        return False
+    match = _VERSION.match(version)
+    if match is None:
+        return False
+    return (int(match.group(1)), int(match.group(2))) < FIRST_FORWARD_BACK_VERSION
 
 
 @dataclass(slots=True, kw_only=True)
@@ -17,7 +35,13 @@ class SwarmEndpoint:
 
     ``auth_token_ref`` is a ``${SWARM_AUTH_TOKEN_<NAME>}`` reference for persistent entries;
     volatile entries may hold the raw token, in memory only (it is left out of ``repr``).
-    ``version`` is the peer's protocol version, ``latency`` the round trip of the last
+    ``memory_token`` is the raw token given when a persistent entry was registered: kept in
+    memory only (never saved, listed or shown in ``repr``) and used while the referenced
+    variable is unset, so the peer is routable at once.
+    ``version`` is the peer's protocol version (for a protocol 1.1 peer, the ``version`` its
+    ``GET /`` reported); ``legacy`` is True when that ``GET /`` reported no
+    ``protocol_version`` (or one below 1.2): such a peer is sent the synchronous
+    ``/interswarm/message`` of protocol 1.1. ``latency`` is the round trip of the last
     successful contact in seconds. ``failures`` and ``next_check`` (on the registry's clock)
     drive the health-check backoff and are never persisted.
     """
@@ -35,6 +59,8 @@ class SwarmEndpoint:
     metadata: dict[str, Any] | None = None
     public: bool = False
     volatile: bool = True
+    legacy: bool = False
+    memory_token: str | None = field(default=None, repr=False)
     failures: int = 0
     next_check: float = 0.0
 

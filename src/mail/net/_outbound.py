@@ -5,7 +5,6 @@ Pure functions over messages; no I/O.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Any, Literal, cast
 
@@ -22,6 +21,7 @@ from mail.core.message import (
     parse_task_contributor,
 )
 from mail.errors import InvalidMessageError
+from mail.net._endpoint import is_legacy_version
 
 __all__ = [
     "Direction",
@@ -35,10 +35,6 @@ __all__ = [
 ]
 
 Direction = Literal["forward", "back"]
-
-_VERSION = re.compile(r"^\s*v?(\d+)\.(\d+)")
-#: Peers older than this speak the synchronous ``/interswarm/message`` of protocol 1.1.
-FIRST_FORWARD_BACK_VERSION = (1, 2)
 
 
 def by_swarm(targets: Iterable[str]) -> dict[str, list[str]]:
@@ -94,19 +90,6 @@ def outbound_message(message: MAILMessage, local: str, target_swarm: str) -> MAI
         payload["recipient"] = _qualified(payload["recipient"], local)
         payload["recipient_swarm"] = target_swarm
     return {**message, "message": cast(MAILPayload, payload)}
-
-
-def is_legacy_version(version: str | None) -> bool:
-    """True for a peer whose ``GET /`` reported a protocol (or package) version below 1.2.
-
-    Unknown versions count as current: every peer of protocol 1.3 reports one.
-    """
-    if not version:
-        return False
-    match = _VERSION.match(version)
-    if match is None:
-        return False
-    return (int(match.group(1)), int(match.group(2))) < FIRST_FORWARD_BACK_VERSION
 
 
 def synthesized_owner(source_swarm: str) -> str:

@@ -1,6 +1,8 @@
 """The registry's HTTP calls to peers: ``GET /``, ``GET /health``, ``GET /swarms``.
 
 Every failure becomes :class:`~mail.errors.RemoteSwarmUnavailableError` naming the URL.
+Each request has a timeout, reads at most 1 MiB and follows no redirect (a peer is asked
+at the URL it was given; a redirect answer is a failure).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from mail.errors import RemoteSwarmUnavailableError
+from mail.net._endpoint import is_legacy_version
 from mail.net._session import SessionSource
 
 if TYPE_CHECKING:
@@ -48,14 +51,24 @@ class _PeerCallError(Exception):
 
 @dataclass(slots=True, kw_only=True)
 class PeerInfo:
-    """What a peer's ``GET /`` says about it."""
+    """What a peer's ``GET /`` says about it.
+
+    ``protocol_version`` is ``None`` when the peer reported none (a protocol 1.1 server);
+    ``version`` is that field, else the legacy ``version`` field.
+    """
 
     version: str
+    protocol_version: str | None = None
     name: str | None = None
     description: str = ""
     keywords: list[str] = field(default_factory=list)
     public: bool = False
     latency: float = 0.0
+
+    @property
+    def legacy(self) -> bool:
+        """True when the peer speaks protocol 1.1: no ``protocol_version``, or one below 1.2."""
+        return self.protocol_version is None or is_legacy_version(self.protocol_version)
 
 
 class PeerClient:
@@ -73,7 +86,9 @@ class PeerClient:
 
         try:
             timeout = aiohttp.ClientTimeout(total=self._timeout_seconds)
-            async with self._source.get().get(url, timeout=timeout) as response:
+            async with self._source.get().get(
+                url, timeout=timeout, allow_redirects=False
+            ) as response:
                 return response.status, await response.content.read(MAX_BODY + 1)
         except (aiohttp.ClientError, TimeoutError) as e:
             raise _PeerCallError(e) from e
@@ -128,8 +143,10 @@ class PeerClient:
             ) from e
         if not isinstance(info, dict) or info.get("name", "mail") != "mail":
             raise RemoteSwarmUnavailableError(f"{url} is not a MAIL server")
-        version = info.get("protocol_version") or info.get("version")
-        if not isinstance(version, str):
+        protocol = info.get("protocol_version")
+        protocol = protocol if isinstance(protocol, str) and protocol else None
+        version = protocol or info.get("version")
+        if not isinstance(version, str) or not version:
             raise RemoteSwarmUnavailableError(f"{url} did not report a MAIL protocol version")
         swarm = info.get("swarm")
         swarm = swarm if isinstance(swarm, dict) else {}
@@ -140,6 +157,7 @@ class PeerClient:
         )
         return PeerInfo(
             version=version,
+            protocol_version=protocol,
             name=name if isinstance(name, str) else None,
             description=description if isinstance(description, str) else "",
             keywords=[k for k in keywords if isinstance(k, str)]

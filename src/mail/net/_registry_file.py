@@ -7,7 +7,12 @@ worker thread (``asyncio.to_thread``). Format (CONTRACT 8.5)::
      "local_swarm_keywords", "local_swarm_public",
      "endpoints": {name: {"swarm_name", "base_url", "version", "health_check_url",
                           "auth_token_ref", "last_seen", "latency", "swarm_description",
-                          "keywords", "public", "is_active", "metadata", "volatile"}}}
+                          "keywords", "public", "is_active", "metadata", "volatile",
+                          "legacy"}}}
+
+``legacy`` (ours, not the contract's) records that the peer's ``GET /`` reported no
+``protocol_version`` (or one below 1.2); for entries without it, a ``version`` below 1.2
+means legacy. A token is never written: persistent entries hold a ``${VAR}`` reference.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from mail.errors import ConfigurationError
-from mail.net._endpoint import SwarmEndpoint
+from mail.net._endpoint import SwarmEndpoint, is_legacy_version
 
 __all__ = [
     "FILE_MODE",
@@ -62,6 +67,7 @@ def encode_endpoint(endpoint: SwarmEndpoint, stored_ref: str | None) -> dict[str
         "is_active": endpoint.is_active,
         "metadata": endpoint.metadata,
         "volatile": endpoint.volatile,
+        "legacy": endpoint.legacy,
     }
 
 
@@ -125,7 +131,8 @@ def decode_endpoint(name: str, data: object, source: str) -> SwarmEndpoint:
 
     ``auth_token_ref`` is taken as is (a reference, or a raw token in old files); the
     legacy key ``auth_token`` is read when it is absent. Entries without ``volatile`` are
-    persistent. Raises :class:`ConfigurationError` naming ``source`` and the entry when a
+    persistent; entries without ``legacy`` are legacy when their ``version`` is below 1.2.
+    Raises :class:`ConfigurationError` naming ``source`` and the entry when a
     field is missing or has the wrong type.
     """
     where = f"{source}: endpoint '{name}'"
@@ -141,10 +148,11 @@ def decode_endpoint(name: str, data: object, source: str) -> SwarmEndpoint:
     token = reader.opt_str("auth_token_ref") if "auth_token_ref" in data else None
     if token is None and "auth_token" in data:
         token = reader.opt_str("auth_token")
+    version = reader.opt_str("version")
     return SwarmEndpoint(
         swarm_name=name,
         base_url=base_url,
-        version=reader.opt_str("version"),
+        version=version,
         health_check_url=reader.opt_str("health_check_url") or "",
         auth_token_ref=token or None,
         last_seen=reader.last_seen(),
@@ -155,6 +163,7 @@ def decode_endpoint(name: str, data: object, source: str) -> SwarmEndpoint:
         metadata=reader.metadata(),
         public=reader.boolean("public", False),
         volatile=reader.boolean("volatile", False),
+        legacy=reader.boolean("legacy", is_legacy_version(version)),
     )
 
 

@@ -80,8 +80,8 @@ def persistent_ref(swarm_name: str, token: str | None, env: Mapping[str, str]) -
     """What a persistent entry stores for ``token``: a reference, never the token itself.
 
     A ``${VAR}`` token is kept as is. A raw token becomes ``${SWARM_AUTH_TOKEN_<NAME>}``
-    and is dropped (a warning says to set the variable when it is unset). No token gives
-    that reference only when the variable is already set.
+    (the caller may keep the token itself in memory; a warning says to set the variable
+    when it is unset). No token gives that reference only when the variable is already set.
     """
     if token is not None and is_env_ref(token):
         return token
@@ -91,7 +91,8 @@ def persistent_ref(swarm_name: str, token: str | None, env: Mapping[str, str]) -
         return env_ref(variable) if current else None
     if not current:
         logger.warning(
-            "swarm %r is persistent, so its token is not stored: set environment variable %s",
+            "swarm %r is persistent: its token is kept in memory only, not saved; set "
+            "environment variable %s for it to survive a restart",
             swarm_name,
             variable,
         )

@@ -6,7 +6,8 @@ registered over HTTP is routable at once for everyone. It holds:
 * the **local swarm** (always present, never volatile, never health-checked);
 * **persistent** peers, saved to a JSON file (format in ``mail.net._registry_file``) with
   tokens stored only as ``${SWARM_AUTH_TOKEN_<NAME>}`` references resolved from the
-  environment when a token is needed;
+  environment when a token is needed; a raw token given at registration is also kept in
+  memory (never saved), so the peer is routable before the variable is set;
 * **volatile** peers, kept in memory only; they may hold a raw token.
 
 Saving writes a temporary file, fsyncs it and renames it over the old one, in a worker
@@ -29,6 +30,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
 from mail.errors import ConfigurationError, RemoteSwarmUnavailableError, StorageError
+from mail.net._discovery import discover
 from mail.net._endpoint import SwarmEndpoint
 from mail.net._health import HEALTH_TASK_NAME, HealthMonitor
 from mail.net._peer_http import PeerClient, describe
@@ -209,13 +211,18 @@ class SwarmRegistry:
     def get_resolved_auth_token(self, swarm_name: str) -> str | None:
         """The token to send to ``swarm_name``: ``${VAR}`` is looked up, a raw token is itself.
 
-        ``None`` when the swarm is unknown, has no token, or its variable is unset or empty
-        (logged as a warning).
+        A persistent peer registered with a raw token uses that token (kept in memory)
+        while its variable is unset or empty. ``None`` when the swarm is unknown, has no
+        token, or its variable is unset or empty (logged as a warning).
         """
         endpoint = self._endpoints.get(swarm_name)
         if endpoint is None:
             return None
-        return resolve(endpoint.auth_token_ref, self._environ(), swarm_name)
+        ref, env = endpoint.auth_token_ref, self._environ()
+        unset = ref is not None and is_env_ref(ref) and not env.get(ref_variable(ref))
+        if endpoint.memory_token and unset:
+            return endpoint.memory_token  # registered with it; the variable is not set yet
+        return resolve(ref, env, swarm_name)
 
     def validate_environment_variables(self) -> dict[str, bool]:
         """Map each variable named by a peer's ``${VAR}`` reference to whether it is set.
@@ -243,8 +250,9 @@ class SwarmRegistry:
         """Replace raw tokens of persistent peers by ``${<prefix>_<NAME>}`` references.
 
         Returns ``{variable: token}`` for the operator to export (the tokens are not
-        written anywhere), then saves. Raises :class:`StorageError` (and restores the raw
-        tokens) when the save fails.
+        written anywhere; they stay usable in memory until the variables are set), then
+        saves. Raises :class:`StorageError` (and restores the raw tokens) when the save
+        fails.
         """
         exported: dict[str, str] = {}
         previous: dict[str, str] = {}
@@ -254,7 +262,7 @@ class SwarmRegistry:
                 continue
             variable = env_var_name(name, prefix)
             previous[name], exported[variable] = ref, ref
-            endpoint.auth_token_ref = env_ref(variable)
+            endpoint.auth_token_ref, endpoint.memory_token = env_ref(variable), ref
             logger.info("swarm %r: token moved to environment variable %s", name, variable)
             if not self._environ().get(variable):
                 logger.warning(
@@ -267,7 +275,8 @@ class SwarmRegistry:
         except StorageError:
             for name, token in previous.items():
                 if name in self._endpoints:
-                    self._endpoints[name].auth_token_ref = token
+                    endpoint = self._endpoints[name]
+                    endpoint.auth_token_ref, endpoint.memory_token = token, None
             raise
         return exported
 
@@ -283,10 +292,13 @@ class SwarmRegistry:
     ) -> SwarmEndpoint:
         """Read the peer's ``GET {base_url}/`` and record it; returns a copy of the entry.
 
-        A volatile entry keeps ``auth_token`` in memory; a persistent one stores
-        ``${SWARM_AUTH_TOKEN_<NAME>}`` (the token is never written; the variable must be
-        set) and is saved. An existing entry of that name is replaced. Registering the
-        local swarm's name changes nothing and returns the local entry.
+        A volatile entry keeps ``auth_token`` in memory. A persistent one stores
+        ``${SWARM_AUTH_TOKEN_<NAME>}`` and is saved; the raw token is never written but is
+        kept in memory and used until that variable is set (set it for the peer to stay
+        reachable after a restart). The entry records whether the peer speaks protocol 1.1
+        (its ``GET /`` has no ``protocol_version``). An existing entry of that name is
+        replaced. Registering the local swarm's name changes nothing and returns the local
+        entry.
 
         Raises :class:`ConfigurationError` for an empty name,
         :class:`RemoteSwarmUnavailableError` naming the URL when the peer is not an
@@ -314,6 +326,7 @@ class SwarmRegistry:
             auth_token_ref=auth_token
             if volatile
             else persistent_ref(swarm_name, auth_token, self._environ()),
+            memory_token=None if volatile or is_env_ref(auth_token) else auth_token,
             last_seen=_now(),
             is_active=True,
             latency=info.latency,
@@ -322,6 +335,7 @@ class SwarmRegistry:
             metadata=copy.deepcopy(metadata),
             public=info.public,
             volatile=volatile,
+            legacy=info.legacy,
             next_check=self._health.clock() + self._health.interval,
         )
         previous = self._endpoints.get(swarm_name)
@@ -543,38 +557,29 @@ class SwarmRegistry:
 
     # --- discovery -------------------------------------------------------------------------
 
-    async def discover_swarms(self, discovery_urls: list[str]) -> list[str]:
+    async def discover_swarms(
+        self, discovery_urls: list[str], *, allow_url: Callable[[str], bool] | None = None
+    ) -> list[str]:
         """Register (as volatile) the swarms listed by each URL's ``GET {url}/swarms``.
 
         Items are read by ``swarm_name`` (``name`` for old peers); the local swarm and
-        swarms already known are skipped. A URL or a listed swarm that fails is logged and
-        skipped. Returns the names added.
+        swarms already known are skipped, and at most 64 are taken from one listing. A URL
+        or a listed swarm that fails is logged and skipped. With ``allow_url``, a discovery
+        URL or listed ``base_url`` for which it returns False is skipped too (logged).
+        URLs are read, and the swarms of a listing registered, concurrently. Returns the
+        names added.
         """
-        claimed: set[str] = set()
-        found = await asyncio.gather(
-            *(self._discover_from(url.strip().rstrip("/"), claimed) for url in discovery_urls)
-        )
-        return [name for names in found for name in names]
 
-    async def _discover_from(self, url: str, claimed: set[str]) -> list[str]:
-        try:
-            items = await self._client.list_swarms(url)
-        except RemoteSwarmUnavailableError as e:
-            logger.warning("swarm discovery from %s failed: %s", url, e)
-            return []
-        added: list[str] = []
-        for name, base_url, metadata in items:
-            if name == self.local_swarm_name or name in self._endpoints or name in claimed:
-                continue
-            claimed.add(name)
-            try:
-                await self.register_swarm(name, base_url, metadata=metadata)
-            except RemoteSwarmUnavailableError as e:
-                logger.warning("discovered swarm %r not registered: %s", name, e)
-                continue
-            added.append(name)
-        logger.info("discovered %d swarm(s) from %s", len(added), url)
-        return added
+        async def register(name: str, base_url: str, metadata: dict[str, Any] | None) -> None:
+            await self.register_swarm(name, base_url, metadata=metadata)
+
+        return await discover(
+            discovery_urls,
+            list_swarms=self._client.list_swarms,
+            is_known=lambda name: name == self.local_swarm_name or name in self._endpoints,
+            register=register,
+            allow_url=allow_url,
+        )
 
     async def aclose(self) -> None:
         """Stop the health loop and close the HTTP session if the registry created it."""

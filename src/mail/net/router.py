@@ -13,8 +13,8 @@ target swarm the router, in an owned background task:
    is in the target swarm, else ``forward``;
 3. POSTs ``{"message": MAILInterswarmMessage}`` to ``{peer}/interswarm/{direction}``
    (protocol 1.3), or the bare message to the synchronous ``{peer}/interswarm/message``
-   of a peer whose ``GET /`` reported a version below 1.2, whose answer is then queued
-   as if it had come back through ``/interswarm/back``;
+   of a peer whose ``GET /`` reported no ``protocol_version`` (or one below 1.2), whose
+   answer is then queued as if it had come back through ``/interswarm/back``;
 4. records ``interswarm_message_sent`` in the task, or reports the failure to the runtime
    (:meth:`~mail.core.runtime.MAILRuntime.report_remote_failure`): an
    ``interswarm_message_error`` event and an ``::agent_error::`` message to the agent
@@ -24,6 +24,9 @@ Connection errors and 5xx answers are retried (3 times, after 0.2, 0.4 and 0.8 s
 default); 4xx answers and timeouts are not. Receivers deduplicate by message id, so a
 retried delivery runs once. The registry token travels only in the ``Authorization``
 header; the body's ``auth_token`` is an empty string.
+
+An agent's ``discover_swarms`` goes through :meth:`InterswarmRouter.discover_swarms`,
+which fetches only what the router's :class:`~mail.net.DiscoveryPolicy` allows.
 
 When a task with remote swarms completes, :meth:`InterswarmRouter.notify_completion`
 sends each a ``::task_complete::`` response addressed to the agent of that swarm that
@@ -52,14 +55,19 @@ from mail.core.message import (
     make_response,
     validate_message,
 )
-from mail.errors import ConfigurationError, MAILError, RemoteSwarmUnavailableError
+from mail.errors import (
+    ConfigurationError,
+    MAILError,
+    PermissionDeniedError,
+    RemoteSwarmUnavailableError,
+)
+from mail.net._discovery import DiscoveryPolicy
 from mail.net._outbound import (
     Direction,
     by_swarm,
     contributors_of,
     direction_to,
     from_legacy_answer,
-    is_legacy_version,
     outbound_message,
 )
 from mail.net._outbound import synthesized_owner as legacy_task_owner
@@ -109,7 +117,9 @@ class InterswarmRouter:
     ``session`` is an external ``aiohttp.ClientSession`` or a shared
     :class:`~mail.net.SessionSource` (else one is created on first use and closed
     by :meth:`aclose`); ``env`` is where ``SWARM_AUTH_TOKEN_<NAME>`` is
-    looked up for peers the registry holds no token for (default ``os.environ``).
+    looked up for peers the registry holds no token for (default ``os.environ``);
+    ``discovery`` bounds what agents' ``discover_swarms`` may fetch (default: loopback
+    hosts and the registered swarms).
     """
 
     def __init__(
@@ -119,8 +129,10 @@ class InterswarmRouter:
         session: aiohttp.ClientSession | SessionSource | None = None,
         settings: RouterSettings | None = None,
         env: Mapping[str, str] | None = None,
+        discovery: DiscoveryPolicy | None = None,
     ) -> None:
         self.registry = registry
+        self.discovery = discovery or DiscoveryPolicy()
         self.settings = settings or RouterSettings()
         self._source, self._closes_source = SessionSource.of(session)
         self._poster: JsonPoster | None = None
@@ -199,7 +211,7 @@ class InterswarmRouter:
         local = self.local_swarm_name
         for swarm in [] if self._closed else swarms:
             endpoint = self.registry.get_swarm_endpoint(swarm)
-            if endpoint is not None and is_legacy_version(endpoint.version):
+            if endpoint is not None and endpoint.legacy:
                 continue  # protocol 1.1 has no notices: its exchange ended with the answer
             contact = runtime.remote_contact(task.task_id, swarm) or runtime.entrypoint
             notice = make_response(
@@ -225,10 +237,24 @@ class InterswarmRouter:
     async def discover_swarms(self, discovery_urls: list[str]) -> list[str]:
         """Register, as volatile entries, the swarms listed by each URL's ``GET /swarms``.
 
-        Returns the names added. Discovered entries carry no token: messages to them
-        need ``SWARM_AUTH_TOKEN_<NAME>`` in the environment.
+        For agents (the ``discover_swarms`` tool): only URLs the discovery policy allows
+        are fetched, and listed swarms at other URLs are skipped. Returns the names added.
+        Discovered entries carry no token: messages to them need
+        ``SWARM_AUTH_TOKEN_<NAME>`` in the environment. Raises
+        :class:`~mail.errors.PermissionDeniedError`, fetching nothing, when discovery is
+        disabled or a URL is refused (the message says which and why).
         """
-        return await self.registry.discover_swarms(discovery_urls)
+        policy = self.discovery
+        if not policy.enabled:
+            raise PermissionDeniedError("swarm discovery is disabled on this server")
+        peers = [e.base_url for e in self.registry.get_all_endpoints().values()]
+        refused = [(url, policy.refusal(url, peers)) for url in discovery_urls]
+        problems = [f"{url}: {why}" for url, why in refused if why is not None]
+        if problems:
+            raise PermissionDeniedError(f"discovery refused for {'; '.join(problems)}")
+        return await self.registry.discover_swarms(
+            discovery_urls, allow_url=lambda url: policy.refusal(url, peers) is None
+        )
 
     # --- delivery --------------------------------------------------------------------------
 
@@ -274,7 +300,7 @@ class InterswarmRouter:
         try:
             endpoint = await self._usable_endpoint(swarm)
             token = self._token(swarm)
-            legacy = is_legacy_version(endpoint.version)
+            legacy = endpoint.legacy
             wire = make_interswarm_message(
                 message=outbound_message(message, self.local_swarm_name, swarm),
                 source_swarm=self.local_swarm_name,
