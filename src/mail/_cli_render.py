@@ -25,7 +25,9 @@ __all__ = [
     "SSEvent",
     "answer_panel",
     "event_data",
+    "print_interswarm",
     "print_json",
+    "print_response",
     "print_result",
     "raw_line",
     "show_events",
@@ -245,6 +247,53 @@ def print_result(console: Console, result: Mapping[str, Any], *, verbose: bool =
     console.print(
         answer_panel(str(result.get("response", "")), state=state, task_id=result.get("task_id"))
     )
+
+
+def print_interswarm(console: Console, result: Mapping[str, Any], *, verbose: bool = False) -> None:
+    """A proxy send (``POST /interswarm/message``): the peer's receipt and how to follow the
+    reply, or the reply itself when the peer answered at once; ``verbose``: the JSON."""
+    response = result.get("response")
+    task_id = result.get("task_id")
+    if isinstance(response, Mapping):
+        task_id = task_id or response.get("task_id")
+        message = response.get("message")
+    else:
+        message = None
+    if verbose:
+        print_json(console, result)
+    elif isinstance(response, Mapping) and response.get("status") == "success":
+        console.print(
+            f"sent to swarm {response.get('swarm')} ({response.get('local_runner')} runs it); "
+            f"the reply ends task {task_id}: follow it with task-events {task_id}",
+            markup=False, highlight=False,
+        )  # fmt: skip
+    elif isinstance(message, Mapping) and "body" in message:  # a protocol 1.1 peer's reply
+        console.print(answer_panel(str(message["body"]), task_id=task_id))
+    elif isinstance(response, str):  # older servers answer with the reply's text
+        console.print(answer_panel(response, task_id=task_id))
+    else:
+        print_json(console, result)
+
+
+def print_response(console: Console, result: Mapping[str, Any], *, verbose: bool = False) -> None:
+    """A ``POST /responses`` Response: its id and status, then the answer's text or the
+    breakpoint calls the task paused on; ``verbose``: the JSON."""
+    if verbose:
+        print_json(console, result)
+        return
+    lines = [f"response {result.get('id')} ({result.get('status', '?')})"]
+    for item in result.get("output") or []:
+        if not isinstance(item, Mapping):
+            continue
+        if item.get("type") == "function_call":
+            lines.append(f"  call {item.get('name')}({item.get('arguments', '')})")
+        lines.extend(
+            f"  {part['text']}"
+            for part in item.get("content") or []
+            if isinstance(part, Mapping) and "text" in part
+        )
+    for line in lines:
+        console.print(line, markup=False, highlight=False)
 
 
 async def show_stream(

@@ -203,10 +203,7 @@ class _Commands:
             a.body, a.user_token, subject=a.subject, targets=targets, msg_type=a.msg_type,
             task_id=a.task_id,
         )  # fmt: skip
-        if a.verbose or not isinstance(result.get("response"), str):
-            return render.print_json(self.console, result)
-        self.console.print(render.answer_panel(result["response"], task_id=a.task_id))
-        return None
+        render.print_interswarm(self.console, result, verbose=a.verbose)
 
     async def swarms_get(self, a: argparse.Namespace) -> None:
         swarms = await self.client.get_swarms()
@@ -253,16 +250,7 @@ class _Commands:
             a.input, a.tools, a.instructions, a.previous_response_id, choice,
             a.parallel_tool_calls, **a.kwargs,
         )  # fmt: skip
-        if a.verbose:
-            return render.print_json(self.console, result)
-        self.say(f"response {result.get('id')} ({result.get('status', '?')})")
-        for item in result.get("output") or []:
-            if item.get("type") == "function_call":
-                self.say(f"  call {item.get('name')}({item.get('arguments', '')})")
-            for part in item.get("content") or []:
-                if isinstance(part, dict) and "text" in part:
-                    self.say(f"  {part['text']}")
-        return None
+        render.print_response(self.console, result, verbose=a.verbose)
 
     async def tasks_get(self, a: argparse.Namespace) -> None:
         tasks = await self.client.get_tasks()
@@ -360,7 +348,9 @@ def _define_messages(repl: Repl, c: _Commands) -> None:
     )
     p.add_argument("body", help="the message text")
     p.add_argument("targets", metavar="TARGETS", help="agent@swarm addresses, comma-separated")
-    p.add_argument("user_token", metavar="USER_TOKEN", help="your token at the remote swarm")
+    p.add_argument(
+        "user_token", metavar="USER_TOKEN", help="required by the protocol; kept by the server"
+    )
     p.add_argument(
         "--to",
         dest="target",

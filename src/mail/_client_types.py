@@ -1,6 +1,6 @@
 """The JSON shapes :class:`mail.client.MAILClient` returns, as ``TypedDict``\\s.
 
-They describe what a MAIL server answers (CONTRACT section 1.5); the client checks only
+They describe what a MAIL server answers (CONTRACT sections 1.5, 8 and 14); the client checks only
 that an answer is a JSON object, so a field this server adds is kept and one an older
 server omits is missing (``NotRequired`` marks the fields older servers do not send).
 """
@@ -12,10 +12,20 @@ from typing import Any, Literal, NotRequired, TypedDict
 __all__ = [
     "DumpResult",
     "HealthInfo",
+    "InterswarmAck",
+    "InterswarmReply",
+    "InterswarmReplyPayload",
+    "InterswarmResponseAck",
+    "InterswarmSendResult",
     "LoadResult",
+    "MessageAddress",
     "MessageEvent",
     "MessageResult",
     "RegisterResult",
+    "ResponsesFunctionCall",
+    "ResponsesMessage",
+    "ResponsesOutputText",
+    "ResponsesResult",
     "RootInfo",
     "RootSwarm",
     "StatusInfo",
@@ -174,3 +184,121 @@ class LoadResult(TypedDict):
 
     status: Literal["success"]
     swarm_name: str
+
+
+# --- interswarm (CONTRACT 1.5, 8, 14) ----------------------------------------------------------
+
+
+class MessageAddress(TypedDict):
+    """A participant of a MAIL message: ``{"address_type": "agent", "address": "weather@beta"}``."""
+
+    address_type: str
+    address: str
+
+
+class InterswarmReplyPayload(TypedDict):
+    """The payload of an :class:`InterswarmReply`: a ``MAILResponse`` (CONTRACT 3.1)."""
+
+    task_id: str
+    request_id: str
+    sender: MessageAddress
+    recipient: MessageAddress
+    subject: str
+    body: str
+    sender_swarm: str | None
+    recipient_swarm: str | None
+    routing_info: dict[str, Any] | None
+
+
+class InterswarmReply(TypedDict):
+    """A remote agent's answer as protocol 1.1 sends it: a ``MAILMessage`` envelope whose
+    ``msg_type`` is ``"response"`` and whose sender is ``agent@<answering swarm>``."""
+
+    id: str
+    timestamp: str
+    message: InterswarmReplyPayload
+    msg_type: str
+
+
+class InterswarmAck(TypedDict):
+    """A protocol 1.3 peer's receipt for work sent to ``/interswarm/forward`` or ``/back``:
+    the work is queued in task ``task_id`` of the runtime ``local_runner``
+    (``role:id@swarm``) of swarm ``swarm``; the answer comes back later, by itself."""
+
+    swarm: str
+    task_id: str
+    status: Literal["success"]
+    local_runner: str
+
+
+class InterswarmSendResult(TypedDict):
+    """``POST /interswarm/message`` by an admin or user (the proxy send).
+
+    ``response`` is what the peer answered the delivery: an :class:`InterswarmAck` from a
+    protocol 1.3 peer (the remote agent's reply then ends the local task ``task_id``;
+    follow it with ``task_events``), an :class:`InterswarmReply` from a protocol 1.1 peer.
+    ``events`` is always ``None``. ``task_id`` is sent by this implementation, not by v1.3.6
+    servers.
+    """
+
+    response: InterswarmAck | InterswarmReply
+    events: list[Any] | None
+    task_id: NotRequired[str]
+
+
+class InterswarmResponseAck(TypedDict):
+    """``POST /interswarm/response`` (protocol 1.1): ``response_processed`` when the answer
+    reached a task running here, ``no_mail_instance`` when no task here waits for it."""
+
+    status: Literal["response_processed", "no_mail_instance"]
+    task_id: str
+
+
+# --- POST /responses (debug servers) ----------------------------------------------------------
+
+
+class ResponsesOutputText(TypedDict):
+    """The text of a :class:`ResponsesMessage`."""
+
+    type: Literal["output_text"]
+    text: str
+    annotations: list[Any]
+
+
+class ResponsesMessage(TypedDict):
+    """An output item of :class:`ResponsesResult`: the swarm's answer."""
+
+    type: Literal["message"]
+    id: str
+    status: str
+    role: Literal["assistant"]
+    content: list[ResponsesOutputText]
+
+
+class ResponsesFunctionCall(TypedDict):
+    """An output item of :class:`ResponsesResult`: a breakpoint tool call the task paused
+    on; send its result as a ``function_call_output`` input item with this ``call_id``."""
+
+    type: Literal["function_call"]
+    id: str | None
+    call_id: str
+    name: str
+    arguments: str  # JSON text
+    status: str | None
+
+
+class ResponsesResult(TypedDict):
+    """``POST /responses``: an OpenAI Responses-style ``Response``; ``id`` is the task id
+    (pass it back as ``previous_response_id``) and ``model`` the swarm's name. ``output``
+    holds one :class:`ResponsesMessage`, or the :class:`ResponsesFunctionCall` items of a
+    task paused at a breakpoint."""
+
+    id: str
+    object: Literal["response"]
+    created_at: int
+    model: str
+    status: str
+    output: list[ResponsesMessage | ResponsesFunctionCall]
+    parallel_tool_calls: bool
+    tool_choice: str | dict[str, Any]
+    tools: list[Any]

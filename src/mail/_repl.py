@@ -266,9 +266,10 @@ class Repl:
     def _cancelled(self) -> None:
         self.console.print("[yellow]cancelled[/yellow]")
         if self.current_task:
+            # soft_wrap: a narrow terminal folds the line, rich never breaks the command
             self.console.print(
                 f"the task goes on on the server; follow it with: task-events {self.current_task}",
-                markup=False, highlight=False,
+                markup=False, highlight=False, soft_wrap=True,
             )  # fmt: skip
         self.current_task = None
 

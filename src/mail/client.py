@@ -24,22 +24,32 @@ import logging
 import uuid
 from collections.abc import Mapping
 from http import HTTPStatus
-from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, cast
 from urllib.parse import quote
 
 import aiohttp
 
+from mail._client_config import default_api_key, load_client_config
 from mail._client_sse import ServerSentEvent
 from mail._client_stream import EventStream, transport_error
 from mail._client_types import (
     DumpResult,
     HealthInfo,
+    InterswarmAck,
+    InterswarmReply,
+    InterswarmReplyPayload,
+    InterswarmResponseAck,
+    InterswarmSendResult,
     LoadResult,
+    MessageAddress,
     MessageEvent,
     MessageResult,
     RegisterResult,
+    ResponsesFunctionCall,
+    ResponsesMessage,
+    ResponsesOutputText,
+    ResponsesResult,
     RootInfo,
     RootSwarm,
     StatusInfo,
@@ -54,7 +64,7 @@ from mail.errors import MAILClientError
 from mail.version import __version__
 
 if TYPE_CHECKING:
-    from mail.config import ClientConfig, MAILConfig
+    from mail.config import ClientConfig
 
 __all__ = [
     "MAILClient",
@@ -80,6 +90,16 @@ __all__ = [
     "RegisterResult",
     "DumpResult",
     "LoadResult",
+    "InterswarmSendResult",
+    "InterswarmAck",
+    "InterswarmReply",
+    "InterswarmReplyPayload",
+    "MessageAddress",
+    "InterswarmResponseAck",
+    "ResponsesResult",
+    "ResponsesMessage",
+    "ResponsesOutputText",
+    "ResponsesFunctionCall",
 ]
 
 logger = logging.getLogger("mail.client")
@@ -129,7 +149,7 @@ class MAILClient:
         config: ClientConfig | None = None,
     ) -> None:
         self.url = url.rstrip("/")
-        self.config = config if config is not None else _load_client_config()
+        self.config = config if config is not None else load_client_config()
         self._api_key = api_key if api_key is not None else self.config.api_key
         self._session = session
         self._owns_session = session is None
@@ -432,11 +452,13 @@ class MAILClient:
         return cast("dict[str, TaskRecord]", await self._object("GET", "/tasks"))
 
     async def get_task(self, task_id: str) -> TaskRecord:
-        """``GET /task?task_id=``: one of the caller's tasks with its stored events.
+        """``GET /task?task_id=``: one of the caller's tasks with its stored events. The id
+        also goes as the JSON body ``{"task_id"}``, which is all v1.3.6 servers read.
 
         Raises :class:`MAILClientError` (404 for an unknown task or another caller's).
         """
-        data = await self._object("GET", "/task", params={"task_id": task_id})
+        params = {"task_id": task_id}
+        data = await self._object("GET", "/task", params=params, json=params)
         return cast("TaskRecord", data)
 
     # --- swarms ------------------------------------------------------------------------
@@ -497,13 +519,18 @@ class MAILClient:
         routing_info: Mapping[str, Any] | None = None,
         stream: bool | None = None,
         ignore_stream_pings: bool | None = None,
-    ) -> dict[str, Any]:
-        """``POST /interswarm/message``: send ``body`` to ``targets`` (``agent@swarm``)
-        through this server, authenticated at the peer with ``user_token``.
+    ) -> InterswarmSendResult:
+        """``POST /interswarm/message``: send ``body`` to ``targets`` (``agent@swarm``, all
+        in one remote swarm registered on this server; ``msg_type`` ``"request"``, the
+        server's default, takes exactly one) in a new local task, or in ``task_id``.
 
-        Only the arguments that are not ``None`` are sent. Returns the server's answer
-        (``{"response": <the peer's answer>, "events": null}``).
-        Raises :class:`MAILClientError`.
+        Only the arguments that are not ``None`` are sent; ``user_token`` is required by the
+        protocol but stays on this server (it presents its own token to the peer). Returns
+        once the peer accepted the message: ``response`` is its receipt, and the remote
+        agent's reply later ends task ``task_id`` (see :meth:`task_events`).
+
+        Raises :class:`MAILClientError`: 400 for bad targets, an unregistered swarm or a
+        swarm without interswarm messaging, 401, 502 when the peer cannot be reached.
         """
         payload: dict[str, Any] = {"body": body, "user_token": user_token}
         optional = {
@@ -516,20 +543,32 @@ class MAILClient:
             "ignore_stream_pings": ignore_stream_pings,
         }
         payload.update({k: v for k, v in optional.items() if v is not None})
-        return await self._object("POST", "/interswarm/message", json=payload)
+        data = await self._object("POST", "/interswarm/message", json=payload)
+        return cast("InterswarmSendResult", data)
 
-    async def post_interswarm_message(self, message: Mapping[str, Any]) -> dict[str, Any]:
-        """``POST /interswarm/message`` with a whole ``MAILInterswarmMessage`` as the body
-        (protocol 1.1 style). Raises :class:`MAILClientError`.
+    async def post_interswarm_message(self, message: Mapping[str, Any]) -> InterswarmReply:
+        """``POST /interswarm/message`` with a whole ``MAILInterswarmMessage`` as the body:
+        the synchronous exchange of protocol 1.1, for a key with role ``agent`` (the
+        remote swarm ``source_swarm``). Waits until the addressed agent answers and
+        returns that answer. (With ``metadata.stream`` the server streams events instead,
+        which this method refuses as not JSON.)
+
+        Raises :class:`MAILClientError`: 400 for an invalid message, 401 for a key that is
+        not an agent's, 504 when no answer comes within the server's task timeout.
         """
-        return await self._object("POST", "/interswarm/message", json=dict(message))
+        data = await self._object("POST", "/interswarm/message", json=dict(message))
+        return cast("InterswarmReply", data)
 
-    async def post_interswarm_response(self, message: Mapping[str, Any]) -> dict[str, Any]:
-        """``POST /interswarm/response`` with a ``MAILInterswarmMessage`` (protocol 1.1).
+    async def post_interswarm_response(self, message: Mapping[str, Any]) -> InterswarmResponseAck:
+        """``POST /interswarm/response`` (protocol 1.1, key with role ``agent``): deliver
+        ``message``, a ``MAILMessage`` answering a task that asked the caller's swarm.
 
-        Raises :class:`MAILClientError`.
+        Returns ``status`` ``"response_processed"`` when a running task took it,
+        ``"no_mail_instance"`` when none waits for it. Raises :class:`MAILClientError`
+        (400 for an invalid message, 401 for a key that is not an agent's).
         """
-        return await self._object("POST", "/interswarm/response", json=dict(message))
+        data = await self._object("POST", "/interswarm/response", json=dict(message))
+        return cast("InterswarmResponseAck", data)
 
     # --- debug -------------------------------------------------------------------------
 
@@ -542,10 +581,10 @@ class MAILClient:
         tool_choice: str | Mapping[str, Any] | None = None,
         parallel_tool_calls: bool | None = None,
         **kwargs: Any,
-    ) -> dict[str, Any]:
+    ) -> ResponsesResult:
         """``POST /responses`` (debug servers only): the swarm behind an OpenAI
-        Responses-style call; returns the Response object as a dict (``id`` is the task id,
-        to pass back as ``previous_response_id``).
+        Responses-style call; returns the Response object (``id`` is the task id, to pass
+        back as ``previous_response_id``).
 
         Raises :class:`MAILClientError` (404 when the server is not in debug mode, 400).
         """
@@ -571,7 +610,7 @@ class MAILClient:
                 f"POST /responses: expected a Response object, got {type(data).__name__}",
                 status=200,
             )
-        return data
+        return cast("ResponsesResult", data)
 
 
 def _events_path(task_id: str) -> str:
@@ -616,48 +655,3 @@ def _decode_json(response: aiohttp.ClientResponse, raw: bytes, path: str) -> Any
         raise MAILClientError(
             f"{response.method} {path}: invalid JSON: {e}", status=response.status
         ) from e
-
-
-def _load_client_config() -> ClientConfig:
-    from mail.config import ClientConfig, load_config  # noqa: PLC0415  # keeps the import light
-    from mail.errors import ConfigurationError  # noqa: PLC0415
-
-    try:
-        return load_config().client
-    except ConfigurationError as e:
-        logger.warning("using the default client settings: %s", e)
-        return ClientConfig()
-
-
-def default_api_key(config: MAILConfig | None = None, *, role: str = "user") -> str | None:
-    """The ``role`` key of the local server's embedded credentials file, if there is one.
-
-    The file is ``config.auth.credentials_file`` (``config`` defaults to
-    ``mail.config.load_config()``), written by ``mail server`` on first start as
-    ``{"version": 1, "keys": [{"role", "id", "key"}, ...]}``; the key whose ``id`` is the
-    role name wins. Returns ``None`` when the file does not exist or holds no such key.
-
-    Raises :class:`~mail.errors.ConfigurationError` when the configuration is invalid or
-    the file is unreadable or malformed.
-    """
-    from mail.config import load_config  # noqa: PLC0415  # keeps the import light
-    from mail.errors import ConfigurationError  # noqa: PLC0415
-
-    path = Path((config or load_config()).auth.credentials_file)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except OSError as e:
-        raise ConfigurationError(f"cannot read credentials file {path}: {e}") from e
-    try:
-        keys = jsonlib.loads(text)["keys"]
-        matching = [
-            (k["id"], k["key"]) for k in keys if isinstance(k, dict) and k.get("role") == role
-        ]
-    except (ValueError, KeyError, TypeError) as e:
-        raise ConfigurationError(f"credentials file {path} is malformed") from e
-    chosen = next((key for id_, key in matching if id_ == role), None)
-    if chosen is None and matching:
-        chosen = matching[0][1]
-    return chosen if isinstance(chosen, str) else None

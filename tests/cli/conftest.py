@@ -11,6 +11,10 @@
 * ``closed_url``: an http URL of a loopback port nobody listens on.
 * ``empty_toml``: an empty mail.toml, for in-process commands that must not read the
   checkout's file.
+* ``start(template=None, **server)`` (from tests/client/conftest.py): a real server of a
+  scripted swarm in this test's event loop, with the static keys ``user-key`` (user ``u1``)
+  and ``admin-key``; returns its URL. Commands that run their own event loop (``main``,
+  the REPL's process) reach it from a worker thread or a child process.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from tests.client.conftest import start  # noqa: F401  # a fixture, shared with tests/client
 
 RunMail = Callable[..., "subprocess.CompletedProcess[str]"]
 

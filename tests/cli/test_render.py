@@ -13,6 +13,8 @@ from rich.console import Console
 from mail._cli_render import (
     EventView,
     answer_panel,
+    print_interswarm,
+    print_response,
     print_result,
     raw_line,
     shorten,
@@ -316,3 +318,59 @@ async def test_raw_stream_writes_json_lines_without_colour() -> None:
     assert ok is True
     assert [json.loads(line)["event"] for line in lines] == ["tool_call", "task_complete"]
     assert "\x1b" not in buffer.getvalue()
+
+
+# --- interswarm and /responses results ---------------------------------------------------
+
+
+def printed(show: Any, result: dict[str, Any], **kwargs: Any) -> str:
+    out = console()
+    show(out, result, **kwargs)
+    return out.export_text()
+
+
+ACK = {"swarm": "beta", "task_id": "T", "status": "success", "local_runner": "swarm:alpha@beta"}
+
+
+def test_an_interswarm_receipt_says_how_to_follow_the_reply() -> None:
+    text = printed(print_interswarm, {"response": ACK, "events": None, "task_id": "T"})
+
+    assert text == (
+        "sent to swarm beta (swarm:alpha@beta runs it); the reply ends task T: "
+        "follow it with task-events T\n"
+    )
+    # a v1.3.6 server sends no task_id: the receipt's is the same task
+    assert "task-events T" in printed(print_interswarm, {"response": ACK, "events": None})
+
+
+def test_an_interswarm_reply_is_the_answer() -> None:
+    reply = {"id": "m", "timestamp": "t", "msg_type": "response", "message": {"body": "sunny"}}
+
+    text = printed(print_interswarm, {"response": reply, "events": None, "task_id": "T"})
+
+    assert "╭─ Answer" in text
+    assert "sunny" in text
+
+
+def test_an_interswarm_result_in_json() -> None:
+    result = {"response": ACK, "events": None, "task_id": "T"}
+
+    assert json.loads(printed(print_interswarm, result, verbose=True)) == result
+
+
+def test_a_response_shows_its_text_or_its_breakpoint_calls() -> None:
+    answer = {
+        "id": "T",
+        "status": "completed",
+        "output": [{"type": "message", "content": [{"type": "output_text", "text": "42"}]}],
+    }
+    paused = {
+        "id": "T",
+        "status": "completed",
+        "output": [{"type": "function_call", "name": "ask_human", "arguments": '{"q": 1}'}],
+    }
+
+    assert printed(print_response, answer) == "response T (completed)\n  42\n"
+    assert printed(print_response, paused) == (
+        'response T (completed)\n  call ask_human({"q": 1})\n'
+    )

@@ -1,11 +1,13 @@
 """``mail client`` as a user sees it: the REPL in a pseudo-terminal against a live server.
 
 The screen is read with pexpect (``TERM=dumb``: no colours, no spinner animation), so what
-is asserted is what docs/cli.md shows.
+is asserted is what docs/cli.md shows. Tests that need a scripted swarm serve it in their
+event loop and talk to the REPL from a worker thread.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 import socket
 import sys
@@ -15,6 +17,7 @@ from pathlib import Path
 import pexpect
 import pytest
 from tests.cli.conftest import LiveServer
+from tests.client.conftest import Start, gated_template
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -174,4 +177,42 @@ def test_ctrl_c_cancels_a_command_and_returns_to_the_prompt(spawn: Spawn) -> Non
         child.close()
         connection.close()
         second.close()
+    assert child.exitstatus == 0
+
+
+async def test_ctrl_c_during_a_stream_leaves_the_task_running(spawn: Spawn, start: Start) -> None:
+    gate = asyncio.Event()  # the worker's turn waits for it
+    template, _worker = gated_template(gate)
+    url = await start(template=template)
+    loop = asyncio.get_running_loop()
+    prompt = re.escape(f"user:u1@{url}> ")
+    child = spawn(url, "--api-key", "user-key")  # forked before any worker thread exists
+
+    def session() -> tuple[str, str, str]:
+        child.expect(prompt)
+        child.sendline('message-stream "do the job"')
+        child.expect("supervisor → worker: job")  # the worker is held mid-turn now
+        child.sendintr()
+        child.expect(r"the task goes on on the server; follow it with: task-events ([0-9a-f-]{36})")
+        hint = str(child.before) + str(child.after)
+        task_id = child.match.group(1)
+        child.expect(prompt)  # the prompt is back while the task still runs
+        loop.call_soon_threadsafe(gate.set)
+        followed = run(child, f"task-events {task_id}", prompt)
+        child.sendline("exit")
+        child.expect(pexpect.EOF)
+        child.close()
+        return hint, task_id, followed
+
+    try:
+        hint, task_id, followed = await asyncio.to_thread(session)
+    finally:
+        gate.set()
+
+    assert "cancelled" in hint
+    assert "Answer" not in hint  # the stream stopped before the task ended
+    assert "worker → supervisor: Re: job  worked" in followed
+    assert "╭─ Answer" in followed
+    assert "done: worked" in followed.split("╭─ Answer", 1)[1]
+    assert task_id in followed  # the panel's subtitle names the task
     assert child.exitstatus == 0

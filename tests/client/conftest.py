@@ -9,13 +9,14 @@
 * ``echo``: a plain aiohttp server that records each request and answers from
   :attr:`Echo.answers` (a fake of *some* HTTP server, for wire-level checks).
 * :class:`CuttingProxy`: a TCP proxy that cuts one streamed answer mid-way.
+* :func:`assert_shape`: a JSON object has the keys its result ``TypedDict`` names.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +47,16 @@ WAIT = 15.0
 
 Start = Callable[..., Awaitable[str]]
 Connect = Callable[..., MAILClient]
+
+
+def assert_shape(value: Mapping[str, Any], shape: Any) -> None:
+    """``value`` holds every required key of the ``TypedDict`` ``shape``, and no other key
+    than those ``shape`` names."""
+    required, known = set(shape.__required_keys__), set(shape.__required_keys__)
+    known |= shape.__optional_keys__
+    keys = set(value)
+    assert required <= keys, f"{shape.__name__}: missing {sorted(required - keys)}"
+    assert keys <= known, f"{shape.__name__}: unexpected {sorted(keys - known)}"
 
 
 def make_config(tmp_path: Path, **server: Any) -> MAILConfig:

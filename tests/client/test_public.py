@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import subprocess
 import sys
@@ -31,6 +32,16 @@ PUBLIC = (
     "RegisterResult",
     "DumpResult",
     "LoadResult",
+    "InterswarmSendResult",
+    "InterswarmAck",
+    "InterswarmReply",
+    "InterswarmReplyPayload",
+    "MessageAddress",
+    "InterswarmResponseAck",
+    "ResponsesResult",
+    "ResponsesMessage",
+    "ResponsesOutputText",
+    "ResponsesFunctionCall",
 )
 
 # The methods of CONTRACT 10.1 (the original client) and our additions.
@@ -68,6 +79,17 @@ def test_public_names() -> None:
 def test_every_method_exists() -> None:
     missing = [m for m in METHODS if not callable(getattr(mail.client.MAILClient, m, None))]
     assert missing == []
+
+
+def test_every_result_is_typed() -> None:
+    # regression: the interswarm methods and debug_post_responses returned dict[str, Any]
+    untyped = {
+        name: returns
+        for name in METHODS
+        if (returns := inspect.get_annotations(getattr(mail.client.MAILClient, name))["return"])
+        in ("Any", "dict[str, Any]")
+    }
+    assert untyped == {}
 
 
 def test_import_is_light() -> None:

@@ -5,9 +5,17 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.client.conftest import SWARMS_JSON, Connect, Start
+from tests.client.conftest import SWARMS_JSON, Connect, Start, assert_shape
+from tests.server.test_responses_bridge import swarm_with_breakpoint
 
-from mail.client import MAILClient, MAILClientError
+from mail.client import (
+    MAILClient,
+    MAILClientError,
+    ResponsesFunctionCall,
+    ResponsesMessage,
+    ResponsesOutputText,
+    ResponsesResult,
+)
 from mail.version import PROTOCOL_VERSION
 
 pytestmark = pytest.mark.timeout(30)
@@ -143,7 +151,12 @@ async def test_get_swarms_lists_the_public_local_swarm(user: MAILClient, offline
         "keywords",
         "metadata",
     }
-    assert (entry["is_active"], entry["latency"], entry["version"]) == (True, None, "1.3.0")
+    # version: the swarm's protocol version (CONTRACT 8.5), not its swarms.json version
+    assert (entry["is_active"], entry["latency"], entry["version"]) == (
+        True,
+        None,
+        PROTOCOL_VERSION,
+    )
 
 
 async def test_register_swarm(admin: MAILClient, offline: str) -> None:
@@ -228,9 +241,37 @@ async def test_debug_post_responses(start: Start, connect: Connect) -> None:
         "completed",
         "offline",
     )
-    assert first["output"][0]["content"][0]["text"] == "6*7 = 42"
+    assert_shape(first, ResponsesResult)
+    (message,) = first["output"]
+    assert message["type"] == "message"
+    assert_shape(message, ResponsesMessage)
+    (text,) = message["content"]
+    assert_shape(text, ResponsesOutputText)
+    assert (text["type"], text["text"]) == ("output_text", "6*7 = 42")
     assert follow["id"] == first["id"]  # the task continues
     assert (await client.get_task(first["id"]))["task_id"] == first["id"]
+
+
+async def test_debug_post_responses_pauses_and_resumes_at_a_breakpoint(
+    start: Start, connect: Connect
+) -> None:
+    client = connect(await start(template=swarm_with_breakpoint(), debug=True))
+
+    paused = await client.debug_post_responses([{"role": "user", "content": "ok?"}], [])
+    (call,) = paused["output"]
+    assert call["type"] == "function_call"
+    done = await client.debug_post_responses(
+        [{"type": "function_call_output", "call_id": call["call_id"], "output": "yes"}],
+        [],
+        previous_response_id=paused["id"],
+    )
+
+    assert_shape(paused, ResponsesResult)
+    assert_shape(call, ResponsesFunctionCall)
+    assert (call["name"], json.loads(call["arguments"])) == ("ask_human", {"question": "ok?"})
+    assert done["id"] == paused["id"]
+    assert done["output"][0]["type"] == "message"
+    assert done["output"][0]["content"][0]["text"] == "human said yes"
 
 
 async def test_debug_post_responses_needs_debug_mode(user: MAILClient) -> None:

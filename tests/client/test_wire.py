@@ -79,11 +79,15 @@ async def test_post_message_stream_request(echo: Echo, connect: Connect) -> None
     }
 
 
-async def test_get_task_uses_the_query_parameter(echo: Echo, connect: Connect) -> None:
+async def test_get_task_sends_the_query_parameter_and_the_json_body(
+    echo: Echo, connect: Connect
+) -> None:
     await connect(echo.url).get_task("t 1")
 
+    assert echo.requests[-1]["method"] == "GET"
     assert echo.requests[-1]["path"] == "/task"
     assert echo.requests[-1]["query"] == {"task_id": "t 1"}
+    assert sent_json(echo) == {"task_id": "t 1"}  # what a v1.3.6 server reads (CONTRACT 1.5)
 
 
 async def test_task_events_request_and_pings(echo: Echo, connect: Connect) -> None:
