@@ -80,9 +80,11 @@ def make_config(tmp_path: Path, **server: Any) -> MAILConfig:
     (data directory, credentials, registry).
 
     ``server`` holds ``[server]`` overrides (``debug=True``, ``max_body_bytes=2048``, ...);
-    ``auth=`` (a dict) overrides ``[auth]``.
+    ``auth=`` (a dict) overrides ``[auth]`` and ``database=`` (a dict) ``[database]``
+    (``{"persist": False}``: no task store; by default tasks go to SQLite in ``tmp_path``).
     """
     auth = server.pop("auth", None)
+    database = server.pop("database", None)
     overrides: dict[str, Any] = {
         "server": {
             "swarm": {
@@ -96,6 +98,8 @@ def make_config(tmp_path: Path, **server: Any) -> MAILConfig:
     }
     if auth is not None:
         overrides["auth"] = auth
+    if database is not None:
+        overrides["database"] = database
     return load_config(
         None, env={"MAIL_DATA_DIR": str(tmp_path)}, search=False, overrides=overrides
     )
@@ -157,9 +161,10 @@ Start = Callable[..., Awaitable[Running]]
 
 @pytest.fixture
 async def start(tmp_path: Path) -> AsyncIterator[Start]:
-    """``await start(config=None, template=None, authenticator=<static keys>)``.
+    """``await start(config=None, template=None, authenticator=<static keys>, **app)``.
 
-    Pass ``authenticator=None`` explicitly to use the configured auth mode.
+    Pass ``authenticator=None`` explicitly to use the configured auth mode; ``app`` holds
+    further :func:`create_app` arguments (``ping_interval=0.05``).
     """
     async with AsyncExitStack() as stack:
         _default = object()
@@ -169,11 +174,15 @@ async def start(tmp_path: Path) -> AsyncIterator[Start]:
             *,
             template: MAILSwarmTemplate | None = None,
             authenticator: Any = _default,
+            **app_options: Any,
         ) -> Running:
             if authenticator is _default:
                 authenticator = StaticAuth(KEYS)
             app = create_app(
-                config or make_config(tmp_path), template=template, authenticator=authenticator
+                config or make_config(tmp_path),
+                template=template,
+                authenticator=authenticator,
+                **app_options,
             )
             url = await stack.enter_async_context(serve(app))
             # clients are closed before their server (the stack unwinds in reverse)

@@ -64,24 +64,32 @@ async def test_remote_wrong_role_is_401(remote: Running) -> None:
     assert (response.status_code, response.json()) == (401, {"detail": "invalid role"})
 
 
-async def test_remote_login_failure_is_503(remote: Running, auth_service: FakeAuthService) -> None:
-    auth_service.login_status = 500
+LOGIN_FAILED = {"detail": "failed to authenticate user or agent with API key"}
+INFO_FAILED = {"detail": "failed to get token info"}
+
+
+async def test_remote_login_failure_is_500_with_the_documented_detail(
+    remote: Running, auth_service: FakeAuthService, caplog: pytest.LogCaptureFixture
+) -> None:
+    """CONTRACT 1.2: a login answer other than 200 or 401 is a 500 whose body says nothing
+    internal; the cause is in the log."""
+    auth_service.login_status = 502
 
     response = await (await remote.client("alice-key")).get("/whoami")
 
-    assert response.status_code == 503
-    assert response.json() == {"detail": "failed to authenticate user or agent with API key"}
+    assert (response.status_code, response.json()) == (500, LOGIN_FAILED)
+    assert "answered HTTP 502" in caplog.text
 
 
-async def test_remote_token_info_failure_is_503(
-    remote: Running, auth_service: FakeAuthService
+async def test_remote_token_info_failure_is_500_with_the_documented_detail(
+    remote: Running, auth_service: FakeAuthService, caplog: pytest.LogCaptureFixture
 ) -> None:
     auth_service.token_info_status = 500
 
     response = await (await remote.client("alice-key")).get("/whoami")
 
-    assert response.status_code == 503
-    assert response.json() == {"detail": "failed to get token info"}
+    assert (response.status_code, response.json()) == (500, INFO_FAILED)
+    assert "answered HTTP 500" in caplog.text
 
 
 async def test_remote_failures_are_not_cached(
@@ -89,19 +97,23 @@ async def test_remote_failures_are_not_cached(
 ) -> None:
     client = await remote.client("alice-key")
     auth_service.login_status = 500
-    assert (await client.get("/whoami")).status_code == 503
+    assert (await client.get("/whoami")).status_code == 500
 
     auth_service.login_status = None
 
     assert (await client.get("/whoami")).status_code == 200
 
 
-async def test_remote_service_down_is_503(remote: Running, auth_service: FakeAuthService) -> None:
+async def test_remote_service_down_is_500_with_the_documented_detail(
+    remote: Running, auth_service: FakeAuthService, caplog: pytest.LogCaptureFixture
+) -> None:
+    endpoint = auth_service.auth_endpoint
     await auth_service.close()
 
     response = await (await remote.client("alice-key")).get("/whoami")
 
-    assert response.status_code == 503
+    assert (response.status_code, response.json()) == (500, LOGIN_FAILED)
+    assert f"POST {endpoint} failed" in caplog.text  # the cause, for the operator
 
 
 async def test_remote_lookups_are_cached_across_messages(

@@ -1,5 +1,6 @@
 """``mail server`` as a real process: starts from any working directory, answers, and stops
-cleanly on SIGINT; an unknown swarm is a one-line usage error (CONTRACT 9.3)."""
+cleanly on SIGINT; an unknown swarm is a one-line usage error (CONTRACT 9.3); ``-r`` reloads
+with the same configuration; ``uvicorn mail.server:app`` applies the configured body limit."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ _MAIL_ENV = (
     "AUTH_ENDPOINT",
     "TOKEN_INFO_ENDPOINT",
     "DATABASE_URL",
+    "MAIL_SERVER_OVERRIDES",
 )
 READY_WITHIN = 10.0
 
@@ -163,3 +165,107 @@ def test_access_log_follows_the_config(dirs: tuple[Path, Path], access_log: bool
             process.wait(timeout=5)
     output_text = log.read_text(encoding="utf-8", errors="replace")
     assert ('"GET /health HTTP/1.1" 200' in output_text) is access_log, output_text[-2000:]
+
+
+def _serve(
+    command: list[str], cwd: Path, env: dict[str, str], log: Path
+) -> subprocess.Popen[bytes]:
+    with log.open("wb") as output:
+        return subprocess.Popen(command, cwd=cwd, env=env, stdout=output, stderr=subprocess.STDOUT)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> int:
+    process.send_signal(signal.SIGINT)
+    try:
+        return process.wait(timeout=15)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=5)
+
+
+def test_reload_serves_the_configured_app_and_restarts_on_a_code_change(
+    dirs: tuple[Path, Path],
+) -> None:
+    """``mail server -r`` hands uvicorn ``mail.server:app``; the worker it spawns (and
+    spawns again after a change) gets the flags too: ``-d`` opens ``/ui/*`` on loopback."""
+    cwd, data = dirs
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = cwd.parent / "server.log"
+    command = [sys.executable, "-m", "mail.cli", "server", "-r", "-d", "-c", str(MAIL_TOML)]
+    command += ["-p", str(port), "-H", "127.0.0.1"]
+    process = _serve(command, cwd, clean_env(data), log)
+    try:
+        wait_healthy(url, process)
+        with httpx.Client(base_url=url, timeout=10) as client:
+            agents = client.get("/ui/agents")  # no key: debug mode, loopback
+            root = client.get("/").json()
+        assert agents.status_code == 200, agents.text
+        assert root["swarm"]["name"] == "offline"
+
+        (cwd / "edited.py").write_text("VALUE = 1\n", encoding="utf-8")
+        restarted = _wait_for_restart(url, root["uptime"], process)
+        with httpx.Client(base_url=url, timeout=10) as client:
+            assert client.get("/ui/agents").status_code == 200
+        assert restarted
+        status = _stop(process)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=5)
+    output_text = log.read_text(encoding="utf-8", errors="replace")
+    assert status == 0, f"exit status {status}; output:\n{output_text[-2000:]}"
+    assert "Traceback" not in output_text
+    assert output_text.count("Application startup complete") == 2, output_text[-2000:]
+
+
+def _wait_for_restart(url: str, uptime: float, process: subprocess.Popen[bytes]) -> bool:
+    """Poll ``GET /`` until a new worker answers (its uptime is below ``uptime`` plus the
+    time since). Polling, as :func:`wait_healthy`: a subprocess offers no other signal."""
+    started = time.perf_counter()
+    with httpx.Client(base_url=url, timeout=0.5) as client:
+        while time.perf_counter() - started < READY_WITHIN:
+            if process.poll() is not None:
+                pytest.fail(f"mail server exited with status {process.returncode}")
+            try:
+                now = client.get("/").json()["uptime"]
+            except (httpx.TransportError, ValueError):
+                now = None
+            if now is not None and now < uptime + (time.perf_counter() - started) - 0.05:
+                return True
+            time.sleep(0.05)
+    return False
+
+
+def test_uvicorn_by_name_applies_the_configured_body_limit(dirs: tuple[Path, Path]) -> None:
+    """``uvicorn mail.server:app`` builds the app before the configuration is read: the
+    limit of ``[server] max_body_bytes`` must still apply (413 above it)."""
+    cwd, data = dirs
+    config = cwd.parent / "mail.toml"
+    swarms = (MAIL_TOML.parent / "swarms.json").as_posix()
+    config.write_text(
+        f'[server]\nmax_body_bytes = 2048\n[server.swarm]\nname = "offline"\nsource = "{swarms}"\n',
+        encoding="utf-8",
+    )
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    command = [sys.executable, "-m", "uvicorn", "mail.server:app"]
+    command += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
+    env = clean_env(data) | {"MAIL_CONFIG_PATH": str(config)}
+    process = _serve(command, cwd, env, cwd.parent / "server.log")
+    try:
+        wait_healthy(url, process)
+        with httpx.Client(base_url=url, timeout=10) as client:
+            large = client.post("/message", content=b"x" * 4096)
+            small = client.post("/message", content=b"x" * 1024)
+        assert (large.status_code, large.json()) == (
+            413,
+            {"detail": "request body is larger than 2048 bytes"},
+        )
+        assert small.status_code == 401  # under the limit: on to authentication
+        assert _stop(process) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=5)

@@ -297,3 +297,38 @@ async def test_the_first_frame_goes_out_before_the_stream_starts_waiting() -> No
     assert sent == [("http.response.start", False), ("http.response.body", False)]
     more.set()
     await asyncio.wait_for(call, 5)
+
+
+# --- heartbeats --------------------------------------------------------------------------------
+
+
+async def test_a_silent_stream_sends_ping_frames_without_id(start: Start) -> None:
+    """CONTRACT 2: after ``ping_interval`` seconds of silence a ``ping`` frame goes out: its
+    data is the timestamp and task id only, and it has no ``id:`` (it is not in the log)."""
+    gate = asyncio.Event()
+    template, _worker = gated_swarm(gate)
+    server = await start(template=template, ping_interval=0.05)
+    user = await server.user()
+
+    seen: list[Frame] = []
+    body = {"body": "job", "stream": True, "task_id": "t-ping"}
+    async with user.stream("POST", "/message", json=body) as response:
+        stream = frames(response)
+        while not seen or seen[-1].event != "ping":
+            seen.append(await within(anext(stream)))
+        gate.set()  # the worker was waiting: the task goes on and ends
+        seen += await within(_rest(stream))
+
+    pings = [f for f in seen if f.event == "ping"]
+    ping = pings[0]
+    assert set(ping.data) == {"timestamp", "task_id"}
+    assert ping.data["task_id"] == "t-ping"
+    assert ping.raw == b"event: ping\r\ndata: " + compact(ping.data).encode()
+    assert all(f.id is None and b"id:" not in f.raw for f in pings)
+    stored = [f for f in seen if f.event != "ping"]
+    assert [f.id for f in stored[:-1]] == list(range(1, len(stored)))  # pings take no number
+    assert (stored[-1].event, stored[-1].data["response"]) == ("task_complete", "done: worked")
+
+
+async def _rest(stream: AsyncIterator[Frame]) -> list[Frame]:
+    return [f async for f in stream]

@@ -1,13 +1,28 @@
-"""``GET /tasks/{id}/events``: replay after ``Last-Event-ID`` or ``?after=``, then live; and a
-client that reconnects mid-task sees every event exactly once (CONTRACT decision 3)."""
+"""``GET /tasks/{id}/events``: replay after ``Last-Event-ID`` or ``?after=``, then live; a
+client that reconnects mid-task sees every event exactly once (CONTRACT decision 3); several
+readers each get every event, pings keep a silent one open, and a reader that leaves costs
+nothing afterwards."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
 
 import pytest
 import pytest_asyncio
-from tests.server.conftest import Frame, Running, Start, frames, gated_swarm, read_stream, shared
+from tests.server.conftest import (
+    Frame,
+    Running,
+    Start,
+    frames,
+    gated_swarm,
+    read_stream,
+    shared,
+    within,
+)
+
+from mail.core.events import EventLog
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -185,3 +200,95 @@ async def test_reconnect_with_last_event_id_sees_every_event_once(start: Start) 
     # the whole log, read afterwards, is exactly the union
     full = (await user.get("/task", params={"task_id": "t-re"})).json()["events"]
     assert [int(e["id"]) for e in full] == ids
+
+
+# --- many readers, heartbeats, leavers -----------------------------------------------------------
+
+
+async def _open_paused_task(
+    server: Running, task_id: str, stack: AsyncExitStack
+) -> tuple[EventLog, AsyncIterator[Frame]]:
+    """Start the gated swarm's task ``task_id`` with a streamed /message (kept open on
+    ``stack``); once the task waits on the worker's gate (3 events), return its log and the
+    rest of that stream."""
+    user = await server.user()
+    body = {"body": "job", "stream": True, "task_id": task_id}
+    response = await stack.enter_async_context(user.stream("POST", "/message", json=body))
+    stream = frames(response)
+    for _ in range(3):
+        await within(anext(stream))
+    swarm = server.state.swarms.lookup("user", "u1")
+    assert swarm is not None
+    task = swarm.get_task_by_id(task_id)
+    assert task is not None
+    return task.log, stream
+
+
+async def _read_all(stream: AsyncIterator[Frame]) -> list[Frame]:
+    return [f async for f in stream]
+
+
+async def test_several_readers_each_get_every_event_and_a_leaver_leaves_nothing(
+    start: Start,
+) -> None:
+    gate = asyncio.Event()
+    template, _worker = gated_swarm(gate)
+    server = await start(template=template)
+    user = await server.user()
+    async with AsyncExitStack() as stack:
+        log, opener = await _open_paused_task(server, "t-readers", stack)
+        readers: list[tuple[list[Frame], AsyncIterator[Frame]]] = []
+        for _ in range(3):
+            response = await stack.enter_async_context(
+                user.stream("GET", "/tasks/t-readers/events")
+            )
+            assert response.status_code == 200
+            stream = frames(response)
+            readers.append(([await within(anext(stream)) for _ in range(3)], stream))
+        assert log.followers == 4  # the /message stream and three readers
+
+        before = asyncio.all_tasks()
+        async with user.stream("GET", "/tasks/t-readers/events") as leaving:
+            assert (await within(anext(frames(leaving)))).id == 1
+            serving = asyncio.all_tasks() - before  # the server's tasks for this request
+            assert log.followers == 5
+        # hung up mid-task: every task serving it ends, and the log loses that follower only
+        assert serving
+        await within(asyncio.wait(serving))
+        assert log.followers == 4
+
+        gate.set()
+        streams = [seen + await within(_read_all(rest)) for seen, rest in readers]
+        opener_rest = await within(_read_all(opener))
+
+    stored = (await user.get("/task", params={"task_id": "t-readers"})).json()["events"]
+    expected = [(int(e["id"]), e["event"]) for e in stored]
+    for stream in streams:
+        assert [(f.id, f.event) for f in stream[:-1]] == expected
+        assert (stream[-1].event, stream[-1].data["response"]) == ("task_complete", "done: worked")
+    assert [f.id for f in opener_rest[:-1]] == [i for i, _ in expected[3:]]
+    assert log.followers == 0
+
+
+async def test_a_silent_reader_gets_pings_without_id(start: Start) -> None:
+    gate = asyncio.Event()
+    template, _worker = gated_swarm(gate)
+    server = await start(template=template, ping_interval=0.05)
+    user = await server.user()
+    async with AsyncExitStack() as stack:
+        _, opener = await _open_paused_task(server, "t-quiet", stack)
+        response = await stack.enter_async_context(
+            user.stream("GET", "/tasks/t-quiet/events", params={"after": 3})
+        )
+        stream = frames(response)
+        ping = await within(anext(stream))  # nothing to replay after 3: silence, then a ping
+        gate.set()
+        rest = await within(_read_all(stream))
+        await within(_read_all(opener))
+
+    assert (ping.event, ping.id) == ("ping", None)
+    assert ping.data == {"timestamp": ping.data["timestamp"], "task_id": "t-quiet"}
+    assert b"id:" not in ping.raw
+    stored = [f for f in rest if f.event != "ping"]
+    assert stored[0].id == 4
+    assert stored[-1].event == "task_complete"

@@ -1,11 +1,13 @@
 """``/ui/*``: bearer auth in production, the loopback development identity in debug mode,
-``/ui/message`` streaming by default, ``/ui/dump-events`` writing into the data directory
-(CONTRACT 1.3, 1.5; security 15.10)."""
+``/ui/message`` streaming by default and refusing bad input, ``/ui/dump-events`` writing the
+caller's own events into the data directory, for admins only outside debug mode (CONTRACT
+1.3, 1.5, decision 5; security 15.10)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.server.conftest import Running, Start, make_config, read_stream, shared
@@ -55,7 +57,7 @@ async def test_ui_routes_refuse_agents(shared_offline: Running, path: str) -> No
 
 
 @shared
-@pytest.mark.parametrize("path", UI_GETS)
+@pytest.mark.parametrize("path", [p for p in UI_GETS if p != "/ui/dump-events"])
 async def test_ui_routes_work_with_a_user_token(shared_offline: Running, path: str) -> None:
     user = await shared_offline.user()
     if (await user.get("/task", params={"task_id": "t-ui"})).status_code == 404:
@@ -225,3 +227,117 @@ async def test_dump_events_writes_into_the_data_dir(
     for row in lines:
         assert set(row) == {"task_id", "event_type", "event_id", "data"}
     assert [r["event_id"] for r in lines] == list(range(1, len(lines) + 1))
+
+
+# --- /ui/dump-events: a file written on the server ---------------------------------------------
+
+
+def dump_file(server: Running) -> Path:
+    return Path(server.state.config.server.data_dir) / "events_dump.jsonl"
+
+
+async def test_dump_events_is_admin_only_outside_debug_mode(with_task: Running) -> None:
+    """Decision 5: in production a user may not make the server write a file (the original
+    served the route in debug mode only)."""
+    user, admin = await with_task.user(), await with_task.admin()
+
+    refused = await user.get("/ui/dump-events")
+
+    assert (refused.status_code, refused.json()) == (401, {"detail": "invalid role"})
+    assert not dump_file(with_task).exists()
+    mine = await admin.post("/message", json={"body": "what is 2+2?", "task_id": "t-admin"})
+    assert mine.status_code == 200
+
+    dumped = await admin.get("/ui/dump-events")
+
+    assert dumped.status_code == 200
+    rows = dumped.json()["events"]
+    assert {r["task_id"] for r in rows} == {"t-admin"}  # not the user's t-ui
+    lines = dump_file(with_task).read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line) for line in lines] == rows
+
+
+async def test_dump_events_has_only_the_callers_events(debug_server: Running) -> None:
+    user, user2 = await debug_server.user(), await debug_server.user2()
+    for client, task_id in ((user, "t-mine"), (user2, "t-theirs")):
+        answer = await client.post("/message", json={"body": "what is 6*7?", "task_id": task_id})
+        assert answer.status_code == 200
+
+    mine = (await user.get("/ui/dump-events")).json()
+    theirs = (await user2.get("/ui/dump-events")).json()
+    dev = (await (await debug_server.anon()).get("/ui/dump-events")).json()
+
+    assert {r["task_id"] for r in mine["events"]} == {"t-mine"}
+    assert {r["task_id"] for r in theirs["events"]} == {"t-theirs"}
+    assert (dev["event_count"], dev["events"]) == (0, [])
+
+
+# --- bad input -------------------------------------------------------------------------------
+
+
+@shared
+@pytest.mark.parametrize(
+    ("body", "detail"),
+    [
+        ({"body": 42}, "body must be a string, got int"),
+        ({"subject": "no body"}, "no message provided"),
+        ({"body": "hi", "msg_type": "nope"}, "invalid message type: nope"),
+        (
+            {"body": "hi", "msg_type": "response"},
+            "msg_type 'response' cannot be sent to /message; use request or broadcast",
+        ),
+        ({"body": "hi", "stream": "yes"}, 'stream must be true or false, got "yes"'),
+        (
+            {"body": "hi", "resume_from": "later"},
+            "resume_from must be 'user_response', 'breakpoint_tool_call' or null, got \"later\"",
+        ),
+        ({"body": "hi", "kwargs": ["timeout"]}, "kwargs must be an object, got list"),
+    ],
+)
+async def test_ui_message_bad_input_is_400_with_detail(
+    shared_offline: Running, body: dict[str, Any], detail: str
+) -> None:
+    response = await (await shared_offline.user()).post("/ui/message", json=body)
+
+    assert response.status_code == 400
+    assert response.headers["content-type"] == "application/json"
+    assert response.json() == {"detail": detail}
+
+
+@shared
+async def test_ui_message_malformed_json_is_400(shared_offline: Running) -> None:
+    response = await (await shared_offline.user()).post(
+        "/ui/message", content=b"{not json", headers={"Content-Type": "application/json"}
+    )
+
+    assert response.status_code == 400
+    assert response.json()["detail"].startswith("error parsing request: ")
+
+
+@shared
+async def test_ui_message_to_a_non_entrypoint_is_400_not_a_stream(shared_offline: Running) -> None:
+    # /ui/message streams by default: the error must still be an HTTP error, not a stream
+    user = await shared_offline.user()
+    async with user.stream(
+        "POST", "/ui/message", json={"body": "hi", "entrypoint": "math"}
+    ) as response:
+        await response.aread()
+
+    assert response.status_code == 400
+    assert response.headers["content-type"] == "application/json"
+    assert response.json() == {
+        "detail": "entrypoint: 'math' is not an entrypoint of swarm offline; use one of supervisor"
+    }
+
+
+async def test_task_summary_force_regen_must_be_a_boolean(with_task: Running) -> None:
+    user = await with_task.user()
+
+    bad = await user.get("/ui/task-summary/t-ui", params={"force_regen": "sometimes"})
+    regenerated = await user.get("/ui/task-summary/t-ui", params={"force_regen": "true"})
+
+    assert bad.status_code == 400
+    assert bad.json()["detail"].startswith("query.force_regen: ")
+    assert "boolean" in bad.json()["detail"]
+    assert regenerated.status_code == 200
+    assert regenerated.json() == {"task_id": "t-ui", "title": "what is 6*7?"}

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
@@ -19,12 +20,13 @@ from mail._gc import raise_young_threshold, settle_gc
 from mail.api import MAILSwarmTemplate
 from mail.errors import (
     AuthError,
+    AuthServiceError,
     InvalidMessageError,
     MAILError,
     SwarmDefinitionError,
     http_status_for,
 )
-from mail.net import InterswarmRouter, RouterSettings, SessionSource, SwarmRegistry
+from mail.net import DiscoveryPolicy, InterswarmRouter, RouterSettings, SessionSource, SwarmRegistry
 from mail.server import (
     _routes_core,
     _routes_interswarm,
@@ -32,6 +34,7 @@ from mail.server import (
     _routes_responses,
     _routes_tasks,
 )
+from mail.server._reload import APP, reload_environment, uvicorn_options, worker_config
 from mail.server._state import ServerState, every
 from mail.server.models import expand_body_schemas
 from mail.version import PROTOCOL_VERSION, __version__
@@ -44,8 +47,16 @@ __all__ = ["create_app", "run_server", "settle_gc"]
 
 logger = logging.getLogger("mail.server")
 
-# Inside the server, bad input is a plain 400 like the protocol's documented errors.
-_SERVER_STATUS: dict[type[MAILError], int] = {InvalidMessageError: 400, SwarmDefinitionError: 400}
+# Inside the server, bad input is a plain 400 like the protocol's documented errors, and a
+# failing auth service the documented 500 (CONTRACT 1.2) with one of the two fixed details
+# RemoteAuth raises (the cause is in its log).
+_SERVER_STATUS: dict[type[MAILError], int] = {
+    InvalidMessageError: 400,
+    SwarmDefinitionError: 400,
+    AuthServiceError: 500,
+}
+#: The body limit before the configuration is loaded (``create_app(None)``).
+_DEFAULT_BODY_LIMIT = 1_048_576
 
 
 def _status(error: MAILError) -> int:
@@ -62,7 +73,10 @@ async def _mail_error(_request: Request, error: Exception) -> JSONResponse:
     if server_side and not isinstance(error, AuthError):
         logger.error("request failed: %s", error)
     # a 500 says nothing internal; gateway errors name the peer or service that failed
-    detail = "internal server error" if status == HTTPStatus.INTERNAL_SERVER_ERROR else str(error)
+    internal = status == HTTPStatus.INTERNAL_SERVER_ERROR and not isinstance(
+        error, AuthServiceError
+    )
+    detail = "internal server error" if internal else str(error)
     return JSONResponse({"detail": detail}, status_code=status)
 
 
@@ -81,9 +95,10 @@ async def _unexpected(_request: Request, error: Exception) -> JSONResponse:
 
 
 class _BodyLimit:
-    """Answer 413 to request bodies larger than ``limit`` bytes, declared or streamed."""
+    """Answer 413 to request bodies larger than ``limit()`` bytes, declared or streamed
+    (read per request: the configuration may be loaded only when the app starts)."""
 
-    def __init__(self, app: ASGIApp, limit: int) -> None:
+    def __init__(self, app: ASGIApp, limit: Callable[[], int]) -> None:
         self.app = app
         self.limit = limit
 
@@ -91,7 +106,7 @@ class _BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        limit = self.limit
+        limit = self.limit()
         for name, value in scope.get("headers", ()):
             if name == b"content-length" and value.isdigit() and int(value) > limit:
                 await _too_large(send, limit)
@@ -141,20 +156,24 @@ def create_app(
     template: MAILSwarmTemplate | None = None,
     authenticator: Authenticator | None = None,
     router_settings: RouterSettings | None = None,
+    ping_interval: float = 15.0,
 ) -> FastAPI:
     """Build the MAIL HTTP application.
 
-    ``config`` is loaded (``mail.config.load_config``) when the app starts if not given;
-    ``template`` defaults to the configured swarm of the configured ``swarms.json``;
-    ``authenticator`` to the configured auth mode; ``router_settings`` (timeouts and
-    retries of interswarm deliveries) to :class:`~mail.net.RouterSettings`'s defaults. The
-    lifespan owns every resource: per-caller runtimes, the idle-runtime sweeper, the
-    registry and the interswarm router with their one HTTP session.
+    ``config`` is loaded (``mail.config.load_config``, with the settings ``mail server
+    --reload`` passes to its worker) when the app starts if not given; ``template``
+    defaults to the configured swarm of the configured ``swarms.json``; ``authenticator``
+    to the configured auth mode; ``router_settings`` (timeouts and retries of interswarm
+    deliveries) to :class:`~mail.net.RouterSettings`'s defaults; ``ping_interval`` is the
+    seconds of silence after which event streams send a ``ping``. The lifespan owns every
+    resource: per-caller runtimes, the idle-runtime sweeper, the registry and the
+    interswarm router with their one HTTP session.
     """
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         state = _start(config, template, authenticator, router_settings)
+        state.ping_interval = ping_interval
         app.state.mail = state
         try:
             await state.registry.load()
@@ -217,8 +236,12 @@ def create_app(
         allow_methods=["*"],
         allow_headers=["*"],
     )
-    limit = config.server.max_body_bytes if config is not None else 1_048_576
-    app.add_middleware(_BodyLimit, limit=limit)
+
+    def body_limit() -> int:
+        state: ServerState | None = getattr(app.state, "mail", None)
+        return _DEFAULT_BODY_LIMIT if state is None else state.config.server.max_body_bytes
+
+    app.add_middleware(_BodyLimit, limit=body_limit)
     return app
 
 
@@ -228,10 +251,9 @@ def _start(
     authenticator: Authenticator | None,
     router_settings: RouterSettings | None,
 ) -> ServerState:
-    from mail.config import load_config  # noqa: PLC0415  # the app module imports no config at import
     from mail.server.auth import AuthGate, build_authenticator  # noqa: PLC0415
 
-    config = config or load_config()
+    config = config or worker_config(os.environ)
     swarm = config.server.swarm
     if template is None:
         template = MAILSwarmTemplate.from_swarm_json_file(
@@ -247,15 +269,20 @@ def _start(
     session = SessionSource(
         headers={"User-Agent": f"MAIL-Server/v{PROTOCOL_VERSION}/{template.name}"}
     )
-    registry = SwarmRegistry(
+    interswarm = config.server.interswarm
+    registry = SwarmRegistry(  # its entry's version is the protocol's (CONTRACT 8.5)
         template.name,
         base_url,
         swarm.registry,
         local_swarm_description=template.description,
         local_swarm_keywords=template.keywords,
         local_swarm_public=template.public,
-        local_version=template.version,
         session=session,
+        health_interval=interswarm.health_interval,
+        max_backoff=interswarm.health_max_backoff,
+    )
+    discovery = DiscoveryPolicy(
+        enabled=interswarm.agent_discovery, hosts=interswarm.discovery_hosts
     )
     return ServerState(
         config=config,
@@ -264,7 +291,9 @@ def _start(
         gate=AuthGate(authenticator, debug=config.server.debug),
         base_url=base_url,
         registry=registry,
-        router=InterswarmRouter(registry, session=session, settings=router_settings),
+        router=InterswarmRouter(
+            registry, session=session, settings=router_settings, discovery=discovery
+        ),
         session=session,
     )
 
@@ -290,7 +319,13 @@ async def _open_store(state: ServerState) -> None:
 
 
 def run_server(config: MAILConfig) -> None:
-    """Serve ``config``'s swarm with uvicorn until interrupted (blocks)."""
+    """Serve ``config``'s swarm with uvicorn until interrupted (blocks).
+
+    With ``config.server.reload``, uvicorn serves ``mail.server:app`` from a worker process
+    it restarts when a Python file under the working directory changes; the worker loads
+    the same configuration (see :mod:`mail.server._reload`). Raises
+    :class:`~mail.errors.SwarmDefinitionError` when the configured swarm cannot be loaded.
+    """
     raise_young_threshold()  # fewer collections while the swarm and the app are built
     import uvicorn  # noqa: PLC0415  # only the server process needs it
 
@@ -300,14 +335,12 @@ def run_server(config: MAILConfig) -> None:
     template = MAILSwarmTemplate.from_swarm_json_file(
         server.swarm.name, server.swarm.source, server.settings.task_message_limit
     )
+    options = uvicorn_options(config)
+    if server.reload:
+        # the worker builds its own app: it inherits this process's environment
+        os.environ.update(reload_environment(config))
+        uvicorn.run(APP, **options)
+        return
     app = create_app(config, template=template)
     settle_gc()
-    uvicorn.run(
-        app,
-        host=server.host,
-        port=server.port,
-        log_level="debug" if server.debug else "info",
-        access_log=server.access_log,
-        timeout_graceful_shutdown=10,
-        ws="none",  # no WebSocket routes: skips importing a WebSocket protocol at start-up
-    )
+    uvicorn.run(app, **options)

@@ -74,10 +74,14 @@ class RemoteAuth:
         Raises :class:`~mail.errors.AuthenticationError` (``"invalid API key"`` when login
         answers 401, ``"invalid token"`` when token info does) and
         :class:`~mail.errors.AuthServiceError` for any other status, a network error, a
-        timeout, a malformed answer, or after :meth:`aclose`.
+        timeout, a malformed answer, or after :meth:`aclose`: its message is one of the two
+        the contract documents (``"failed to authenticate user or agent with API key"``
+        for the login step, ``"failed to get token info"`` for the token-info step); the
+        cause goes to the log.
         """
         if self._closed:
-            raise AuthServiceError("the authenticator is closed")
+            logger.warning("auth lookup after the authenticator was closed")
+            raise AuthServiceError(_LOGIN_FAILED)
         if not api_key:
             raise AuthenticationError("invalid API key")
         digest = key_digest(api_key)

@@ -48,6 +48,7 @@ _RESERVED_KWARGS = frozenset(
         "show_events",
         "stream",
         "message",
+        "ping_interval",
     }
 )
 
@@ -114,7 +115,6 @@ async def _handle(
         events_default=events_default,
         timeout=state.config.server.settings.task_timeout,
     )
-    swarm = await state.swarms.get(caller)
     common: dict[str, Any] = {
         "subject": sub.subject,
         "msg_type": sub.msg_type,
@@ -124,12 +124,16 @@ async def _handle(
         "resume_from": sub.resume_from,
         **sub.kwargs,
     }
-    if sub.stream:
-        stream = await swarm.post_message_stream(sub.body, **common)
-        # the first event is fetched before answering, so setup failures are HTTP errors
-        first = await anext(stream)
-        return event_response(stream, first)
-    final, events = await swarm.post_message(sub.body, show_events=sub.show_events, **common)
+    # held: an idle-runtime sweep cannot shut the swarm down under this request
+    async with state.swarms.hold(caller) as swarm:
+        if sub.stream:
+            stream = await swarm.post_message_stream(
+                sub.body, ping_interval=state.ping_interval, **common
+            )
+            # the first event is fetched before answering, so setup failures are HTTP errors
+            first = await anext(stream)
+            return event_response(stream, first)
+        final, events = await swarm.post_message(sub.body, show_events=sub.show_events, **common)
     task = swarm.get_task_by_id(sub.task_id)
     task_state = task.state if task is not None else TaskState.COMPLETED
     return JSONResponse(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
@@ -20,6 +20,9 @@ from mail.core.message import MAILMessage, new_id, new_task_id
 from mail.errors import InvalidMessageError, TaskNotFoundError
 from mail.server._deps import caller_with, read_json, state_of
 from mail.server.auth import Caller
+
+if TYPE_CHECKING:
+    from mail.api import MAILSwarm
 
 __all__ = ["router"]
 
@@ -108,15 +111,32 @@ async def responses(request: Request, caller: Caller = Depends(admin_or_user)) -
     previous = data.get("previous_response_id")
     if previous is not None and not isinstance(previous, str):
         raise InvalidMessageError("parameter 'previous_response_id' must be a string")
-    swarm = await state.swarms.get(caller)
-    known = previous is not None and swarm.get_task_by_id(previous) is not None
     outputs = _trailing(data["input"], "function_call_output")
-    timeout = state.config.server.settings.task_timeout
-    if outputs:
-        if not known:
+    # held: an idle-runtime sweep cannot shut the swarm down under this request
+    async with state.swarms.hold(caller) as swarm:
+        known = previous is not None and swarm.get_task_by_id(previous) is not None
+        if (previous is not None or outputs) and not known:
+            # someone else's response id is reported exactly like an unknown one
             raise TaskNotFoundError(previous or "<no previous_response_id>")
+        task_id = previous or new_task_id()
+        timeout = state.config.server.settings.task_timeout
+        final = await _run(swarm, data["input"], outputs, task_id, timeout, resume=known)
+    return JSONResponse(json.dumps(_response(task_id, state.template.name, final)))
+
+
+async def _run(
+    swarm: MAILSwarm,
+    items: list[Any],
+    outputs: list[dict[str, Any]],
+    task_id: str,
+    timeout: float,
+    *,
+    resume: bool,
+) -> MAILMessage:
+    """Answer the breakpoint calls with ``outputs``, or send the new user text of ``items``
+    (continuing the task when ``resume``)."""
+    if outputs:
         results = [{"call_id": o.get("call_id"), "content": o.get("output", "")} for o in outputs]
-        task_id = str(previous)
         final, _ = await swarm.post_message(
             "",
             task_id=task_id,
@@ -124,16 +144,15 @@ async def responses(request: Request, caller: Caller = Depends(admin_or_user)) -
             timeout=timeout,
             breakpoint_tool_call_result=results,
         )
-    else:
-        body = _new_input(data["input"])
-        if not body:
-            raise InvalidMessageError("parameter 'input' holds no new user text")
-        task_id = previous or new_task_id()
-        final, _ = await swarm.post_message(
-            body,
-            subject="Task Request",
-            task_id=task_id,
-            resume_from="user_response" if known else None,
-            timeout=timeout,
-        )
-    return JSONResponse(json.dumps(_response(task_id, state.template.name, final)))
+        return final
+    body = _new_input(items)
+    if not body:
+        raise InvalidMessageError("parameter 'input' holds no new user text")
+    final, _ = await swarm.post_message(
+        body,
+        subject="Task Request",
+        task_id=task_id,
+        resume_from="user_response" if resume else None,
+        timeout=timeout,
+    )
+    return final

@@ -13,7 +13,7 @@ from fastapi.responses import Response
 from mail.api import MAILSwarm
 from mail.core.events import EventName, MAILEvent
 from mail.core.tasks import MAILTask, TaskState
-from mail.errors import InvalidMessageError, TaskNotFoundError
+from mail.errors import InvalidMessageError, PermissionDeniedError, TaskNotFoundError
 from mail.server._deps import caller_with, read_json, state_of, ui_caller
 from mail.server._sse import EventStreamResponse, compact_json, event_response, stored_event
 from mail.server.auth import Caller
@@ -108,7 +108,7 @@ async def task_events(
                 f"Last-Event-ID must be a sequence number, got {last_event_id!r}"
             )
         cursor = int(last_event_id)
-    return event_response(_replay_then_follow(task, cursor, ping=15.0))
+    return event_response(_replay_then_follow(task, cursor, ping=state_of(request).ping_interval))
 
 
 # --- /ui -------------------------------------------------------------------------------------
@@ -194,6 +194,10 @@ async def ui_task_summary(
 )
 async def ui_dump_events(request: Request, caller: Caller = Depends(ui_caller)) -> dict[str, Any]:
     state = state_of(request)
+    # a file written on the server: only admins may ask for it in production (CONTRACT 1.3
+    # gates the route behind debug mode; decision 5 keeps /ui/* closed in production)
+    if caller.role != "admin" and not state.config.server.debug:
+        raise PermissionDeniedError("invalid role")
     swarm = await state.swarms.resolve(caller)
     rows = [
         {"task_id": t.task_id, "event_type": e.event, "event_id": e.seq, "data": e.data()}

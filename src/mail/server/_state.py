@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from mail.api import MAILSwarm, MAILSwarmTemplate
+from mail.core.tasks import MAILTask, TaskState
 from mail.net import InterswarmRouter, SessionSource, SwarmRegistry
 
 if TYPE_CHECKING:
@@ -23,23 +25,43 @@ __all__ = ["CallerSwarms", "ServerState"]
 logger = logging.getLogger("mail.server")
 
 
+_Key = tuple[str, str]
+
+
 @dataclass(slots=True)
 class _Entry:
     swarm: MAILSwarm
     last_used: float
+    #: requests holding the swarm (:meth:`CallerSwarms.hold`): it is not evicted meanwhile
+    users: int = 0
+
+
+def _expired(task: MAILTask, horizon: float) -> bool:
+    """A finished (not paused) task that ended before ``horizon``: retention drops it anyway."""
+    return (
+        task.completed
+        and task.state is not TaskState.WAITING_BREAKPOINT
+        and task.finished_at is not None
+        and task.finished_at < horizon
+    )
 
 
 class CallerSwarms:
     """One running :class:`MAILSwarm` per caller (role and id), created on first use.
 
-    A caller sees only its own swarm, so only its own tasks. Swarms idle for longer than
-    ``idle_seconds`` (no running task) are shut down by :meth:`evict_idle`.
+    A caller sees only its own swarm, so only its own tasks. :meth:`evict_idle` shuts down
+    the swarms idle for a while whose tasks nothing loses: with a task store, those with no
+    running task (the store reloads the rest when the caller comes back); without one,
+    those holding no task but finished ones past ``finished_task_ttl``.
     """
 
     def __init__(self, state: ServerState) -> None:
         self._state = state
-        self._entries: dict[tuple[str, str], _Entry] = {}
+        self._entries: dict[_Key, _Entry] = {}
         self._creating = asyncio.Lock()
+        # swarms being shut down by evict_idle: a new swarm of the same caller waits for them
+        self._closing: dict[_Key, asyncio.Task[None]] = {}
+        self._sweep_waiters: list[asyncio.Future[int]] = []
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -69,6 +91,7 @@ class CallerSwarms:
         store = self._state.store
         if found is not None or store is None:
             return found
+        await self._settled((caller.role, caller.id))  # an evicted swarm's last writes
         from mail.db import CallerKey  # noqa: PLC0415
 
         role = "swarm" if caller.role == "agent" else caller.role
@@ -85,17 +108,41 @@ class CallerSwarms:
         :class:`SwarmDefinitionError` when the template cannot be instantiated and
         :class:`StorageError` when the caller's stored tasks cannot be read.
         """
-        found = self.find(caller)
-        if found is not None:
-            return found
+        return (await self._entry(caller)).swarm
+
+    @asynccontextmanager
+    async def hold(self, caller: Caller) -> AsyncIterator[MAILSwarm]:
+        """The caller's swarm (as :meth:`get`), never evicted while the block runs."""
+        entry = await self._entry(caller)
+        entry.users += 1
+        try:
+            yield entry.swarm
+        finally:
+            entry.users -= 1
+            entry.last_used = time.monotonic()
+
+    async def _entry(self, caller: Caller) -> _Entry:
+        key = (caller.role, caller.id)
+        entry = self._entries.get(key)
+        if entry is not None:
+            entry.last_used = time.monotonic()
+            return entry
+        # a swarm of this caller still shutting down writes its tasks first
+        await self._settled(key)
         async with self._creating:
-            found = self.find(caller)
-            if found is not None:
-                return found
-            swarm = await self._build(caller)
-            self._entries[(caller.role, caller.id)] = _Entry(swarm, time.monotonic())
+            entry = self._entries.get(key)
+            if entry is not None:
+                entry.last_used = time.monotonic()
+                return entry
+            entry = _Entry(await self._build(caller), time.monotonic())
+            self._entries[key] = entry
         logger.info("started a swarm runtime for %s:%s", caller.role, caller.id)
-        return swarm
+        return entry
+
+    async def _settled(self, key: _Key) -> None:
+        closing = self._closing.get(key)
+        if closing is not None:
+            await asyncio.shield(closing)
 
     async def _build(self, caller: Caller) -> MAILSwarm:
         state = self._state
@@ -144,22 +191,64 @@ class CallerSwarms:
         return sum(entry.swarm.runtime.unsaved_tasks for entry in self._entries.values())
 
     async def evict_idle(self, idle_seconds: float) -> int:
-        """Shut down swarms unused for ``idle_seconds`` with no running task."""
-        horizon = time.monotonic() - idle_seconds
+        """Shut down the swarms unused for ``idle_seconds`` that can go (see the class);
+        return how many. A request arriving meanwhile gets a new swarm, built once the old
+        one has finished writing its tasks."""
+        now = time.monotonic()
+        # chosen and removed with no await in between: a request sees the swarm or not at all
         idle = [
             key
             for key, entry in self._entries.items()
-            if entry.last_used < horizon and not entry.swarm.runtime.pending_requests
+            if self._evictable(entry, now - idle_seconds, now)
         ]
+        closing = []
         for key in idle:
             entry = self._entries.pop(key)
-            await entry.swarm.shutdown(timeout=5.0)
+            task = asyncio.get_running_loop().create_task(
+                self._close(key, entry.swarm), name=f"mail-evict:{key[0]}:{key[1]}"
+            )
+            self._closing[key] = task
+            closing.append(task)
+        if closing:
+            # shielded: a cancelled sweep (server shutdown) lets the swarms finish writing
+            await asyncio.shield(asyncio.gather(*closing))
+        waiters, self._sweep_waiters = self._sweep_waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(len(idle))
         return len(idle)
+
+    def next_sweep(self) -> asyncio.Future[int]:
+        """A future of the next :meth:`evict_idle`: how many swarms it shut down."""
+        waiter: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._sweep_waiters.append(waiter)
+        return waiter
+
+    def _evictable(self, entry: _Entry, idle_since: float, now: float) -> bool:
+        if entry.users or entry.last_used >= idle_since:
+            return False
+        runtime = entry.swarm.runtime
+        if self._state.store is not None:
+            # the store keeps every task (paused ones too) and reloads them on the next call
+            return runtime.storage_error is None and not any(t.is_running for t in runtime.tasks)
+        horizon = now - self._state.config.server.settings.finished_task_ttl
+        return all(_expired(t, horizon) for t in runtime.tasks)
+
+    async def _close(self, key: _Key, swarm: MAILSwarm) -> None:
+        try:
+            await swarm.shutdown(timeout=5.0)
+            logger.info("shut down the idle swarm runtime of %s:%s", *key)
+        except Exception:
+            logger.exception("shutting down the idle swarm runtime of %s:%s failed", *key)
+        finally:
+            if self._closing.get(key) is asyncio.current_task():
+                del self._closing[key]
 
     async def shutdown(self, timeout: float = 10.0) -> None:
         entries, self._entries = list(self._entries.values()), {}
+        closing = list(self._closing.values())
         await asyncio.gather(
-            *(e.swarm.shutdown(timeout=timeout) for e in entries), return_exceptions=True
+            *(e.swarm.shutdown(timeout=timeout) for e in entries), *closing, return_exceptions=True
         )
 
 
@@ -185,6 +274,8 @@ class ServerState:
     store: TaskStore | None = None
     #: the background prune job (``[database] prune_interval``), ``None``: no job
     retention: RetentionJob | None = None
+    #: seconds of silence after which an event stream sends a ``ping`` (CONTRACT 2: 15)
+    ping_interval: float = 15.0
 
     def __post_init__(self) -> None:
         self.swarms = CallerSwarms(self)

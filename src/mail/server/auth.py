@@ -16,7 +16,8 @@ Two :class:`Authenticator` implementations turn the API key a caller presents in
 :func:`bearer_token` and :class:`AuthGate` are the FastAPI side: routes depend on
 ``gate.require("admin", "user")`` and friends. Everything here raises :mod:`mail.errors`
 exceptions (never ``HTTPException``): :class:`~mail.errors.AuthenticationError` and
-:class:`~mail.errors.PermissionDeniedError` (401), :class:`~mail.errors.AuthServiceError` (503).
+:class:`~mail.errors.PermissionDeniedError` (401), :class:`~mail.errors.AuthServiceError` (the
+server answers 500 with its fixed detail, as CONTRACT 1.2 documents).
 
 API keys and tokens are never logged; where a log line must tell keys apart it shows the
 first hex digits of the key's SHA-256.
