@@ -1,7 +1,10 @@
 """Validate the example files and freshly built messages against the MAIL JSON Schemas.
 
-Run from anywhere with ``uv run spec/validate_samples.py``. Prints ``ok  <name>`` per
-sample and exits 1 at the first invalid one. Files are located relative to this script.
+Run from anywhere with ``uv run spec/validate_samples.py [EXAMPLES_DIR]``: validates every
+``*.json`` file of ``EXAMPLES_DIR`` (default: ``spec/examples``, located relative to this
+script), then freshly built messages. Prints ``ok  <name>`` per sample; at the first invalid
+one prints ``FAIL <file>: <field>: <reason>`` on stderr and exits 1 (also when the directory
+holds no example).
 
 The helpers (:func:`load_validators`, :func:`example_files`, :func:`constructor_samples`)
 are importable by tests through ``importlib`` from this file's path.
@@ -9,9 +12,11 @@ are importable by tests through ``importlib`` from this file's path.
 
 from __future__ import annotations
 
+import argparse
+import itertools
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -27,6 +32,7 @@ __all__ = [
     "INTERSWARM_SCHEMA_PATH",
     "SPEC_DIR",
     "constructor_samples",
+    "describe",
     "example_files",
     "is_interswarm",
     "load_schema",
@@ -71,9 +77,9 @@ def is_interswarm(sample: dict[str, Any]) -> bool:
     return "payload" in sample
 
 
-def example_files() -> list[Path]:
-    """Return the example JSON files, sorted by name."""
-    return sorted(EXAMPLES_DIR.glob("*.json"))
+def example_files(directory: Path = EXAMPLES_DIR) -> list[Path]:
+    """Return the example JSON files of ``directory``, sorted by name."""
+    return sorted(directory.glob("*.json"))
 
 
 def constructor_samples() -> Iterator[tuple[str, dict[str, Any]]]:
@@ -185,19 +191,63 @@ def _bad_format_samples() -> Iterator[tuple[str, dict[str, Any]]]:
     yield "bad uuid", {**good, "id": "1234-not-a-uuid"}
 
 
-def main() -> int:
-    """Validate everything; return the process exit status."""
+def _display(path: Path) -> str:
+    return str(path.relative_to(SPEC_DIR)) if path.is_relative_to(SPEC_DIR) else str(path)
+
+
+def _dotted(path: Sequence[str | int]) -> str:
+    """``message.recipients[1].address_type`` for a jsonschema error path."""
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "(top level)"
+
+
+def describe(error: ValidationError | InvalidMessageError) -> str:
+    """``schema: <field>: <reason>`` or ``validate_message: <field>: <reason>``, one line."""
+    if isinstance(error, ValidationError):
+        return f"schema: {_dotted(list(error.absolute_path))}: {error.message}"
+    return f"validate_message: {error}"
+
+
+def _examples(directory: Path) -> Iterator[tuple[str, dict[str, Any] | str]]:
+    """``(name, sample)`` per example file, or ``(name, why it is unreadable)``."""
+    for path in example_files(directory):
+        try:
+            yield _display(path), json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            yield _display(path), f"not a readable JSON file: {e}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Validate the examples of ``argv[0]`` (default ``spec/examples``), then fresh samples.
+
+    Returns the process exit status: 0 when all are valid, 1 at the first invalid one (or
+    when the directory holds no ``*.json`` file).
+    """
+    parser = argparse.ArgumentParser(
+        description="Validate MAIL example messages and freshly built ones against the schemas."
+    )
+    parser.add_argument(
+        "examples",
+        nargs="?",
+        type=Path,
+        default=EXAMPLES_DIR,
+        help="directory of example messages (*.json); default: spec/examples",
+    )
+    directory: Path = parser.parse_args(argv).examples
+    if not example_files(directory):
+        print(f"FAIL {directory}: no *.json example in this directory", file=sys.stderr)
+        return 1
     core, interswarm = load_validators()
-    samples: list[tuple[str, dict[str, Any]]] = [
-        (f"examples/{path.name}", json.loads(path.read_text(encoding="utf-8")))
-        for path in example_files()
-    ]
-    samples.extend(constructor_samples())
-    for name, sample in samples:
+    for name, sample in itertools.chain(_examples(directory), constructor_samples()):
+        if isinstance(sample, str):
+            print(f"FAIL {name}: {sample}", file=sys.stderr)
+            return 1
         try:
             validate_sample(sample, core, interswarm)
         except (ValidationError, InvalidMessageError) as e:
-            print(f"FAIL {name}: {e}", file=sys.stderr)
+            print(f"FAIL {name}: {describe(e)}", file=sys.stderr)
             return 1
         print(f"ok  {name}")
     # Format checking must really happen: these would pass with formats ignored.

@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = ROOT / "scripts"
+#: The scripts the tests below run (each as ``python scripts/NAME``, from a temporary directory).
+DEMOS = ("single_swarm_demo.py", "multi_swarm_demo.py", "demo_client.py")
+_MARKED_BLOCK = re.compile(
+    r"^<!-- run by tests/test_demos\.py -->\n```bash\n(?P<body>.*?)^```$", re.M | re.S
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -74,3 +82,22 @@ def test_demo_client(tmp_path: Path) -> None:
     assert "Tasks of alice: 2" in out
     assert "Server stopped." in out
     assert not list(tmp_path.iterdir())
+
+
+def test_documented_demo_commands_are_the_ones_run_here() -> None:
+    """A page block marked ``run by tests/test_demos.py`` (the README's federation demo,
+    docs/examples.md) holds only ``uv run python scripts/<demo>`` for a demo run above."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    commands = [
+        (page.name, shlex.split(line, comments=True))
+        for page in pages
+        for block in _MARKED_BLOCK.finditer(page.read_text(encoding="utf-8"))
+        for line in block["body"].splitlines()
+        if shlex.split(line, comments=True)
+    ]
+    assert ("README.md", ["uv", "run", "python", "scripts/multi_swarm_demo.py"]) in commands
+    for page, words in commands:
+        assert words[:3] == ["uv", "run", "python"], (page, words)
+        assert len(words) == 4, (page, words)
+        assert words[3].removeprefix("scripts/") in DEMOS, (page, words)
+        assert (ROOT / words[3]).is_file(), (page, words)

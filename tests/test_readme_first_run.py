@@ -15,25 +15,39 @@ the server by itself is checked as the two halves it is made of: the README's UR
 clone's ``[server] port`` (the client's default URL), and no command is given a key (each
 finds the user key the server wrote in ``.mail/credentials.json``).
 
-"The test suite passes" is checked without running it inside itself: the README's test
-command must collect at least :data:`MIN_TESTS` tests in the clone, and ``.ci/run`` (which
-runs on a clean clone) must run exactly that command. With ``MAIL_README_FULL_SUITE=1`` the
-whole suite also runs in the clone, with ``MAIL_README_NESTED=1`` so that this module skips
-itself there. docs/quickstart.md repeats the README's commands; its blocks are compared
-with the README's here, and its key-reading command is run.
+"The test suite passes" is checked without running it inside itself. What CI covers:
+``.ci/run``, which CI runs on a clean clone (nothing installed but Python and pip), installs
+uv, runs ``uv sync --locked``, ruff, mypy, ``spec/validate_samples.py`` and then the README's
+test command, ``uv run pytest``, which runs this module too; so on every CI run the whole
+suite passes in a fresh clone. Here, by default: the README's test command must collect at
+least :data:`MIN_TESTS` tests in the clone (a conftest or layout change that drops tests
+fails), ``.ci/run`` must run exactly that command, and the part of ``.ci/run`` that finds or
+installs uv is run against a scripted ``python3`` (uv on PATH, in the user base, refused by
+an externally managed Python, only as ``python3 -m uv``, or nowhere).
+
+With ``MAIL_README_FULL_SUITE=1`` (opt-in: it doubles the time) the whole suite also runs in
+the clone. It cannot recurse: the inner run gets ``MAIL_README_NESTED=1``, under which this
+module skips itself entirely (so its full-suite test never runs there), and it does not
+inherit ``MAIL_README_FULL_SUITE``; :func:`test_full_suite_opt_in_cannot_recurse` checks
+both by running this module under the inner run's environment.
+
+docs/quickstart.md repeats the README's commands; its blocks are compared with the README's
+here, and its key-reading command is run.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import time
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -333,7 +347,144 @@ def test_ci_runs_the_readme_test_command(clone: Clone, quick_start: list[list[st
 )
 def test_readme_test_command_passes(clone: Clone) -> None:
     result = subprocess.run(
-        shlex.split(TEST_COMMAND), cwd=clone.path, env=clone.env | {NESTED_ENV: "1"},
+        shlex.split(TEST_COMMAND), cwd=clone.path, env=nested_env(clone.env),
         capture_output=True, text=True, encoding="utf-8", timeout=3500, check=False,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]
+
+
+def nested_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The environment of the suite run inside the clone: marked nested (this module skips
+    itself there) and without the opt-in, so that run can never start another."""
+    return {k: v for k, v in env.items() if k != FULL_SUITE_ENV} | {NESTED_ENV: "1"}
+
+
+@pytest.mark.timeout(120)
+def test_full_suite_opt_in_cannot_recurse() -> None:
+    env = nested_env(os.environ | {FULL_SUITE_ENV: "1"})
+    assert FULL_SUITE_ENV not in env
+    assert env[NESTED_ENV] == "1"
+    # Even if the opt-in leaked into the inner run, this module runs nothing there.
+    leaked = env | {FULL_SUITE_ENV: "1"}
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", str(Path(__file__)), "-q", "-p", "no:cacheprovider"],
+        cwd=ROOT, env=leaked, capture_output=True, text=True, encoding="utf-8", timeout=100,
+        check=False,
+    )  # fmt: skip
+    summary = result.stdout.strip().splitlines()[-1]
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert re.fullmatch(r"\d+ skipped in [\d.]+s", summary), summary
+
+
+# --- .ci/run on a clean machine: finding uv ------------------------------------------------------
+
+_CI_UV_SECTION = re.compile(r"^# BEGIN ensure-uv.*?$(.*?)^# END ensure-uv$", re.M | re.S)
+# A stand-in for `python3` (pip, site, `-m uv`), scripted by fake.json next to it: the one
+# process boundary .ci/run's uv lookup crosses. It logs its arguments to calls.log.
+_FAKE_PYTHON = """\
+import json, shutil, sys
+from pathlib import Path
+here = Path(__file__).parent
+fake = json.loads((here / "fake.json").read_text())
+args = sys.argv[1:]
+with (here / "calls.log").open("a") as log:
+    log.write(" ".join(args) + "\\n")
+if args[:2] == ["-m", "site"]:
+    print(fake["user_base"])
+    sys.exit(fake.get("site_status", 0))
+if args[:3] == ["-m", "pip", "install"]:
+    mode = "break" if "--break-system-packages" in args else "user" if "--user" in args else "plain"
+    if mode not in fake["pip_accepts"]:
+        print("error: externally-managed-environment", file=sys.stderr)
+        sys.exit(1)
+    if fake["installs"] == "module":
+        (here / "module-installed").touch()
+    else:
+        bin_dir = Path(fake["user_base"]) / "bin"
+        bin_dir.mkdir(parents=True, exist_ok=True)
+        shutil.copy(here / "uv-binary", bin_dir / "uv")
+    sys.exit(0)
+if args[:2] == ["-m", "uv"] and (here / "module-installed").exists():
+    print("uv 0.0.0 (python3 -m uv)")
+    sys.exit(0)
+print(f"unexpected: python3 {' '.join(args)}", file=sys.stderr)
+sys.exit(2)
+"""
+
+
+def _ci_uv_section() -> str:
+    found = _CI_UV_SECTION.search((ROOT / ".ci" / "run").read_text(encoding="utf-8"))
+    assert found is not None, ".ci/run lost its '# BEGIN ensure-uv' ... '# END ensure-uv' part"
+    return found.group(1)
+
+
+def _write_executable(path: Path, text: str) -> None:
+    path.write_text(text, encoding="utf-8")
+    path.chmod(0o755)
+
+
+@pytest.mark.parametrize(
+    ("uv_on_path", "fake", "found", "pip_calls"),
+    [
+        (True, {"pip_accepts": [], "installs": "user"}, "on PATH", 0),
+        # pip without --user on a Python whose site-packages is not writable: ~/.local/bin
+        (False, {"pip_accepts": ["plain"], "installs": "user"}, "user base", 1),
+        # a venv's python3 -m site --user-base exits 1, but prints the path
+        (False, {"pip_accepts": ["plain"], "installs": "user", "site_status": 1}, "user base", 1),
+        # PEP 668: refused without --break-system-packages
+        (False, {"pip_accepts": ["break"], "installs": "user"}, "user base", 3),
+        (False, {"pip_accepts": ["plain"], "installs": "module"}, "python3 -m uv", 1),
+    ],
+    ids=["uv on PATH", "user base", "user site disabled", "externally managed", "module only"],
+)
+def test_ci_run_finds_uv(
+    tmp_path: Path, *, uv_on_path: bool, fake: dict[str, object], found: str, pip_calls: int
+) -> None:
+    shell = shutil.which("bash")
+    if shell is None:
+        pytest.skip("bash is not installed")
+    bin_dir, user_base = tmp_path / "bin", tmp_path / "user-base"
+    bin_dir.mkdir()
+    _write_executable(bin_dir / "uv-binary", "#!/bin/sh\necho 'uv 9.9.9 (binary)'\n")
+    if uv_on_path:
+        _write_executable(bin_dir / "uv", "#!/bin/sh\necho 'uv 9.9.9 (binary)'\n")
+    _write_executable(bin_dir / "python3", f"#!{sys.executable}\n{_FAKE_PYTHON}")
+    (bin_dir / "fake.json").write_text(
+        json.dumps({**fake, "user_base": str(user_base)}), encoding="utf-8"
+    )
+    script = f"set -euo pipefail\n{_ci_uv_section()}\ntype -t uv\ncommand -v uv\nuv --version\n"
+    result = subprocess.run(
+        [shell, "-c", script], env={"PATH": str(bin_dir), "HOME": str(tmp_path)},
+        capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    kind, where, version = result.stdout.splitlines()
+    log = bin_dir / "calls.log"
+    calls = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+    assert len([c for c in calls if c.startswith("-m pip install")]) == pip_calls, calls
+    assert (not calls) is uv_on_path  # with uv on PATH, python3 is never run
+    if found == "on PATH":
+        assert (kind, where) == ("file", str(bin_dir / "uv"))
+    elif found == "user base":
+        assert (kind, where) == ("file", str(user_base / "bin" / "uv"))
+    else:
+        assert (kind, where, version) == ("function", "uv", "uv 0.0.0 (python3 -m uv)")
+
+
+def test_ci_run_fails_when_uv_cannot_be_installed(tmp_path: Path) -> None:
+    shell = shutil.which("bash")
+    if shell is None:
+        pytest.skip("bash is not installed")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    _write_executable(bin_dir / "python3", f"#!{sys.executable}\n{_FAKE_PYTHON}")
+    fake = {"pip_accepts": [], "installs": "user", "user_base": str(tmp_path / "user-base")}
+    (bin_dir / "fake.json").write_text(json.dumps(fake), encoding="utf-8")
+    script = f"set -euo pipefail\n{_ci_uv_section()}\necho 'not reached'\n"
+    result = subprocess.run(
+        [shell, "-c", script], env={"PATH": str(bin_dir), "HOME": str(tmp_path)},
+        capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "not reached" not in result.stdout
+    assert "install uv (https://docs.astral.sh/uv/)" in result.stderr

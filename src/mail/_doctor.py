@@ -75,13 +75,22 @@ def render(checks: list[Check]) -> str:
     return "\n".join(lines)
 
 
-def run_checks(config_path: str | None, env: Mapping[str, str]) -> list[Check]:
-    """Every check for the configuration ``config_path`` (``None``: the usual lookup)."""
+def run_checks(
+    config_path: str | None, env: Mapping[str, str], *, search: bool = True
+) -> list[Check]:
+    """Every check for the configuration ``config_path``, in order.
+
+    ``config_path`` ``None`` means the usual lookup: ``MAIL_CONFIG_PATH`` in ``env``, then
+    (when ``search``) ``mail.toml`` in the working directory or above the package. ``env``
+    is the environment the checks read (the overrides of :data:`mail.config.ENV_OVERRIDES`,
+    LLM keys, registry tokens); ``os.environ`` is never read here. A configuration that does
+    not load gives one failed ``config`` check; nothing is raised.
+    """
     from mail.config import load_config  # noqa: PLC0415
     from mail.errors import ConfigurationError  # noqa: PLC0415
 
     try:
-        config = load_config(config_path, env=env)
+        config = load_config(config_path, env=env, search=search)
     except ConfigurationError as e:
         return [
             Check(

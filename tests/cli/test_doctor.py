@@ -1,29 +1,23 @@
-"""``mail doctor`` against a good and a broken configuration (tmp_path, real checks)."""
+"""``mail doctor`` against good and broken configurations (tmp_path, real checks).
+
+The environment is always explicit: a dict given to :func:`mail._doctor.run_checks`, or the
+whole environment of a ``mail doctor`` subprocess (:func:`mail`), never the test process's
+own ``os.environ``.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
-import pytest
+from mail._doctor import Check, render, run_checks
 
-from mail._doctor import run_checks
-from mail.cli import main
-
-from .conftest import REPO, RunMail, free_port
+from .conftest import REPO, LiveServer, free_port
 
 SWARMS = REPO / "swarms.json"
-# Variables the checks read; each test starts without them.
-_ENV = (
-    "MAIL_CONFIG_PATH", "MAIL_DATA_DIR", "SWARM_NAME", "SWARM_SOURCE", "SWARM_REGISTRY_FILE",
-    "BASE_URL", "AUTH_ENDPOINT", "TOKEN_INFO_ENDPOINT", "DATABASE_URL", "LITELLM_PROXY_API_BASE",
-    "ANTHROPIC_API_KEY", "OPENAI_API_KEY",
-)  # fmt: skip
-
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in _ENV:
-        monkeypatch.delenv(name, raising=False)
 
 
 def _toml(tmp_path: Path, swarm: str, source: Path, extra: str = "") -> Path:
@@ -36,14 +30,35 @@ def _toml(tmp_path: Path, swarm: str, source: Path, extra: str = "") -> Path:
     return path
 
 
+def mail(
+    *args: str, env: dict[str, str], home: Path, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``mail ARGS`` in a subprocess whose whole environment is ``env``, plus the ``PATH`` it
+    needs to start and ``HOME`` (``home``, also the working directory unless ``cwd``)."""
+    base = {"PATH": os.environ.get("PATH", os.defpath), "HOME": str(home)}
+    return subprocess.run(
+        [sys.executable, "-m", "mail.cli", *args], cwd=cwd or home,
+        env=base | {"PYTHONIOENCODING": "utf-8"} | env, capture_output=True, text=True,
+        encoding="utf-8", timeout=60, check=False,
+    )  # fmt: skip
+
+
 def _lines(out: str) -> list[str]:
     return [line for line in out.splitlines() if not line.startswith("    ")]
 
 
-def test_good_configuration_passes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def _named(checks: list[Check], name: str) -> list[Check]:
+    return [c for c in checks if c.name == name]
+
+
+# --- through the command line ------------------------------------------------------------
+
+
+def test_good_configuration_passes(tmp_path: Path) -> None:
     config = _toml(tmp_path, "offline", SWARMS)
-    assert main(["doctor", "-c", str(config)]) == 0
-    out = capsys.readouterr().out
+    result = mail("doctor", "-c", str(config), env={}, home=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
     lines = _lines(out)
     assert lines, out
     assert all(line[0] in "✓!" for line in lines), out
@@ -55,21 +70,107 @@ def test_good_configuration_passes(tmp_path: Path, capsys: pytest.CaptureFixture
     assert not (tmp_path / "data").exists()  # checking creates nothing
 
 
-def test_existing_sqlite_store_is_opened(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_broken_configuration_names_each_problem(tmp_path: Path) -> None:
+    config = _toml(tmp_path, "example", SWARMS)
+    creds = tmp_path / "data" / "credentials.json"
+    creds.parent.mkdir(parents=True)
+    creds.write_text("{}", encoding="utf-8")
+    creds.chmod(0o644)
+    port = free_port()
+    env = {"DATABASE_URL": f"postgresql://mail:s3cret-pw@127.0.0.1:{port}/mail"}
+    result = mail("doctor", "-c", str(config), env=env, home=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    out = result.stdout
+    assert "✗ llm keys: LITELLM_PROXY_API_BASE is not set" in out
+    assert "fix: export LITELLM_PROXY_API_BASE=" in out
+    assert f"✗ auth: embedded auth; {creds} has mode 0644" in out
+    assert f"fix: chmod 600 {creds}" in out
+    assert f"✗ store: postgres store at 127.0.0.1:{port}" in out
+    assert "fix: start PostgreSQL or correct DATABASE_URL" in out
+    assert "s3cret-pw" not in out + result.stderr
+    # every ✗ line is followed by its fix
+    lines = out.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("✗"):
+            assert lines[i + 1].startswith("    fix: "), line
+
+
+def test_unknown_swarm_exits_1_with_a_fix(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text(
+        f'[server]\ndata_dir = "{tmp_path / "d2"}"\n[server.swarm]\nname = "nope"\n'
+        f'source = "{SWARMS}"\n',
+        encoding="utf-8",
+    )
+    result = mail("doctor", "-c", str(bad), env={}, home=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "✗ swarm:" in result.stdout
+    assert "fix: " in result.stdout
+
+
+def test_config_from_the_environment_variable(tmp_path: Path) -> None:
     config = _toml(tmp_path, "offline", SWARMS)
-    assert main(["db-init", "-c", str(config)]) == 0
-    capsys.readouterr()
-    assert main(["doctor", "-c", str(config)]) == 0
-    assert "✓ store: sqlite store at" in (out := capsys.readouterr().out)
-    assert "schema version" in out
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    result = mail("doctor", env={"MAIL_CONFIG_PATH": str(config)}, home=tmp_path, cwd=elsewhere)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"✓ config file: using {config}" in result.stdout
 
 
-def test_good_configuration_in_memory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_down_peer_warns_but_does_not_fail(tmp_path: Path) -> None:
     config = _toml(tmp_path, "offline", SWARMS, "\n[database]\npersist = false\n")
-    assert main(["doctor", "-c", str(config)]) == 0
-    assert "✓ store: persist = false" in capsys.readouterr().out
+    registry = _registry(tmp_path, {"beta": f"http://127.0.0.1:{free_port()}"})
+    result = mail(
+        "doctor", "-c", str(config), env={"SWARM_REGISTRY_FILE": str(registry)}, home=tmp_path
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "! registry: unreachable peer(s): beta (http://127.0.0.1:" in result.stdout
+    assert f"    fix: start those swarms, or remove them from {registry}" in result.stdout
+
+
+def test_existing_sqlite_store_is_opened(tmp_path: Path) -> None:
+    config = _toml(tmp_path, "offline", SWARMS)
+    created = mail("db-init", "-c", str(config), env={}, home=tmp_path)
+    assert created.returncode == 0, created.stdout + created.stderr
+    [store] = _named(run_checks(str(config), {}), "store")
+    assert store.status == "ok"
+    assert store.message.startswith("sqlite store at ")
+    assert "schema version" in store.message
+
+
+# --- the checks, with an environment dict -----------------------------------------------------
+
+
+def test_no_mail_toml_found_warns_and_uses_the_defaults(tmp_path: Path) -> None:
+    env = {
+        "MAIL_DATA_DIR": str(tmp_path / "data"),
+        "SWARM_SOURCE": str(SWARMS),
+        "SWARM_NAME": "offline",
+    }
+    checks = run_checks(None, env, search=False)
+    [found] = _named(checks, "config file")
+    assert found.status == "warn"
+    assert found.message.startswith("no mail.toml found; defaults in use (working directory ")
+    assert found.fix == "create mail.toml, pass -c PATH or set MAIL_CONFIG_PATH"
+    assert "! config file: no mail.toml found" in render(checks)
+    assert "    fix: create mail.toml, pass -c PATH or set MAIL_CONFIG_PATH" in render(checks)
+    # the environment is what the rest was checked against
+    assert [c.status for c in _named(checks, "swarm")] == ["ok"]
+    assert not any(c.status == "fail" for c in checks), render(checks)
+    assert not (tmp_path / "data").exists()
+
+
+def test_mail_config_path_in_the_env_dict_is_used(tmp_path: Path) -> None:
+    config = _toml(tmp_path, "offline", SWARMS)
+    checks = run_checks(None, {"MAIL_CONFIG_PATH": str(config)}, search=False)
+    [found] = _named(checks, "config file")
+    assert (found.status, found.message) == ("ok", f"using {config}")
+
+
+def test_good_configuration_in_memory(tmp_path: Path) -> None:
+    config = _toml(tmp_path, "offline", SWARMS, "\n[database]\npersist = false\n")
+    [store] = _named(run_checks(str(config), {}), "store")
+    assert (store.status, store.message) == ("ok", "persist = false: tasks are kept in memory only")
 
 
 def test_private_credentials_file_is_ok(tmp_path: Path) -> None:
@@ -78,100 +179,121 @@ def test_private_credentials_file_is_ok(tmp_path: Path) -> None:
     creds.parent.mkdir(parents=True)
     creds.write_text("{}", encoding="utf-8")
     creds.chmod(0o600)
-    auth = [c for c in run_checks(str(config), {}) if c.name == "auth"]
+    auth = _named(run_checks(str(config), {}), "auth")
     assert [c.status for c in auth] == ["ok"]
 
 
-def test_unknown_key_warns(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_unknown_key_warns(tmp_path: Path) -> None:
     config = _toml(tmp_path, "offline", SWARMS, "colour = 1\n")
-    assert main(["doctor", "-c", str(config)]) == 0
-    out = capsys.readouterr().out
+    checks = run_checks(str(config), {})
+    out = render(checks)
     assert "! config keys:" in out
     assert "server.swarm.colour" in out
+    assert not any(c.status == "fail" for c in checks), out
 
 
-def test_unknown_swarm_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_unknown_swarm_fails(tmp_path: Path) -> None:
     config = _toml(tmp_path, "no-such-swarm", SWARMS)
-    assert main(["doctor", "-c", str(config)]) == 1
-    out = capsys.readouterr().out
+    out = render(run_checks(str(config), {}))
     assert "✗ swarm:" in out
     assert "no swarm named 'no-such-swarm'" in out
     assert "fix: set [server.swarm] name/source" in out
 
 
-def test_bad_swarms_path_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_swarms_path_fails(tmp_path: Path) -> None:
     config = _toml(tmp_path, "offline", tmp_path / "missing.json")
-    assert main(["doctor", "-c", str(config)]) == 1
-    out = capsys.readouterr().out
-    assert "✗ swarm:" in out
-    assert "missing.json" in out
+    [swarm] = _named(run_checks(str(config), {}), "swarm")
+    assert swarm.status == "fail"
+    assert "missing.json" in swarm.message
 
 
-def test_broken_configuration_names_each_problem(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    config = _toml(tmp_path, "example", SWARMS)
-    creds = tmp_path / "data" / "credentials.json"
-    creds.parent.mkdir(parents=True)
-    creds.write_text("{}", encoding="utf-8")
-    creds.chmod(0o644)
-    port = free_port()
-    monkeypatch.setenv("DATABASE_URL", f"postgresql://mail:s3cret-pw@127.0.0.1:{port}/mail")
-    assert main(["doctor", "-c", str(config)]) == 1
-    out = capsys.readouterr().out
-    assert "✗ llm keys: LITELLM_PROXY_API_BASE is not set" in out
-    assert "fix: export LITELLM_PROXY_API_BASE=" in out
-    assert f"✗ auth: embedded auth; {creds} has mode 0644" in out
-    assert f"fix: chmod 600 {creds}" in out
-    assert f"✗ store: postgres store at 127.0.0.1:{port}" in out
-    assert "fix: start PostgreSQL or correct DATABASE_URL" in out
-    assert "s3cret-pw" not in out
-    # every ✗ line is followed by its fix
-    lines = out.splitlines()
-    for i, line in enumerate(lines):
-        if line.startswith("✗"):
-            assert lines[i + 1].startswith("    fix: "), line
+def test_missing_config_file_fails(tmp_path: Path) -> None:
+    [check] = run_checks(str(tmp_path / "nope.toml"), {})
+    assert (check.name, check.status) == ("config", "fail")
+    assert "nope.toml" in check.message
+    assert render([check]).startswith("✗ config:")
 
 
 def test_llm_keys_follow_the_environment_mapping(tmp_path: Path) -> None:
     proxied = _toml(tmp_path, "example", SWARMS, "\n[database]\npersist = false\n")
     env = {"LITELLM_PROXY_API_BASE": "http://127.0.0.1:4000"}
-    assert [c.status for c in run_checks(str(proxied), env) if c.name == "llm keys"] == ["ok"]
+    assert [c.status for c in _named(run_checks(str(proxied), env), "llm keys")] == ["ok"]
     direct = _toml(tmp_path, "example-no-proxy", SWARMS, "\n[database]\npersist = false\n")
-    missing = [c for c in run_checks(str(direct), {}) if c.name == "llm keys"]
+    missing = _named(run_checks(str(direct), {}), "llm keys")
     assert [c.status for c in missing] == ["fail"]
     assert "OPENAI_API_KEY" in missing[0].message
     given = run_checks(str(direct), {"OPENAI_API_KEY": "sk-test"})
-    assert [c.status for c in given if c.name == "llm keys"] == ["ok"]
+    assert [c.status for c in _named(given, "llm keys")] == ["ok"]
 
 
 def test_unreachable_remote_auth_fails(tmp_path: Path) -> None:
     config = _toml(tmp_path, "offline", SWARMS, "\n[database]\npersist = false\n")
     closed = f"http://127.0.0.1:{free_port()}"
     env = {"AUTH_ENDPOINT": f"{closed}/auth", "TOKEN_INFO_ENDPOINT": f"{closed}/info"}
-    auth = [c for c in run_checks(str(config), env) if c.name == "auth"]
+    auth = _named(run_checks(str(config), env), "auth")
     assert [c.status for c in auth] == ["fail"]
     assert "unreachable" in auth[0].message
     assert "AUTH_ENDPOINT" in auth[0].fix
 
 
-def test_missing_config_file_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["doctor", "-c", str(tmp_path / "nope.toml")]) == 1
-    assert "✗ config:" in capsys.readouterr().out
+# --- registry peers ---------------------------------------------------------------------------
 
 
-def test_doctor_subprocess(tmp_path: Path, run_mail: RunMail) -> None:
-    good = _toml(tmp_path, "offline", SWARMS)
-    result = run_mail("doctor", "-c", str(good), cwd=tmp_path)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "✓ swarm: 'offline' loads" in result.stdout
-    bad = tmp_path / "bad.toml"
-    bad.write_text(
-        f'[server]\ndata_dir = "{tmp_path / "d2"}"\n[server.swarm]\nname = "nope"\n'
-        f'source = "{SWARMS}"\n',
-        encoding="utf-8",
+def _registry(tmp_path: Path, peers: dict[str, str]) -> Path:
+    """A registry file (the format the server writes) with persistent ``{name: base_url}``."""
+    path = tmp_path / "registry.json"
+    endpoints = {
+        name: {"swarm_name": name, "base_url": url, "volatile": False}
+        for name, url in peers.items()
+    }
+    path.write_text(
+        json.dumps({"local_swarm_name": "offline", "endpoints": endpoints}), encoding="utf-8"
     )
-    result = run_mail("doctor", "-c", str(bad), cwd=tmp_path)
-    assert result.returncode == 1, result.stdout + result.stderr
-    assert "✗ swarm:" in result.stdout
-    assert "fix: " in result.stdout
+    return path
+
+
+def _registry_checks(tmp_path: Path, registry: Path) -> list[Check]:
+    config = _toml(tmp_path, "offline", SWARMS, "\n[database]\npersist = false\n")
+    return _named(run_checks(str(config), {"SWARM_REGISTRY_FILE": str(registry)}), "registry")
+
+
+def test_registry_peer_down_warns_with_a_fix(tmp_path: Path) -> None:
+    down = f"http://127.0.0.1:{free_port()}"
+    registry = _registry(tmp_path, {"beta": down})
+    [check] = _registry_checks(tmp_path, registry)
+    assert check.status == "warn"
+    assert check.message == f"unreachable peer(s): beta ({down})"
+    assert check.fix == f"start those swarms, or remove them from {registry}"
+
+
+def test_registry_peer_live_is_ok(tmp_path: Path, live_server: LiveServer) -> None:
+    registry = _registry(tmp_path, {"beta": live_server.url})
+    [check] = _registry_checks(tmp_path, registry)
+    assert (check.status, check.message, check.fix) == ("ok", "1 peer(s) reachable", "")
+
+
+def test_registry_names_only_the_peers_that_are_down(
+    tmp_path: Path, live_server: LiveServer
+) -> None:
+    down = f"http://127.0.0.1:{free_port()}"
+    registry = _registry(tmp_path, {"beta": live_server.url, "gamma": down})
+    [check] = _registry_checks(tmp_path, registry)
+    assert check.status == "warn"
+    assert check.message == f"unreachable peer(s): gamma ({down})"
+
+
+def test_registry_without_peers_or_file_is_ok(tmp_path: Path) -> None:
+    [empty] = _registry_checks(tmp_path, _registry(tmp_path, {}))
+    assert (empty.status, empty.message) == ("ok", f"{tmp_path / 'registry.json'}: no peers")
+    missing = tmp_path / "none.json"
+    [absent] = _registry_checks(tmp_path, missing)
+    assert (absent.status, absent.message) == ("ok", f"no registry file at {missing} (no peers)")
+
+
+def test_broken_registry_file_fails_with_a_fix(tmp_path: Path) -> None:
+    registry = tmp_path / "registry.json"
+    registry.write_text('{"endpoints": {"beta": {"base_url": 7}}}', encoding="utf-8")
+    [check] = _registry_checks(tmp_path, registry)
+    assert check.status == "fail"
+    assert "base_url" in check.message
+    assert check.fix == f"correct or remove {registry}"

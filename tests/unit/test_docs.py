@@ -28,6 +28,9 @@ Unmarked blocks are checked by their language:
 
 Any other language, or a fence without one, fails :func:`test_every_block_is_checked_or_marked`:
 check it here, mark it, or call it ``text``.
+
+Links: every relative markdown link of those pages names an existing file, and the index
+(docs/README.md) links every page of docs/.
 """
 
 from __future__ import annotations
@@ -295,3 +298,42 @@ def test_shell_blocks_run(block: Block, tmp_path: Path) -> None:
         if expected is not None:
             shown = [line.rstrip() for line in result.stdout.rstrip("\n").splitlines()]
             assert shown == expected, f"{block.where}: `{shlex.join(words)}` printed otherwise"
+
+
+# --- links ----------------------------------------------------------------------------------
+
+# [text](target) outside code; targets with a scheme (http:, mailto:) are not files
+_LINK = re.compile(r"\[[^\]]*\]\((?P<target>[^)\s]+)\)")
+_CODE = re.compile(r"^(`{3,}|~{3,}).*?^\1[ \t]*$|`[^`\n]*`", re.M | re.S)
+
+
+def relative_links(page: Path) -> list[str]:
+    """The file targets of ``page``'s markdown links (anchors dropped), code left out."""
+    text = _CODE.sub("", page.read_text(encoding="utf-8"))
+    targets = [m["target"].split("#", 1)[0] for m in _LINK.finditer(text)]
+    return [t for t in targets if t and not re.match(r"^[a-z][a-z0-9+.-]*:", t)]
+
+
+def _linked(page: Path, target: str) -> Path:
+    """The file a link of ``page`` names (``/x`` is relative to the repository root)."""
+    return (ROOT / target.lstrip("/") if target.startswith("/") else page.parent / target).resolve()
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_relative_links_point_to_existing_files(page: Path) -> None:
+    missing = [t for t in relative_links(page) if not _linked(page, t).exists()]
+    assert missing == [], f"{page.relative_to(ROOT)} links to files that do not exist"
+
+
+def test_docs_index_lists_every_page() -> None:
+    index = ROOT / "docs" / "README.md"
+    listed = {(index.parent / t).resolve() for t in relative_links(index)}
+    pages = {p.resolve() for p in (ROOT / "docs").glob("*.md") if p != index}
+    assert sorted(p.name for p in pages - listed) == []
+
+
+def test_endpoint_references_go_to_the_http_api_page() -> None:
+    """README, quickstart and compatibility send readers to http-api.md for the endpoints."""
+    for page in ("README.md", "docs/quickstart.md", "docs/compatibility.md"):
+        links = relative_links(ROOT / page)
+        assert any(link.endswith("http-api.md") for link in links), page

@@ -17,19 +17,20 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, ValidationError
+from jsonschema.exceptions import best_match
 
 from mail.core import message as m
 from mail.errors import InvalidMessageError
 
 ROOT = Path(__file__).resolve().parents[2]
+VALIDATE_SAMPLES = ROOT / "spec" / "validate_samples.py"
 FIXED_TS = "2025-01-08T12:00:00+00:00"
 TASK = "weather-123"
 
 
 def _load_validate_samples() -> ModuleType:
-    path = ROOT / "spec" / "validate_samples.py"
-    spec = importlib.util.spec_from_file_location("validate_samples", path)
+    spec = importlib.util.spec_from_file_location("validate_samples", VALIDATE_SAMPLES)
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -147,6 +148,77 @@ def test_format_checking_is_on() -> None:
     assert not CORE.is_valid(bad_id)
     # The same document passes once formats are ignored: the rejection is the checker's.
     assert Draft202012Validator(CORE.schema).is_valid(bad_id)
+
+
+def _validate_samples(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run spec/validate_samples.py as ``uv run spec/validate_samples.py`` would."""
+    return subprocess.run(
+        [sys.executable, str(VALIDATE_SAMPLES), *map(str, args)], cwd=cwd, capture_output=True,
+        text=True, encoding="utf-8", timeout=60, check=False,
+    )  # fmt: skip
+
+
+def test_validate_samples_passes_on_the_shipped_examples(tmp_path: Path) -> None:
+    result = _validate_samples(cwd=tmp_path)  # from anywhere: files are found by the script
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    assert result.stdout.splitlines() == [
+        *(f"ok  examples/{path.name}" for path in VS.example_files()),
+        *(f"ok  {name}" for name, _ in VS.constructor_samples()),
+        "ok  bad timestamp rejected",
+        "ok  bad uuid rejected",
+    ]
+
+
+def test_validate_samples_exits_1_at_the_first_invalid_example(tmp_path: Path) -> None:
+    examples = tmp_path / "examples"
+    examples.mkdir()
+    good = json.loads((VS.EXAMPLES_DIR / "request.json").read_text(encoding="utf-8"))
+    bad_uuid = copy.deepcopy(good)
+    bad_uuid["message"]["request_id"] = "42"
+    no_subject = copy.deepcopy(good)
+    del no_subject["message"]["subject"]
+    for name, sample in (("a.json", good), ("b.json", bad_uuid), ("c.json", no_subject)):
+        (examples / name).write_text(json.dumps(sample), encoding="utf-8")
+
+    result = _validate_samples(examples, cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == [f"ok  {examples / 'a.json'}"]
+    assert result.stderr.splitlines() == [
+        f"FAIL {examples / 'b.json'}: schema: message.request_id: '42' is not a 'uuid'"
+    ]
+
+    (examples / "b.json").unlink()  # the next invalid one is reported, with its field
+    result = _validate_samples(examples, cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"FAIL {examples / 'c.json'}: schema: message: 'subject' is a required property"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("files", "reported"),
+    [
+        ({}, "no *.json example in this directory"),
+        ({"x.json": "{not json"}, "not a readable JSON file: Expecting property name"),
+    ],
+    ids=["empty directory", "not JSON"],
+)
+def test_validate_samples_refuses_a_directory_without_valid_json(
+    tmp_path: Path, files: dict[str, str], reported: str
+) -> None:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    result = _validate_samples(tmp_path, cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr.startswith("FAIL "), result.stderr
+    assert reported in result.stderr
+
+
+def test_validate_samples_names_the_field_validate_message_rejects() -> None:
+    error = InvalidMessageError("is not a uuid", field="message.request_id")
+    assert VS.describe(error) == "validate_message: message.request_id: is not a uuid"
 
 
 def test_constructors_fill_ids_and_utc_timestamp() -> None:
@@ -293,6 +365,49 @@ def _del(path: Path_) -> Callable[[Any], None]:
     return apply
 
 
+def _dotted(path: Any) -> str:
+    """``message.recipients[1].address_type``: a jsonschema path as validate_message's fields."""
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def _named(error: ValidationError) -> set[str]:
+    """The fields one schema error names: its path, or for ``required`` and
+    ``additionalProperties`` (reported on the enclosing object) the missing or unexpected keys."""
+    where = _dotted(error.absolute_path)
+    instance = error.instance
+    if error.validator == "required" and isinstance(instance, dict):
+        keys = [k for k in error.validator_value if k not in instance]
+    elif error.validator == "additionalProperties" and isinstance(instance, dict):
+        keys = [k for k in instance if k not in error.schema.get("properties", {})]
+    else:
+        return {where}
+    return {f"{where}.{k}" if where else k for k in keys}
+
+
+def _within(name: str, field: str) -> bool:
+    return name == field or name.startswith((f"{field}.", f"{field}["))
+
+
+def assert_schema_points_at(validator: Draft202012Validator, msg: Any, field: str) -> None:
+    """The schema rejects ``msg`` with an error at ``field`` (or inside it), and its best
+    match (what ``validate()`` raises) is at ``field``, inside it, or on the object that holds
+    it: for a wrong msg_type binding the schema reports the payload's keys that do not fit,
+    with the missing ``field`` among its errors."""
+    errors = list(validator.iter_errors(msg))
+    assert errors, f"the schema accepts a message whose {field} is wrong"
+    named = set().union(*map(_named, errors))
+    assert any(_within(name, field) for name in named), (field, sorted(named))
+    best = best_match(errors)
+    assert best is not None
+    where = _dotted(best.absolute_path)
+    holder = field.rpartition(".")[0]
+    at_field = any(_within(name, field) for name in _named(best))
+    assert at_field or where == holder, (field, where, best.message)
+
+
 _REQ = _request
 _BC = _broadcast
 BAD_MESSAGES: list[tuple[str, Callable[[], m.MAILMessage], Callable[[Any], None], str]] = [
@@ -401,7 +516,7 @@ def test_bad_message_rejected(
     msg = copy.deepcopy(base())
     assert CORE.is_valid(msg)
     mutate(msg)
-    assert not CORE.is_valid(msg)
+    assert_schema_points_at(CORE, msg, field)
     with pytest.raises(InvalidMessageError) as info:
         m.validate_message(msg)
     assert info.value.field == field
@@ -453,7 +568,7 @@ def test_bad_interswarm_message_rejected(mutate: Callable[[Any], None], field: s
     msg = copy.deepcopy(_interswarm())
     assert INTERSWARM.is_valid(msg)
     mutate(msg)
-    assert not INTERSWARM.is_valid(msg)
+    assert_schema_points_at(INTERSWARM, msg, field)
     with pytest.raises(InvalidMessageError) as info:
         m.validate_interswarm_message(msg)
     assert info.value.field == field
