@@ -134,7 +134,8 @@ class PermissionDeniedError(AuthError):
 class AuthServiceError(MAILError):
     """The external auth service failed, timed out or answered nonsense.
 
-    Not the caller's fault (so not an :class:`AuthError`): the server answers 503.
+    Not the caller's fault (so not an :class:`AuthError`): the server answers 500 with a
+    fixed detail, as the original does (CONTRACT §1.2), and logs the cause.
     """
 
 
@@ -174,7 +175,7 @@ _HTTP_STATUS: dict[type[MAILError], int] = {
     AuthenticationError: 401,
     # The contract answers 401 for a wrong role, as the original does.
     PermissionDeniedError: 401,
-    AuthServiceError: 503,
+    AuthServiceError: 500,
     RemoteSwarmUnavailableError: 502,
     RemoteSwarmError: 502,
     StorageError: 503,

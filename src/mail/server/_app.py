@@ -47,13 +47,12 @@ __all__ = ["create_app", "run_server", "settle_gc"]
 
 logger = logging.getLogger("mail.server")
 
-# Inside the server, bad input is a plain 400 like the protocol's documented errors, and a
-# failing auth service the documented 500 (CONTRACT 1.2) with one of the two fixed details
-# RemoteAuth raises (the cause is in its log).
+# Inside the server, bad input is a plain 400 like the protocol's documented errors. A
+# failing auth service is the documented 500 (CONTRACT 1.2) of the status table, with one of
+# the two fixed details RemoteAuth raises (the cause is in its log).
 _SERVER_STATUS: dict[type[MAILError], int] = {
     InvalidMessageError: 400,
     SwarmDefinitionError: 400,
-    AuthServiceError: 500,
 }
 #: The body limit before the configuration is loaded (``create_app(None)``).
 _DEFAULT_BODY_LIMIT = 1_048_576
