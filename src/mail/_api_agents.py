@@ -100,6 +100,25 @@ class MAILAgent:
             self.exclude_tools,
         )
 
+    def to_template(self) -> MAILAgentTemplate:
+        """A template that builds this agent again (same factory, parameters and flags).
+
+        Raises :class:`SwarmDefinitionError` when a ``python::``/``url::`` reference of
+        its factory or parameters no longer resolves.
+        """
+        return MAILAgentTemplate(
+            self.name,
+            self.factory,
+            self.comm_targets,
+            self.actions,
+            self.agent_params,
+            self.enable_entrypoint,
+            self.enable_interswarm,
+            self.can_complete_tasks,
+            self.tool_format,
+            self.exclude_tools,
+        )
+
 
 class MAILAgentTemplate:
     """How to build an agent: a factory, its parameters, its actions and its flags.

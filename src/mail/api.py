@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from mail._api_actions import MAILAction, action
 from mail._api_agents import MAILAgent, MAILAgentTemplate
-from mail._api_swarm import MAILSwarm, MAILSwarmTemplate
+from mail._api_swarm import MAILSwarm
+from mail._api_template import MAILSwarmTemplate
 
 __all__ = [
     "MAILAction",

@@ -53,33 +53,43 @@ SEED_EXAMPLE = """
 
 
 @pytest.mark.parametrize("name", [s["name"] for s in load_swarms_json_file(SWARMS)])
-def test_every_shipped_swarm_loads(name: str) -> None:
+def test_every_shipped_swarm_loads_and_validates(name: str) -> None:
     template = MAILSwarmTemplate.from_swarm_json_file(name, SWARMS)
+    template.validate()  # what instantiate checks beyond the load
     assert template.entrypoint in template.agent_names
 
 
-def test_seed_example_loads_but_its_dangling_targets_are_reported(tmp_path: Path) -> None:
+def test_seed_example_loads_unchanged_and_its_dangling_targets_fail_at_instantiate(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "swarms.json"
     path.write_text(SEED_EXAMPLE)
-    # the seed abbreviates its file: the supervisor names weather and math, which it omits
-    with pytest.raises(SwarmDefinitionError) as info:
-        MAILSwarmTemplate.from_swarm_json_file("example", path)
-    assert (info.value.swarm, info.value.agent, info.value.field) == (
-        "example",
-        "supervisor",
-        "comm_targets",
-    )
-    # with the agents it refers to, the same definition loads unchanged
-    data = json.loads(SEED_EXAMPLE)
-    shipped = {s["name"]: s for s in json.loads(SWARMS.read_text())}["example"]
-    data[0]["agents"] += [a for a in shipped["agents"] if a["name"] != "supervisor"]
-    data[0]["action_imports"] = shipped["action_imports"]
-    template = MAILSwarmTemplate.from_swarms_json(data[0])
+    # the seed abbreviates its file: the supervisor names weather and math, which it omits;
+    # the file still loads (the issue: validation happens when a swarm is instantiated)
+    template = MAILSwarmTemplate.from_swarm_json_file("example", path)
+    assert template.agents[0].comm_targets == ["weather", "math"]
     assert (
         template.agents[0].agent_params["system"]
         == "python::mail.examples.supervisor.prompts:SYSPROMPT"
     )
     assert template.agents[0].tool_format == "completions"
+    assert template.enable_db_agent_histories is True
+    for check in (template.validate, lambda: template.instantiate({"user_token": "k"})):
+        with pytest.raises(SwarmDefinitionError, match="'weather' is not an agent") as info:
+            check()
+        assert (info.value.swarm, info.value.agent, info.value.field) == (
+            "example",
+            "supervisor",
+            "comm_targets",
+        )
+    # with the agents it refers to, the same definition instantiates
+    data = json.loads(SEED_EXAMPLE)
+    shipped = {s["name"]: s for s in json.loads(SWARMS.read_text())}["example"]
+    data[0]["agents"] += [a for a in shipped["agents"] if a["name"] != "supervisor"]
+    data[0]["action_imports"] = shipped["action_imports"]
+    complete = MAILSwarmTemplate.from_swarms_json(data[0])
+    complete.validate()
+    assert complete.agent_names == ["supervisor", "weather", "math"]
 
 
 def test_schema_accepts_the_shipped_file_and_the_seed_example() -> None:

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import copy
+import io
 import json
+import re
 import socket
 import threading
+import time
+import urllib.request
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -16,6 +20,7 @@ import pytest
 from mail.api import MAILSwarmTemplate
 from mail.errors import SwarmDefinitionError
 from mail.swarms_json import load_swarms_json, parse_swarm
+from mail.swarms_json._fetch import FetchError, _CheckedRedirects, schemes_for
 from mail.utils.parsing import ReferencePolicy, read_url_string
 
 FACTORY = "python::mail.testing:scripted_agent"
@@ -105,30 +110,10 @@ def test_swarm_level_tool_format_is_the_agents_default() -> None:
     assert {a["tool_format"] for a in parsed["agents"]} == {"completions"}
 
 
+# Checked when a swarm is loaded: fields, types, references (python::, url::, action and
+# tool names) and unique agent names.
 BROKEN: list[tuple[str, Any, str | None, str | None, str]] = [
     ("missing entrypoint", without(swarm(), "entrypoint"), None, "entrypoint", "is required"),
-    ("unknown entrypoint", swarm(entrypoint="boss"), None, "entrypoint", "is not an agent"),
-    (
-        "entrypoint not enabled",
-        with_agent(0, enable_entrypoint=False),
-        "supervisor",
-        "enable_entrypoint",
-        "enable_entrypoint: true",
-    ),
-    (
-        "unknown comm target",
-        with_agent(0, comm_targets=["wroker"]),
-        "supervisor",
-        "comm_targets",
-        "Did you mean 'worker'",
-    ),
-    (
-        "remote target without interswarm",
-        with_agent(0, comm_targets=["worker", "x@other"]),
-        "supervisor",
-        "comm_targets",
-        "does not enable interswarm",
-    ),
     (
         "unknown action",
         with_agent(1, actions=["lokup"]),
@@ -171,6 +156,13 @@ BROKEN: list[tuple[str, Any, str | None, str | None, str]] = [
         "comm_targets",
         "must be a list",
     ),
+    (
+        "malformed comm target",
+        with_agent(0, comm_targets=["worker@"]),
+        "supervisor",
+        "comm_targets",
+        "worker@",
+    ),
     ("public not a bool", swarm(public="yes"), None, "public", "must be true or false"),
     ("bad tool_format", with_agent(1, tool_format="chat"), "worker", "tool_format", "completions"),
     (
@@ -179,13 +171,6 @@ BROKEN: list[tuple[str, Any, str | None, str | None, str]] = [
         "worker",
         "comm_target",
         "Did you mean 'comm_targets'",
-    ),
-    (
-        "no agent completes tasks",
-        with_agent(0, can_complete_tasks=False),
-        None,
-        "can_complete_tasks",
-        "at least one",
     ),
     (
         "duplicate agents",
@@ -225,21 +210,77 @@ BROKEN: list[tuple[str, Any, str | None, str | None, str]] = [
     ("version missing", without(swarm(), "version"), None, "version", "is required"),
 ]
 
+# Checked when a swarm is instantiated: whether its agents reach each other.
+UNWIRED: list[tuple[str, Any, str | None, str | None, str]] = [
+    ("unknown entrypoint", swarm(entrypoint="boss"), None, "entrypoint", "is not an agent"),
+    (
+        "entrypoint not enabled",
+        with_agent(0, enable_entrypoint=False),
+        "supervisor",
+        "enable_entrypoint",
+        "enable_entrypoint: true",
+    ),
+    (
+        "unknown comm target",
+        with_agent(0, comm_targets=["wroker"]),
+        "supervisor",
+        "comm_targets",
+        "Did you mean 'worker'",
+    ),
+    (
+        "remote target without interswarm",
+        with_agent(0, comm_targets=["worker", "x@other"]),
+        "supervisor",
+        "comm_targets",
+        "does not enable interswarm",
+    ),
+    (
+        "no agent completes tasks",
+        with_agent(0, can_complete_tasks=False),
+        None,
+        "can_complete_tasks",
+        "at least one",
+    ),
+]
+
+
+def assert_located(error: SwarmDefinitionError, agent: str | None, field: str | None) -> None:
+    assert error.swarm == "demo"
+    assert error.agent == agent
+    assert error.field == field
+    assert "swarm 'demo'" in str(error)
+
 
 @pytest.mark.parametrize(
     ("case", "data", "agent", "field", "text"), BROKEN, ids=[c[0] for c in BROKEN]
 )
-def test_broken_swarms_name_swarm_agent_and_field(
+def test_broken_swarms_fail_to_load_naming_swarm_agent_and_field(
     case: str, data: Any, agent: str | None, field: str | None, text: str
 ) -> None:
-    with pytest.raises(SwarmDefinitionError) as info:
+    with pytest.raises(SwarmDefinitionError, match=re.escape(text)) as info:
         MAILSwarmTemplate.from_swarms_json(data)
-    error = info.value
-    assert error.swarm == "demo", case
-    assert error.agent == agent, case
-    assert error.field == field, case
-    assert text in str(error), case
-    assert "swarm 'demo'" in str(error)
+    assert_located(info.value, agent, field)
+
+
+@pytest.mark.parametrize(
+    ("case", "data", "agent", "field", "text"), UNWIRED, ids=[c[0] for c in UNWIRED]
+)
+def test_unwired_swarms_load_and_fail_to_instantiate_naming_swarm_agent_and_field(
+    case: str, data: Any, agent: str | None, field: str | None, text: str
+) -> None:
+    template = MAILSwarmTemplate.from_swarms_json(data)
+    with pytest.raises(SwarmDefinitionError, match=re.escape(text)) as info:
+        template.instantiate({})
+    assert_located(info.value, agent, field)
+    with pytest.raises(SwarmDefinitionError, match=re.escape(text)):
+        template.validate()
+
+
+def test_an_unwired_template_can_be_fixed_before_it_is_instantiated() -> None:
+    template = MAILSwarmTemplate.from_swarms_json(with_agent(0, comm_targets=["wroker"]))
+    template.update_from_adjacency_matrix([[0, 1], [1, 0]])
+    assert template.agents[0].comm_targets == ["worker"]
+    assert template.instantiate({}).agent_names == ["supervisor", "worker"]
 
 
 def test_file_level_errors(tmp_path: Path) -> None:
@@ -276,7 +317,18 @@ def test_restricted_policy_blocks_imports_and_fetches() -> None:
 
 
 class _Handler(BaseHTTPRequestHandler):
+    stop = threading.Event()  # set when the test's server shuts down
+
     def do_GET(self) -> None:
+        if self.path.startswith("/to/"):  # /to/<url>: a redirect to <url>
+            self.send_response(302)
+            self.send_header("Location", self.path.removeprefix("/to/"))
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        if self.path.startswith("/trickle/"):  # /trickle/<n>.json: n bytes, slowly
+            self._trickle(int(self.path.removeprefix("/trickle/").removesuffix(".json")))
+            return
         if self.path == "/prompt.json":
             body = json.dumps({"prompt": "be brief"}).encode()
         elif self.path == "/big.json":
@@ -289,6 +341,23 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def _trickle(self, size: int) -> None:
+        # a valid JSON document, one byte every 20 ms: each read gets data long before a
+        # per-read timeout, so only a deadline on the whole fetch stops it
+        body = b" " * (size - 2) + b"{}"
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        try:
+            for byte in body:
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+                if self.stop.wait(0.02):
+                    return
+        except OSError:  # the client gave up
+            return
+
     def log_message(self, *_args: Any) -> None:
         pass
 
@@ -296,11 +365,14 @@ class _Handler(BaseHTTPRequestHandler):
 @pytest.fixture
 def http_url() -> Iterator[str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    server.daemon_threads = True
+    _Handler.stop.clear()
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
+        _Handler.stop.set()
         server.shutdown()
         server.server_close()
 
@@ -339,3 +411,36 @@ def test_url_reference_refused_connection() -> None:
         read_url_string(
             f"url::http://127.0.0.1:{port}/p.json", ReferencePolicy(allow_http=True, timeout=2)
         )
+
+
+def test_url_reference_follows_redirects_to_allowed_schemes_only(http_url: str) -> None:
+    policy = ReferencePolicy(allow_http=True, timeout=5)
+    followed = read_url_string(f"url::{http_url}/to/{http_url}/prompt.json", policy)
+    assert json.loads(followed) == {"prompt": "be brief"}
+    # urllib itself would follow a redirect to ftp:// (it refuses file:// on its own)
+    with pytest.raises(SwarmDefinitionError, match=r"redirected \(302\) to 'ftp:") as info:
+        read_url_string(f"url::{http_url}/to/ftp://127.0.0.1:1/p.json", policy)
+    assert "only https:// and http:// URLs are allowed" in str(info.value)
+    with pytest.raises(SwarmDefinitionError, match="file:///etc/hostname' is not allowed"):
+        read_url_string(f"url::{http_url}/to/file:///etc/hostname", policy)
+    # the same check guards https-only policies: an https page redirected to http:// (no
+    # TLS server here, so the redirect handler is called as urllib calls it)
+    handler = _CheckedRedirects(schemes_for(allow_http=False))
+    request = urllib.request.Request("https://example.invalid/p.json")
+    answer = io.BytesIO(b"")
+    with pytest.raises(FetchError, match="only https:// URLs are allowed"):
+        handler.redirect_request(request, answer, 301, "Moved", {}, "http://example.invalid/")
+    assert answer.closed
+    assert handler.redirect_request(request, io.BytesIO(), 301, "Moved", {}, "https://x.test/")
+
+
+def test_url_reference_deadline_covers_the_whole_fetch(http_url: str) -> None:
+    # Regression: the timeout applied to each socket read, so a server sending a byte now
+    # and then kept a fetch going for as long as it liked.
+    policy = ReferencePolicy(allow_http=True, timeout=0.5)
+    started = time.monotonic()
+    with pytest.raises(SwarmDefinitionError, match=r"no complete answer within 0.5 s"):
+        read_url_string(f"url::{http_url}/trickle/500.json", policy)
+    assert time.monotonic() - started < 3.0  # the whole body would take 10 s
+    patient = ReferencePolicy(allow_http=True, timeout=10)
+    assert json.loads(read_url_string(f"url::{http_url}/trickle/10.json", patient)) == {}

@@ -76,6 +76,9 @@ AGENT_CLASSES = [
 ]
 
 
+EXAMPLE_KINDS = ["weather", "math", "consultant", "analyst"]
+
+
 def load(reference: str) -> Any:
     module, _, attribute = reference.removeprefix("python::").partition(":")
     return getattr(importlib.import_module(module), attribute)
@@ -119,6 +122,10 @@ def test_public_names() -> None:
         "analyst_agent_params",
         "EXAMPLE_AGENTS",
         "example_agent_template_args",
+        "factory_weather_dummy",
+        "factory_math_dummy",
+        "factory_consultant_dummy",
+        "factory_analyst_dummy",
     }
     from mail.examples import offline
 
@@ -213,6 +220,36 @@ def test_llm_agents_default_to_the_example_model_and_prompt() -> None:
             name="a", comm_targets=["b"], tools=[], llm="openai/gpt-4o", system="Be brief."
         )
         assert (custom.llm, custom.system) == ("openai/gpt-4o", "Be brief.")
+
+
+@needs_factories
+@pytest.mark.parametrize(("kind", "agent"), list(zip(EXAMPLE_KINDS, AGENT_CLASSES, strict=True)))
+def test_deprecated_factories_warn_and_build_the_agent_classes(
+    kind: str, agent: tuple[str, str]
+) -> None:
+    factory = getattr(mail.examples, f"factory_{kind}_dummy")
+    assert factory is load(f"mail.examples.{kind}_dummy.agent:factory_{kind}_dummy")
+    assert factory.__name__ == f"factory_{kind}_dummy"
+    cls = load(agent[0])
+    with pytest.warns(DeprecationWarning, match=f"factory_{kind}_dummy is deprecated"):
+        built = factory(["supervisor"], [], "user-key")
+    assert type(built) is cls
+    assert (built.name, built.comm_targets, built.user_token) == (kind, ["supervisor"], "user-key")
+    assert (built.llm, built.system) == (
+        "openai/gpt-5-mini",
+        cls(name="x", comm_targets=["y"], tools=[]).system,
+    )
+    with pytest.warns(DeprecationWarning):
+        custom = factory(["a"], [], llm="openai/gpt-4o", system="Be brief.", name="mine")
+    assert (custom.name, custom.llm, custom.system) == ("mine", "openai/gpt-4o", "Be brief.")
+    with pytest.raises(AttributeError, match="no attribute 'factory_poet_dummy'"):
+        _ = mail.examples.factory_poet_dummy
+
+
+def test_importing_the_examples_package_leaves_the_factories_unloaded() -> None:
+    code = "import sys, mail.examples\nprint('mail.factories' in sys.modules)\n"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 def test_offline_swarm_definition_is_valid_swarms_json() -> None:

@@ -185,3 +185,22 @@ async def test_forced_tool_choice_is_shaped_for_responses(
     await agent([user_turn("hi")], {"type": "function", "function": {"name": "send_response"}})
 
     assert llm.requests[0].json["tool_choice"] == {"type": "function", "name": "send_response"}
+
+
+async def test_a_thinking_budget_alone_turns_reasoning_on(
+    llm: StubLLMServer, make_agent: Any, user_turn: Any
+) -> None:
+    # Regression: without reasoning_effort, a Responses agent sent no reasoning settings
+    # at all, while a completions agent with the same parameters sends its thinking budget.
+    llm.script([("help", {})], [("help", {})])
+    budget_only = make_agent(thinking_budget=3000)
+    plain = make_agent()
+
+    await budget_only([user_turn("hi")])
+    await plain([user_turn("hi")])
+
+    thinking, off = (r.json for r in llm.requests)
+    assert thinking["reasoning"] == {"effort": "medium", "summary": "auto"}
+    assert thinking["max_output_tokens"] == 7000  # budget + 4000, as for completions
+    assert "reasoning" not in off
+    assert "max_output_tokens" not in off

@@ -14,7 +14,9 @@ The modules below are the ``python::`` paths that swarms.json files refer to:
 - :mod:`mail.examples.offline` -- scripted agents that answer weather and arithmetic
   questions without an LLM (``agents:OfflineSupervisorFunction``, ...)
 
-The ``*_agent_params`` dicts are ready-made ``agent_params`` for the LLM agents, and
+The ``*_agent_params`` dicts are ready-made ``agent_params`` for the LLM agents (and
+``factory_{weather,math,consultant,analyst}_dummy`` the original's deprecated functions
+that build them, loaded on first use), and
 :func:`example_agent_template_args` gives ``MAILAgentTemplate.from_example`` what it
 needs to build one of them (``supervisor``, ``weather``, ``math``, ``consultant``,
 ``analyst``). Importing
@@ -22,6 +24,9 @@ this package (or any example module) does not import LiteLLM.
 """
 
 from __future__ import annotations
+
+import importlib
+from typing import Any
 
 from mail.examples._params import EXAMPLE_AGENTS, agent_params, example_agent_template_args
 
@@ -33,7 +38,26 @@ __all__ = [
     "analyst_agent_params",
     "EXAMPLE_AGENTS",
     "example_agent_template_args",
+    "factory_weather_dummy",
+    "factory_math_dummy",
+    "factory_consultant_dummy",
+    "factory_analyst_dummy",
 ]
+
+# name -> module: the deprecated factories load the agent classes (mail.factories) only
+# when asked for, so importing this package stays light
+_DEPRECATED = {
+    f"factory_{kind}_dummy": f"mail.examples.{kind}_dummy.agent"
+    for kind in ("weather", "math", "consultant", "analyst")
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _DEPRECATED.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
 
 #: ``agent_params`` of the example supervisor.
 supervisor_agent_params = agent_params("supervisor")

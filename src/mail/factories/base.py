@@ -185,7 +185,9 @@ class LiteLLMAgentFunction(MAILAgentFunction):
       (``api_base``/``api_key`` or the provider's environment variables).
     - ``reasoning_effort`` (minimal/low/medium/high) and ``thinking_budget``: enable
       thinking (``budget_tokens`` defaults per effort: 2000/4000/8000/16000);
-      ``max_tokens`` then defaults to the budget + 4000.
+      ``max_tokens`` then defaults to the budget + 4000. The Responses API has no
+      budget: it gets ``reasoning={"effort": reasoning_effort or "medium", "summary":
+      "auto"}``.
     - ``stream_tokens``: stream the answer (deltas logged at DEBUG on
       ``mail.factories.base`` while ``print_llm_streams``).
     - ``default_tool_choice``: overrides the runtime's ``tool_choice``.
@@ -383,8 +385,8 @@ class LiteLLMAgentFunction(MAILAgentFunction):
             request["instructions"] = instructions
         if self.max_tokens is not None:
             request["max_output_tokens"] = self.max_tokens
-        if self.reasoning_effort is not None:
-            request["reasoning"] = {"effort": self.reasoning_effort, "summary": "auto"}
+        if self.thinking is not None:  # as for completions: an effort or a budget turns it on
+            request["reasoning"] = {"effort": self.reasoning_effort or "medium", "summary": "auto"}
         if self.stream_tokens:
             request["stream"] = True
 

@@ -6,6 +6,8 @@ from mail.swarms_json.types import SwarmsJSONAction, SwarmsJSONAgent, SwarmsJSON
 from mail.swarms_json.utils import (
     AgentShape,
     check_swarm,
+    check_swarm_structure,
+    check_swarm_wiring,
     did_you_mean,
     find_swarm,
     load_swarms_json,
@@ -21,6 +23,8 @@ __all__ = [
     "SwarmsJSONAgent",
     "SwarmsJSONSwarm",
     "check_swarm",
+    "check_swarm_structure",
+    "check_swarm_wiring",
     "did_you_mean",
     "find_swarm",
     "load_swarms_json",

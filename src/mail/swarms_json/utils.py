@@ -1,9 +1,12 @@
 """Loading and checking ``swarms.json``.
 
 A file is a JSON array of swarm objects. :func:`parse_swarm` checks one object's fields and
-types and fills in defaults; :func:`check_swarm` checks what the fields mean together
-(entrypoint, communication targets, actions, tool names). Every error is a
-:class:`~mail.errors.SwarmDefinitionError` naming the swarm, the agent and the field.
+types and fills in defaults. What the fields mean together is checked in two steps:
+:func:`check_swarm_structure` when a swarm is loaded (unique names, well-formed addresses,
+actions, tool names) and :func:`check_swarm_wiring` when it is instantiated (entrypoint,
+communication targets, an agent that completes tasks), so a file may name agents it does
+not define until it is run. Every error is a :class:`~mail.errors.SwarmDefinitionError`
+naming the swarm, the agent and the field.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from mail.swarms_json.types import SwarmsJSONAction, SwarmsJSONAgent, SwarmsJSON
 __all__ = [
     "AgentShape",
     "check_swarm",
+    "check_swarm_structure",
+    "check_swarm_wiring",
     "did_you_mean",
     "find_swarm",
     "load_swarms_json",
@@ -230,13 +235,36 @@ def check_swarm(
     breakpoint_tools: Iterable[str] = (),
     exclude_tools: Iterable[str] = (),
 ) -> None:
-    """Check that a swarm's parts fit together.
+    """Check a whole swarm: :func:`check_swarm_structure`, then :func:`check_swarm_wiring`.
 
-    Names non-empty and unique; at least one agent; the entrypoint exists and has
-    ``enable_entrypoint``; at least one agent can complete tasks; communication targets
-    name agents of the swarm (``agent@swarm`` only when the swarm enables interswarm);
-    agents' actions exist; breakpoint tools are MAIL tools or actions; excluded tools are
-    MAIL tools. Raises :class:`SwarmDefinitionError` naming the swarm, agent and field.
+    Raises :class:`SwarmDefinitionError` naming the swarm, agent and field.
+    """
+    check_swarm_structure(
+        name=name,
+        agents=agents,
+        action_names=action_names,
+        breakpoint_tools=breakpoint_tools,
+        exclude_tools=exclude_tools,
+    )
+    check_swarm_wiring(
+        name=name, agents=agents, entrypoint=entrypoint, enable_interswarm=enable_interswarm
+    )
+
+
+def check_swarm_structure(
+    *,
+    name: str,
+    agents: Sequence[AgentShape],
+    action_names: Iterable[str],
+    breakpoint_tools: Iterable[str] = (),
+    exclude_tools: Iterable[str] = (),
+) -> None:
+    """Check what a swarm definition says on its own (checked when it is loaded).
+
+    Names non-empty and unique; at least one agent; communication targets well-formed
+    addresses; agents' actions exist; breakpoint tools are MAIL tools or actions; excluded
+    tools are MAIL tools. Raises :class:`SwarmDefinitionError` naming the swarm, agent
+    and field.
     """
     if not name or not name.strip():
         raise SwarmDefinitionError("must not be empty", field="name")
@@ -248,8 +276,41 @@ def check_swarm(
         raise SwarmDefinitionError(
             f"agent names must be unique: {', '.join(duplicates)}", swarm=name, field="agents"
         )
-    by_name = {a.name: a for a in agents}
     actions = set(action_names)
+    for agent in agents:
+        _check_agent(name, agent, actions)
+    tools = set(MAIL_TOOL_NAMES)
+    for tool in breakpoint_tools:
+        if tool not in tools and tool not in actions:
+            raise SwarmDefinitionError(
+                f"'{tool}' is neither a MAIL tool nor an action.{did_you_mean(tool, tools | actions)}",
+                swarm=name,
+                field="breakpoint_tools",
+            )
+    for tool in exclude_tools:
+        if tool not in tools:
+            raise SwarmDefinitionError(
+                f"'{tool}' is not a MAIL tool.{did_you_mean(tool, tools)}",
+                swarm=name,
+                field="exclude_tools",
+            )
+
+
+def check_swarm_wiring(
+    *,
+    name: str,
+    agents: Sequence[AgentShape],
+    entrypoint: str,
+    enable_interswarm: bool,
+) -> None:
+    """Check that a swarm's agents reach each other (checked when it is instantiated).
+
+    The entrypoint exists and has ``enable_entrypoint``; at least one agent can complete
+    tasks; communication targets name agents of the swarm, or ``agent@swarm`` when the
+    swarm enables interswarm. Raises :class:`SwarmDefinitionError` naming the swarm,
+    agent and field.
+    """
+    by_name = {a.name: a for a in agents}
     if entrypoint not in by_name:
         raise SwarmDefinitionError(
             f"entrypoint '{entrypoint}' is not an agent of this swarm.{did_you_mean(entrypoint, by_name)}",
@@ -270,54 +331,40 @@ def check_swarm(
             field="can_complete_tasks",
         )
     for agent in agents:
-        _check_agent(name, agent, by_name, actions, enable_interswarm)
-    tools = set(MAIL_TOOL_NAMES)
-    for tool in breakpoint_tools:
-        if tool not in tools and tool not in actions:
-            raise SwarmDefinitionError(
-                f"'{tool}' is neither a MAIL tool nor an action.{did_you_mean(tool, tools | actions)}",
-                swarm=name,
-                field="breakpoint_tools",
-            )
-    for tool in exclude_tools:
-        if tool not in tools:
-            raise SwarmDefinitionError(
-                f"'{tool}' is not a MAIL tool.{did_you_mean(tool, tools)}",
-                swarm=name,
-                field="exclude_tools",
-            )
+        for target in agent.comm_targets:
+            _check_target(name, agent.name, target, by_name, enable_interswarm)
 
 
-def _check_agent(
-    swarm: str,
-    agent: AgentShape,
-    by_name: Mapping[str, AgentShape],
-    actions: set[str],
-    interswarm: bool,
+def _check_target(
+    swarm: str, agent: str, target: str, by_name: Mapping[str, AgentShape], interswarm: bool
 ) -> None:
+    target_name, target_swarm = parse_agent_address(target)  # well-formed: checked at load
+    if target_swarm is not None and target_swarm != swarm:
+        if not interswarm:
+            raise SwarmDefinitionError(
+                f"'{target}' is in another swarm, but this swarm does not enable interswarm",
+                swarm=swarm,
+                agent=agent,
+                field="comm_targets",
+            )
+        return
+    if target_name not in by_name:
+        raise SwarmDefinitionError(
+            f"'{target}' is not an agent of this swarm.{did_you_mean(target_name, by_name)}",
+            swarm=swarm,
+            agent=agent,
+            field="comm_targets",
+        )
+
+
+def _check_agent(swarm: str, agent: AgentShape, actions: set[str]) -> None:
     for target in agent.comm_targets:
         try:
-            target_name, target_swarm = parse_agent_address(target)
+            parse_agent_address(target)
         except InvalidMessageError as e:
             raise SwarmDefinitionError(
                 str(e), swarm=swarm, agent=agent.name, field="comm_targets"
             ) from e
-        if target_swarm is not None and target_swarm != swarm:
-            if not interswarm:
-                raise SwarmDefinitionError(
-                    f"'{target}' is in another swarm, but this swarm does not enable interswarm",
-                    swarm=swarm,
-                    agent=agent.name,
-                    field="comm_targets",
-                )
-            continue
-        if target_name not in by_name:
-            raise SwarmDefinitionError(
-                f"'{target}' is not an agent of this swarm.{did_you_mean(target_name, by_name)}",
-                swarm=swarm,
-                agent=agent.name,
-                field="comm_targets",
-            )
     for action in agent.actions:
         if action not in actions:
             raise SwarmDefinitionError(

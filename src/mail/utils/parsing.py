@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,28 +93,23 @@ def read_python_string(string: str, policy: ReferencePolicy = DEFAULT_POLICY) ->
 def read_url_string(string: str, policy: ReferencePolicy = DEFAULT_POLICY) -> str:
     """Fetch ``url::URL`` and return the JSON document it serves, re-encoded as a string.
 
-    Raises :class:`SwarmDefinitionError` when fetching is not allowed, the scheme is not
-    allowed, the fetch fails or times out, the body exceeds ``policy.max_bytes``, or the
-    body is not JSON. Nothing is silently kept.
+    The scheme is checked on the URL and on every redirect (https only unless
+    ``policy.allow_http``), and ``policy.timeout`` bounds the whole fetch, not each read
+    (see :mod:`mail.swarms_json._fetch`). Raises :class:`SwarmDefinitionError` when
+    fetching is not allowed, a scheme is not allowed, the fetch fails or times out, the
+    body exceeds ``policy.max_bytes``, or the body is not JSON. Nothing is silently kept.
     """
+    from mail.swarms_json._fetch import FetchError, fetch  # noqa: PLC0415  # only url:: needs it
+
     url = string.removeprefix(URL_PREFIX)
     if not policy.allow_url:
         raise SwarmDefinitionError(f"reference {string!r}: url:: references are not allowed here")
-    schemes = ("https://", "http://") if policy.allow_http else ("https://",)
-    if not url.startswith(schemes):
-        raise SwarmDefinitionError(
-            f"reference {string!r}: only {' and '.join(schemes)} URLs are allowed"
-        )
-    request = urllib.request.Request(url, headers={"Accept": "application/json"})  # noqa: S310  # scheme checked above
     try:
-        with urllib.request.urlopen(request, timeout=policy.timeout) as response:  # noqa: S310  # scheme checked above
-            body = response.read(policy.max_bytes + 1)
-    except (urllib.error.URLError, TimeoutError, OSError) as e:
-        raise SwarmDefinitionError(f"reference {string!r}: fetch failed: {e}") from e
-    if len(body) > policy.max_bytes:
-        raise SwarmDefinitionError(
-            f"reference {string!r}: response is larger than {policy.max_bytes} bytes"
+        body = fetch(
+            url, allow_http=policy.allow_http, timeout=policy.timeout, max_bytes=policy.max_bytes
         )
+    except FetchError as e:
+        raise SwarmDefinitionError(f"reference {string!r}: {e}") from e
     try:
         return json.dumps(json.loads(body))
     except ValueError as e:

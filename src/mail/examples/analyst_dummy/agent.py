@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from mail.examples._deprecated import deprecated_factory
 from mail.examples._params import DEFAULT_LLM
 from mail.examples.analyst_dummy.prompts import SYSPROMPT
 from mail.factories.base import LiteLLMAgentFunction
 
-__all__ = ["LiteLLMAnalystFunction"]
+__all__ = ["LiteLLMAnalystFunction", "factory_analyst_dummy"]
 
 
 class LiteLLMAnalystFunction(LiteLLMAgentFunction):
@@ -36,3 +37,9 @@ class LiteLLMAnalystFunction(LiteLLMAgentFunction):
         super().__init__(
             name=name, comm_targets=comm_targets, tools=tools, llm=llm, system=system, **kwargs
         )
+
+
+#: Deprecated (the original's function): builds a :class:`LiteLLMAnalystFunction`.
+factory_analyst_dummy = deprecated_factory(
+    LiteLLMAnalystFunction, "factory_analyst_dummy", "analyst"
+)

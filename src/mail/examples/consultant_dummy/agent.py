@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from mail.examples._deprecated import deprecated_factory
 from mail.examples._params import DEFAULT_LLM
 from mail.examples.consultant_dummy.prompts import SYSPROMPT
 from mail.factories.base import LiteLLMAgentFunction
 
-__all__ = ["LiteLLMConsultantFunction"]
+__all__ = ["LiteLLMConsultantFunction", "factory_consultant_dummy"]
 
 
 class LiteLLMConsultantFunction(LiteLLMAgentFunction):
@@ -36,3 +37,9 @@ class LiteLLMConsultantFunction(LiteLLMAgentFunction):
         super().__init__(
             name=name, comm_targets=comm_targets, tools=tools, llm=llm, system=system, **kwargs
         )
+
+
+#: Deprecated (the original's function): builds a :class:`LiteLLMConsultantFunction`.
+factory_consultant_dummy = deprecated_factory(
+    LiteLLMConsultantFunction, "factory_consultant_dummy", "consultant"
+)

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from mail.examples._deprecated import deprecated_factory
 from mail.examples._params import DEFAULT_LLM
 from mail.examples.math_dummy.prompts import SYSPROMPT
 from mail.factories.base import LiteLLMAgentFunction
 
-__all__ = ["LiteLLMMathFunction"]
+__all__ = ["LiteLLMMathFunction", "factory_math_dummy"]
 
 
 class LiteLLMMathFunction(LiteLLMAgentFunction):
@@ -36,3 +37,7 @@ class LiteLLMMathFunction(LiteLLMAgentFunction):
         super().__init__(
             name=name, comm_targets=comm_targets, tools=tools, llm=llm, system=system, **kwargs
         )
+
+
+#: Deprecated (the original's function): builds a :class:`LiteLLMMathFunction`.
+factory_math_dummy = deprecated_factory(LiteLLMMathFunction, "factory_math_dummy", "math")

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from mail.examples._deprecated import deprecated_factory
 from mail.examples._params import DEFAULT_LLM
 from mail.examples.weather_dummy.prompts import SYSPROMPT
 from mail.factories.action import LiteLLMActionAgentFunction
 
-__all__ = ["LiteLLMWeatherFunction"]
+__all__ = ["LiteLLMWeatherFunction", "factory_weather_dummy"]
 
 
 class LiteLLMWeatherFunction(LiteLLMActionAgentFunction):
@@ -36,3 +37,9 @@ class LiteLLMWeatherFunction(LiteLLMActionAgentFunction):
         super().__init__(
             name=name, comm_targets=comm_targets, tools=tools, llm=llm, system=system, **kwargs
         )
+
+
+#: Deprecated (the original's function): builds a :class:`LiteLLMWeatherFunction`.
+factory_weather_dummy = deprecated_factory(
+    LiteLLMWeatherFunction, "factory_weather_dummy", "weather"
+)
