@@ -55,7 +55,6 @@ class OwnedFederation:
         registry: object | None,
         description: str,
         keywords: Sequence[str],
-        version: str,
         env: Mapping[str, str] | None,
     ) -> OwnedFederation:
         """A router over ``registry``, or over a new registry of ``swarm`` at ``base_url``
@@ -71,7 +70,7 @@ class OwnedFederation:
                 registry_file,
                 local_swarm_description=description,
                 local_swarm_keywords=keywords,
-                local_version=version,
+                local_version=PROTOCOL_VERSION,  # peers read the protocol's (CONTRACT 8.5)
                 env=env,
                 session=session,
             )

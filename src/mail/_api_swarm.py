@@ -159,7 +159,6 @@ class MAILSwarm:
                 registry=swarm_registry,
                 description=description,
                 keywords=self.keywords,
-                version=version,
                 env=env,
             )
             router, swarm_registry = self._federation.router, self._federation.registry

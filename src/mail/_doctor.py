@@ -140,7 +140,7 @@ def check_swarm(config: MAILConfig) -> Check:
 
     swarm = config.server.swarm
     try:
-        MAILSwarmTemplate.from_swarm_json_file(swarm.name, swarm.source)
+        MAILSwarmTemplate.from_swarm_json_file(swarm.name, swarm.source).validate()
     except (MAILError, OSError, ValueError, ImportError) as e:
         return Check(
             "swarm",

@@ -200,6 +200,18 @@ def test_unknown_swarm_fails(tmp_path: Path) -> None:
     assert "fix: set [server.swarm] name/source" in out
 
 
+def test_swarm_with_broken_wiring_fails(tmp_path: Path) -> None:
+    """The swarm loads, but cannot be instantiated: an agent names an unknown comm target."""
+    swarms = json.loads(SWARMS.read_text(encoding="utf-8"))
+    [offline] = [s for s in swarms if s["name"] == "offline"]
+    offline["agents"][0]["comm_targets"] = ["nobody"]
+    source = tmp_path / "swarms.json"
+    source.write_text(json.dumps([offline]), encoding="utf-8")
+    [swarm] = _named(run_checks(str(_toml(tmp_path, "offline", source)), {}), "swarm")
+    assert swarm.status == "fail"
+    assert "nobody" in swarm.message
+
+
 def test_bad_swarms_path_fails(tmp_path: Path) -> None:
     config = _toml(tmp_path, "offline", tmp_path / "missing.json")
     [swarm] = _named(run_checks(str(config), {}), "swarm")

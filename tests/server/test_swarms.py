@@ -285,6 +285,21 @@ async def test_load_rejects_bad_definitions(shared_offline: Running, text: str) 
 
 
 @shared
+async def test_load_rejects_a_swarm_whose_wiring_is_broken(shared_offline: Running) -> None:
+    """Loading checks what instantiating would: a comm target no agent answers to."""
+    swarm = offline_swarm_object()
+    first = {**swarm["agents"][0], "comm_targets": ["nobody"]}
+    text = json.dumps({**swarm, "agents": [first, *swarm["agents"][1:]]})
+    response = await (await shared_offline.admin()).post("/swarms/load", json={"json": text})
+
+    assert response.status_code == 400
+    detail = response.json()["detail"]
+    assert detail.startswith("error loading swarm from JSON")
+    assert "nobody" in detail
+    assert shared_offline.state.template.name == "offline"
+
+
+@shared
 @pytest.mark.parametrize(
     "change",
     [

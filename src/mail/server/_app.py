@@ -258,6 +258,7 @@ def _start(
         template = MAILSwarmTemplate.from_swarm_json_file(
             swarm.name, swarm.source, config.server.settings.task_message_limit
         )
+        template.validate()  # the wiring too: a broken swarm fails the start, not a caller
     if authenticator is None:
         authenticator, banner = build_authenticator(config.auth)
         if banner:
@@ -334,6 +335,7 @@ def run_server(config: MAILConfig) -> None:
     template = MAILSwarmTemplate.from_swarm_json_file(
         server.swarm.name, server.swarm.source, server.settings.task_message_limit
     )
+    template.validate()  # its wiring too (entrypoint, comm targets, who completes tasks)
     options = uvicorn_options(config)
     if server.reload:
         # the worker builds its own app: it inherits this process's environment

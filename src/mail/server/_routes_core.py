@@ -211,6 +211,7 @@ async def load_swarm(request: Request, _caller: Caller = Depends(admin)) -> dict
         template = MAILSwarmTemplate.from_swarm_json(
             text, state.config.server.settings.task_message_limit, policy=policy
         )
+        template.validate()  # a swarm that cannot be instantiated is refused here
     except SwarmDefinitionError as e:
         raise SwarmDefinitionError(f"error loading swarm from JSON: {e}") from e
     state.template = template
