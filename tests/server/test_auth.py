@@ -347,7 +347,7 @@ async def test_remote_login_failure_is_a_service_error(
         AuthServiceError, match=r"^failed to authenticate user or agent with API key$"
     ) as caught:
         await auth.authenticate("key-user")
-    assert http_status_for(caught.value) == 503
+    assert http_status_for(caught.value) == 500  # the contract's status (CONTRACT §1.2)
     assert auth_service.calls["token_info"] == 0
 
 
@@ -667,7 +667,7 @@ async def test_gate_authentication_errors(headers: dict[str, str], detail: str) 
     assert response.json() == {"detail": detail, "error": "AuthenticationError"}
 
 
-async def test_gate_auth_service_failure_is_503(auth_service: FakeAuthService) -> None:
+async def test_gate_auth_service_failure_is_500(auth_service: FakeAuthService) -> None:
     auth_service.login_status = 502
     remote = RemoteAuth(auth_service.auth_endpoint, auth_service.token_info_endpoint)
     try:
@@ -676,7 +676,7 @@ async def test_gate_auth_service_failure_is_503(auth_service: FakeAuthService) -
     finally:
         await remote.aclose()
 
-    assert response.status_code == 503
+    assert response.status_code == 500  # the contract's status (CONTRACT §1.2)
     assert response.json()["error"] == "AuthServiceError"
 
 

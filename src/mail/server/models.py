@@ -65,7 +65,8 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         "content": _ERROR_CONTENT,
     },
     "5XX": {
-        "description": "Internal error (500), a peer or the auth service failed (502, 503, 504)",
+        "description": "Internal error or the auth service failed (500), a peer failed "
+        "(502, 504), the store failed (503)",
         "content": _ERROR_CONTENT,
     },
 }
