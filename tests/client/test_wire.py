@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import logging
 import socket
+import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +79,20 @@ async def test_post_message_stream_request(echo: Echo, connect: Connect) -> None
         "kwargs": {"breakpoint_tool_caller": "math"},
         "stream": True,
     }
+
+
+async def test_a_resumable_stream_names_its_task_with_a_time_ordered_uuid4(
+    echo: Echo, connect: Connect
+) -> None:
+    echo.answers["/message"] = (200, "text/event-stream", b"event: task_complete\ndata: {}\n\n")
+    before = time.time_ns() // 1_000_000
+    stream = await connect(echo.url).post_message_stream("hi", "Subj")
+    [_ async for _ in stream]
+    after = time.time_ns() // 1_000_000
+
+    task_id = uuid.UUID(sent_json(echo)["task_id"])
+    assert (task_id.version, task_id.variant) == (4, uuid.RFC_4122)
+    assert before <= task_id.int >> 80 <= after  # as the server's own task ids
 
 
 async def test_get_task_sends_the_query_parameter_and_the_json_body(

@@ -79,6 +79,11 @@ def test_server_defaults_match_the_contract() -> None:
     )
 
 
+def test_interswarm_backoff_below_the_interval_is_refused() -> None:
+    with pytest.raises(pydantic.ValidationError, match="health_max_backoff"):
+        InterswarmConfig(health_interval=60.0, health_max_backoff=30.0)
+
+
 def test_client_auth_database_defaults() -> None:
     assert ClientConfig() == ClientConfig(timeout=3600.0, verbose=False, url=None, api_key=None)
     auth = AuthConfig()

@@ -36,7 +36,9 @@ def test_uvicorn_gets_reload_and_the_server_settings(tmp_path: Path) -> None:
         overrides={"server": {"reload": True, "debug": True, "port": 9123, "access_log": False}},
     )
 
-    assert uvicorn_options(config) == {
+    options = uvicorn_options(config)
+    log_config = options.pop("log_config")
+    assert options == {
         "host": "127.0.0.1",
         "port": 9123,
         "reload": True,
@@ -45,6 +47,11 @@ def test_uvicorn_gets_reload_and_the_server_settings(tmp_path: Path) -> None:
         "timeout_graceful_shutdown": 10,
         "ws": "none",
     }
+    # the worker uvicorn spawns logs the mail loggers too (nothing else sets them up there)
+    mail_logger = log_config["loggers"]["mail"]
+    assert mail_logger["handlers"] == ["default"]
+    assert mail_logger["level"] in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}
+    assert mail_logger["propagate"] is False  # the root's handler, if any, would repeat it
 
 
 def test_the_worker_loads_the_parents_configuration(tmp_path: Path) -> None:

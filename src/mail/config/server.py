@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from pydantic import AliasChoices, Field, field_validator
+from pydantic import AliasChoices, Field, field_validator, model_validator
 
 from mail.config._base import DEFAULT_DATA_DIR, ConfigModel, http_url
 
@@ -75,6 +75,15 @@ class InterswarmConfig(ConfigModel):
     discovery_hosts: tuple[str, ...] = Field(
         default=("localhost", "127.0.0.1", "::1"), strict=False
     )
+
+    @model_validator(mode="after")
+    def _check_backoff(self) -> InterswarmConfig:
+        if self.health_max_backoff < self.health_interval:
+            raise ValueError(
+                f"health_max_backoff ({self.health_max_backoff}) must be at least "
+                f"health_interval ({self.health_interval})"
+            )
+        return self
 
     @field_validator("discovery_hosts")
     @classmethod

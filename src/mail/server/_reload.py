@@ -35,7 +35,7 @@ _SECRETS: dict[str, set[str]] = {"client": {"api_key"}, "database": {"url"}}
 def uvicorn_options(config: MAILConfig) -> dict[str, Any]:
     """The keyword arguments of ``uvicorn.run`` for ``config`` (``reload`` included)."""
     server = config.server
-    return {
+    options: dict[str, Any] = {
         "host": server.host,
         "port": server.port,
         "reload": server.reload,
@@ -44,6 +44,24 @@ def uvicorn_options(config: MAILConfig) -> dict[str, Any]:
         "timeout_graceful_shutdown": 10,
         "ws": "none",  # no WebSocket routes: skips importing a WebSocket protocol at start-up
     }
+    if server.reload:
+        options["log_config"] = worker_logging()
+    return options
+
+
+def worker_logging() -> dict[str, Any]:
+    """uvicorn's logging configuration plus the ``mail`` loggers, at this process's level
+    (``$MAIL_LOG_LEVEL``, which ``mail server`` applied): a reloading worker is a process
+    of uvicorn's, and only this configuration sets up its logging."""
+    import copy  # noqa: PLC0415
+    import logging  # noqa: PLC0415
+
+    from uvicorn.config import LOGGING_CONFIG  # noqa: PLC0415  # the server process only
+
+    level = logging.getLevelName(logging.getLogger("mail").getEffectiveLevel())
+    config = copy.deepcopy(LOGGING_CONFIG)
+    config["loggers"]["mail"] = {"handlers": ["default"], "level": level, "propagate": False}
+    return config
 
 
 def reload_environment(config: MAILConfig) -> dict[str, str]:
