@@ -21,9 +21,6 @@ from __future__ import annotations
 
 import json as jsonlib
 import logging
-import secrets
-import time
-import uuid
 from collections.abc import Mapping
 from http import HTTPStatus
 from types import TracebackType
@@ -34,7 +31,7 @@ import aiohttp
 
 from mail._client_config import default_api_key, load_client_config
 from mail._client_sse import ServerSentEvent
-from mail._client_stream import EventStream, transport_error
+from mail._client_stream import EventStream, new_task_id, transport_error
 from mail._client_types import (
     DumpResult,
     HealthInfo,
@@ -374,7 +371,7 @@ class MAILClient:
         unreachable server; iterating raises it when the stream breaks for good.
         """
         if task_id is None and resume:
-            task_id = _new_task_id()
+            task_id = new_task_id()
         payload = {
             "subject": subject,
             "body": body,
@@ -657,11 +654,3 @@ def _decode_json(response: aiohttp.ClientResponse, raw: bytes, path: str) -> Any
         raise MAILClientError(
             f"{response.method} {path}: invalid JSON: {e}", status=response.status
         ) from e
-
-
-def _new_task_id() -> str:
-    """A task id as the server makes them (``mail.core.message.new_task_id``, not imported:
-    the client loads no runtime): a version 4 uuid that starts with the time in
-    milliseconds, so the stores' indexes grow at their end."""
-    value = (time.time_ns() // 1_000_000 & 0xFFFF_FFFF_FFFF) << 80 | secrets.randbits(80)
-    return str(uuid.UUID(int=value, version=4))

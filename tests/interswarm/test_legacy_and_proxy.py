@@ -12,6 +12,7 @@ from tests.interswarm.conftest import Cluster, FakePeer, Node, agent_key, swarm,
 from tests.interswarm.test_federation import alpha_asking, answering, ask, beta_weather
 
 from mail.core.message import (
+    MAILMessage,
     create_agent_address,
     make_interswarm_message,
     make_request,
@@ -63,6 +64,18 @@ def bare_message(**metadata: Any) -> dict[str, Any]:
     return data
 
 
+def beta_answer(task_id: str, body: str) -> MAILMessage:
+    """weather@beta's answer to alpha's supervisor, as posted to /interswarm/response."""
+    return make_response(
+        task_id=task_id,
+        sender=create_agent_address("weather@beta"),
+        recipient=create_agent_address("supervisor@alpha"),
+        subject="Re",
+        body=body,
+        sender_swarm="beta",
+    )
+
+
 # --- outbound: a protocol 1.1 peer ---------------------------------------------------------------
 
 
@@ -107,14 +120,7 @@ async def test_a_peer_reporting_protocol_version_gets_forward_whatever_its_versi
         task_id = new_task_id()
         asking = asyncio.create_task(ask(a, "Lima", task_id=task_id))
         await within(peer.arrived.wait())
-        answer = make_response(
-            task_id=task_id,
-            sender=create_agent_address("weather@beta"),
-            recipient=create_agent_address("supervisor@alpha"),
-            subject="Re",
-            body="sunny",
-            sender_swarm="beta",
-        )
+        answer = beta_answer(task_id, "sunny")
         processed = await (await a.peer("beta")).post("/interswarm/response", json=answer)
         result = await within(asking)
 
@@ -332,14 +338,7 @@ async def test_an_answer_posted_to_interswarm_response_reaches_the_task(cluster:
         task_id = new_task_id()
         asking = asyncio.create_task(ask(a, "Rome", task_id=task_id))
         await within(peer.arrived.wait())
-        answer = make_response(
-            task_id=task_id,
-            sender=create_agent_address("weather@beta"),
-            recipient=create_agent_address("supervisor@alpha"),
-            subject="Re",
-            body="rainy in Rome",
-            sender_swarm="beta",
-        )
+        answer = beta_answer(task_id, "rainy in Rome")
 
         client = await a.peer("beta")
         processed = await client.post("/interswarm/response", json=answer)
