@@ -201,9 +201,10 @@ async def test_a_backlog_is_written_in_batches_of_bounded_size(
 
 
 async def test_a_task_after_a_backlog_is_stored(make_swarm: MakeSwarm, store: MemoryStore) -> None:
-    """Regression: after a backlog went out in part-batches, the recorder still counted
-    notes it had written, went to sleep until "the next first note", and never woke: later
-    tasks were not stored, and once 1,000 waited every submission hung."""
+    """An idle recorder sleeps until the next note, which only the count of pending notes
+    going from 0 to 1 announces: after a backlog went out in part-batches that count must
+    be exact, or the recorder would sleep through later tasks (and, 1,000 of them later,
+    hold every submission)."""
     sink = _GatedSink(StoreSink(store, KEY))
     swarm = make_swarm(sink)
     rt = swarm.runtime

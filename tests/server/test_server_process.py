@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -83,11 +84,7 @@ def test_mail_server_process_serves_and_stops_on_sigint(dirs: tuple[Path, Path])
     command = [sys.executable, "-m", "mail.cli", "server", "-c", str(MAIL_TOML)]
     command += ["-p", str(port), "-H", "127.0.0.1"]
     launched = time.perf_counter()
-    with log.open("wb") as output:
-        process = subprocess.Popen(
-            command, cwd=cwd, env=clean_env(data), stdout=output, stderr=subprocess.STDOUT
-        )
-    try:
+    with _running(command, cwd, clean_env(data), log) as process:
         waited = wait_healthy(url, process)
         print(
             f"mail server: healthy {time.perf_counter() - launched:.3f}s after launch "
@@ -107,12 +104,7 @@ def test_mail_server_process_serves_and_stops_on_sigint(dirs: tuple[Path, Path])
         assert answer.status_code == 200
         assert "42" in answer.json()["response"]
 
-        process.send_signal(signal.SIGINT)
-        status = process.wait(timeout=15)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(timeout=5)
+        status = _stop(process)
     output_text = log.read_text(encoding="utf-8", errors="replace")
     assert status == 0, f"exit status {status}; output:\n{output_text[-2000:]}"
     assert "Traceback" not in output_text
@@ -151,37 +143,34 @@ def test_access_log_follows_the_config(dirs: tuple[Path, Path], access_log: bool
     log = cwd.parent / "server.log"
     command = [sys.executable, "-m", "mail.cli", "server", "-c", str(config)]
     command += ["-p", str(port), "-H", "127.0.0.1"]
-    with log.open("wb") as output:
-        process = subprocess.Popen(
-            command, cwd=cwd, env=clean_env(data), stdout=output, stderr=subprocess.STDOUT
-        )
-    try:
+    with _running(command, cwd, clean_env(data), log) as process:
         wait_healthy(f"http://127.0.0.1:{port}", process)
-        process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=15) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(timeout=5)
+        assert _stop(process) == 0
     output_text = log.read_text(encoding="utf-8", errors="replace")
     assert ('"GET /health HTTP/1.1" 200' in output_text) is access_log, output_text[-2000:]
 
 
-def _serve(
+@contextmanager
+def _running(
     command: list[str], cwd: Path, env: dict[str, str], log: Path
-) -> subprocess.Popen[bytes]:
+) -> Iterator[subprocess.Popen[bytes]]:
+    """The server process, its output in ``log``; killed on the way out if still running."""
     with log.open("wb") as output:
-        return subprocess.Popen(command, cwd=cwd, env=env, stdout=output, stderr=subprocess.STDOUT)
-
-
-def _stop(process: subprocess.Popen[bytes]) -> int:
-    process.send_signal(signal.SIGINT)
+        process = subprocess.Popen(
+            command, cwd=cwd, env=env, stdout=output, stderr=subprocess.STDOUT
+        )
     try:
-        return process.wait(timeout=15)
+        yield process
     finally:
         if process.poll() is None:
             process.kill()
             process.wait(timeout=5)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> int:
+    """Ctrl+C, then the exit status (within 15 s)."""
+    process.send_signal(signal.SIGINT)
+    return process.wait(timeout=15)
 
 
 def test_reload_serves_the_configured_app_and_restarts_on_a_code_change(
@@ -195,8 +184,7 @@ def test_reload_serves_the_configured_app_and_restarts_on_a_code_change(
     log = cwd.parent / "server.log"
     command = [sys.executable, "-m", "mail.cli", "server", "-r", "-d", "-c", str(MAIL_TOML)]
     command += ["-p", str(port), "-H", "127.0.0.1"]
-    process = _serve(command, cwd, clean_env(data), log)
-    try:
+    with _running(command, cwd, clean_env(data), log) as process:
         wait_healthy(url, process)
         with httpx.Client(base_url=url, timeout=10) as client:
             agents = client.get("/ui/agents")  # no key: debug mode, loopback
@@ -210,10 +198,6 @@ def test_reload_serves_the_configured_app_and_restarts_on_a_code_change(
             assert client.get("/ui/agents").status_code == 200
         assert restarted
         status = _stop(process)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(timeout=5)
     output_text = log.read_text(encoding="utf-8", errors="replace")
     assert status == 0, f"exit status {status}; output:\n{output_text[-2000:]}"
     assert "Traceback" not in output_text
@@ -253,8 +237,7 @@ def test_uvicorn_by_name_applies_the_configured_body_limit(dirs: tuple[Path, Pat
     command = [sys.executable, "-m", "uvicorn", "mail.server:app"]
     command += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
     env = clean_env(data) | {"MAIL_CONFIG_PATH": str(config)}
-    process = _serve(command, cwd, env, cwd.parent / "server.log")
-    try:
+    with _running(command, cwd, env, cwd.parent / "server.log") as process:
         wait_healthy(url, process)
         with httpx.Client(base_url=url, timeout=10) as client:
             large = client.post("/message", content=b"x" * 4096)
@@ -265,7 +248,3 @@ def test_uvicorn_by_name_applies_the_configured_body_limit(dirs: tuple[Path, Pat
         )
         assert small.status_code == 401  # under the limit: on to authentication
         assert _stop(process) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(timeout=5)
