@@ -140,7 +140,18 @@ def run_schemathesis(
     print(f"--- schemathesis, {label} key: {' '.join(command[3:6])} ...", flush=True)
     start = time.perf_counter()
     # schemathesis keeps a crash cache in its working directory: keep it out of the checkout
-    result = subprocess.run(command, env=env, cwd=workdir, check=False)
+    # Its report is long and ends in a pytest-like footer: print it whole only when it fails,
+    # else the line that counts the generated cases.
+    result = subprocess.run(
+        command, env=env, cwd=workdir, check=False, capture_output=True, text=True
+    )
+    output = result.stdout + result.stderr
+    if result.returncode != 0:
+        print(output, flush=True)
+    else:
+        lines = output.splitlines()
+        counts = [lines[i + 1].strip() for i, line in enumerate(lines[:-1]) if "Test cases" in line]
+        print(f"    {counts[-1] if counts else 'no case count in the report'}")
     print(
         f"--- {label} pass: exit {result.returncode} in {time.perf_counter() - start:.1f} s",
         flush=True,
