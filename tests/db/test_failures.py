@@ -217,3 +217,13 @@ async def test_postgres_outage_is_reported_then_recovered(
         await store.append_events(KEY, _events("outage", 2, 2, size=10))
         assert await store.health() == "ok"
         assert [e.seq for e in await store.load_events(KEY, "outage")] == [1, 2, 3]
+        # upserts go through a staging table of the writing connection: the new connection
+        # has its own
+        now = datetime.now(UTC)
+        task = TaskRow(task_id="outage", task_owner="o", start_time=now, updated_at=now)
+        await asyncio.gather(
+            store.save_task(KEY, task),
+            store.save_history(KEY, "outage", "a", [{"v": 1}], "completions"),
+        )
+        assert await store.load_task(KEY, "outage") == task
+        assert await store.load_histories(KEY, "outage") == {"a": [{"v": 1}]}

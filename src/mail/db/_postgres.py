@@ -31,6 +31,7 @@ from mail.db._common import (
     utc,
 )
 from mail.db._pg_bulk import bulk_forms, bulk_statement
+from mail.db._pg_copy import CopyWriter, copy_failed
 from mail.db._statements import Dialect, SQLWrites
 from mail.db.store import (
     BreakpointRow,
@@ -181,6 +182,16 @@ async def _run(conn: Any, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         await conn.execute(bulk[0], *bulk[1])
 
 
+async def _apply(conn: Any, statements: list[Statement]) -> None:
+    """Run ``statements`` on ``conn`` atomically, without COPY."""
+    if len(statements) == 1:  # one statement is atomic already
+        await _run(conn, *statements[0])
+        return
+    async with conn.transaction():
+        for sql, rows in statements:
+            await _run(conn, sql, rows)
+
+
 def _describe(dsn: str | None) -> str:
     """``host:port/database`` of a DSN, without user or password."""
     if not dsn:
@@ -235,6 +246,13 @@ class PostgresStore(SQLWrites):
         self._max_batch = max_batch
         self._writer: GroupCommitter | None = None
         self._write_conn: Any | None = None
+        self._copier = CopyWriter(
+            append_event=_APPEND_EVENT,
+            save_task=_SAVE_TASK,
+            save_history=_SAVE_HISTORY,
+            save_response=_SAVE_RESPONSE,
+            run=_run,
+        )
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.name!r})"
@@ -321,12 +339,14 @@ class PostgresStore(SQLWrites):
             conn = None
         if conn is None:
             conn = self._write_conn = await pool.acquire()
-        if len(statements) == 1:  # one statement is atomic already
-            await _run(conn, *statements[0])
-            return
-        async with conn.transaction():
-            for sql, rows in statements:
-                await _run(conn, sql, rows)
+        try:
+            await self._copier.apply(conn, statements)
+        except Exception as e:
+            if not copy_failed(e):
+                raise
+            # events stored already, or the staging table gone: the usual statements
+            self._copier.forget()
+            await _apply(conn, statements)
 
     # -- reads ----------------------------------------------------------------------------
 
