@@ -1,5 +1,8 @@
 """PostgreSQL writes of many rows as one statement over arrays (``unnest``).
 
+Batches go in by COPY first (:mod:`mail.db._pg_copy`); these statements carry the deletes,
+breakpoints and stashes, and a whole batch when COPY cannot (events stored already).
+
 ``executemany`` runs a statement once per row: the server pays its executor start-up,
 locks and plan for each of a batch's hundred rows. The statements here take one array per
 column instead and run once per batch, so the server's cost per row is the insert itself
