@@ -45,6 +45,16 @@ logger = logging.getLogger("mail.runtime")
 MAX_AGENT_RETRIES = 1
 
 _BUILTIN_TOOLS = frozenset({"web_search_call", "code_interpreter_call"})
+# the subjects every turn compares, and the enum members the hot paths use, looked up
+# once (a class attribute of an enum goes through EnumType.__getattr__ on Python 3.11)
+_ACTION_COMPLETE_BROADCAST = str(Subject.ACTION_COMPLETE_BROADCAST)
+_MAXIMUM_STEPS_REACHED = str(Subject.MAXIMUM_STEPS_REACHED)
+_TASK_COMPLETE_SUBJECT = Subject.TASK_COMPLETE
+_RUNNING = TaskState.RUNNING
+_COMPLETED = TaskState.COMPLETED
+_TOOL_CALL = EventName.TOOL_CALL
+_NEW_MESSAGE = EventName.NEW_MESSAGE
+_TASK_COMPLETE_CALL = EventName.TASK_COMPLETE_CALL
 
 
 @dataclass(slots=True)
@@ -68,7 +78,8 @@ class TurnContext:
     @property
     def current(self) -> bool:
         """True while the task still runs the turn this agent turn started in."""
-        return self.task.is_running and self.turn == self.task.turn_number
+        task = self.task
+        return task.state is _RUNNING and self.turn == task.turn_number
 
 
 Handler = Callable[["TurnRunner", TurnContext, AgentToolCall], Awaitable[None]]
@@ -86,14 +97,21 @@ class TurnRunner:
         """Run ``agent`` on ``message`` (already rendered as ``xml``) within ``task``."""
         rt = self.rt
         core = rt.agents[agent]
-        history = rt.agent_histories.setdefault(f"{task.task_id}::{agent}", [])
+        key = f"{task.task_id}::{agent}"
+        history = rt.agent_histories.get(key)
+        if history is None:
+            history = rt.agent_histories[key] = []
         task.agents.add(agent)
-        payload = message["message"]
-        if payload["subject"] != Subject.ACTION_COMPLETE_BROADCAST:
+        subject = message["message"]["subject"]
+        if subject != _ACTION_COMPLETE_BROADCAST:
             history.append(xml)
         turn = task.turn_number
+        if subject == _MAXIMUM_STEPS_REACHED:
+            choice = self._tool_choice(core, message)
+        else:  # _tool_choice's answer for any other subject
+            choice = "auto" if rt.mode == "manual" else "required"
         try:
-            _text, calls = await core.function(history, self._tool_choice(core, message))
+            _text, calls = await core.function(history, choice)
         except asyncio.CancelledError:
             raise
         except Exception as e:  # noqa: BLE001  # an agent's failure is reported, never fatal to the loop
@@ -117,7 +135,7 @@ class TurnRunner:
     def _tool_choice(self, core: AgentCore, message: MAILMessage) -> str | dict[str, Any]:
         payload = message["message"]
         if (
-            payload["subject"] == Subject.MAXIMUM_STEPS_REACHED
+            payload["subject"] == _MAXIMUM_STEPS_REACHED
             and payload["sender"]["address_type"] == "system"
         ):
             if core.tool_format == "completions":
@@ -127,32 +145,44 @@ class TurnRunner:
 
     def _emit_tool_calls(self, task: MAILTask, agent: str, calls: list[AgentToolCall]) -> None:
         reasoning_ref: str | None = None
+        emit = task.log.emit
         for call in calls:
+            # each field read once: a pydantic model's attributes are slow to read
+            name, call_id, reasoning, preamble = (
+                call.tool_name,
+                call.tool_call_id,
+                call.reasoning,
+                call.preamble,
+            )
             extra: dict[str, Any] = {
-                "tool_name": call.tool_name,
+                "tool_name": name,
                 "tool_args": call.tool_args,
-                "tool_call_id": call.tool_call_id,
+                "tool_call_id": call_id,
             }
-            if call.reasoning:
-                extra["reasoning"] = "\n\n".join(call.reasoning)
-                reasoning_ref = call.tool_call_id
+            if reasoning:
+                extra["reasoning"] = "\n\n".join(reasoning)
+                reasoning_ref = call_id
             elif reasoning_ref is not None:
                 extra["reasoning_ref"] = reasoning_ref
-            if call.preamble:
-                extra["preamble"] = call.preamble
-            task.log.emit(EventName.TOOL_CALL, f"agent {agent} called {call.tool_name}", extra)
+            if preamble:
+                extra["preamble"] = preamble
+            emit(_TOOL_CALL, f"agent {agent} called {name}", extra)
 
     async def _process(self, ctx: TurnContext, calls: list[AgentToolCall]) -> None:
-        stops = self.rt.breakpoint_tools
+        rt = self.rt
+        stops = rt.breakpoint_tools
         if stops:
             breakpoints = [c for c in calls if c.tool_name in stops]
             rest = [c for c in calls if c.tool_name not in stops]
         else:
             breakpoints, rest = [], calls
-        excluded = self.rt.excluded_tools(ctx.agent)
+        # rt.excluded_tools(ctx.agent), inlined
+        mine, shared = ctx.core.exclude_tools, rt.exclude_tools
+        excluded = (shared | mine if mine else shared) if shared else mine
         for i, call in enumerate(rest):
-            handler = HANDLERS.get(call.tool_name, TurnRunner._action)
-            if excluded and call.tool_name in MAIL_TOOL_NAMES and call.tool_name in excluded:
+            name = call.tool_name
+            handler = _HANDLER_OF(name, _ACTION)
+            if excluded and name in MAIL_TOOL_NAMES and name in excluded:
                 handler = TurnRunner._excluded
             await handler(self, ctx, call)
             if ctx.stop:
@@ -226,19 +256,20 @@ class TurnRunner:
                 if routing is not None:
                     routing["remote_swarm"] = swarm
                 task.remote_swarms.add(swarm)
-        if call.tool_name == "send_request":
+        name = call.tool_name
+        if name == "send_request":
             task.outstanding[ctx.agent] = task.outstanding.get(ctx.agent, 0) + 1
-        elif call.tool_name == "send_response" and isinstance(target, str):
+        elif name == "send_response" and isinstance(target, str):
             task.outstanding[target] = max(task.outstanding.get(target, 0) - 1, 0)
         self.rt.scheduler.put(message)
-        ctx.result(call, "SUCCESS: message sent")
+        ctx.history.append(call.create_response_msg("SUCCESS: message sent"))  # ctx.result
 
     async def _task_complete(self, ctx: TurnContext, call: AgentToolCall) -> None:
         rt, task, agent = self.rt, ctx.task, ctx.agent
         if not ctx.core.can_complete_tasks:
             self._tool_error(ctx, call, f"agent {agent} cannot complete tasks")
             return
-        if not ctx.current:
+        if not (task.state is _RUNNING and ctx.turn == task.turn_number):  # ctx.current
             ctx.result(call, "SUCCESS: task already completed")
             task.log.emit(
                 EventName.TASK_COMPLETE_CALL_DUPLICATE,
@@ -250,23 +281,23 @@ class TurnRunner:
         final = make_broadcast_complete(
             task_id=task.task_id,
             sender=create_agent_address(agent),
-            subject=Subject.TASK_COMPLETE,
+            subject=_TASK_COMPLETE_SUBJECT,
             body=body,
             sender_swarm=rt.swarm_name,
             recipient_swarms=[rt.swarm_name],
         )
-        ctx.result(call, "SUCCESS: task completed")
+        ctx.history.append(call.create_response_msg("SUCCESS: task completed"))  # ctx.result
         task.log.emit(
-            EventName.TASK_COMPLETE_CALL,
+            _TASK_COMPLETE_CALL,
             f"agent {agent} called task_complete, full response to follow",
         )
         task.log.emit(
-            EventName.NEW_MESSAGE,
+            _NEW_MESSAGE,
             f"task_complete response from {agent}:\n" + build_mail_xml(final)["content"],
             {"full_message": final},
         )
         rt.notify_remote_completion(task, agent, body)
-        rt.scheduler.finish(task, TaskState.COMPLETED, final)
+        rt.scheduler.finish(task, _COMPLETED, final)
 
     async def _acknowledge_broadcast(self, ctx: TurnContext, call: AgentToolCall) -> None:
         if ctx.trigger["msg_type"] != "broadcast":
@@ -496,3 +527,5 @@ HANDLERS: dict[str, Handler] = {
     "send_interswarm_broadcast": TurnRunner._interswarm_broadcast,
     "discover_swarms": TurnRunner._discover_swarms,
 }
+_HANDLER_OF = HANDLERS.get
+_ACTION = TurnRunner._action

@@ -23,12 +23,12 @@ from mail.core._spawn import Spawner
 from mail.core._system_messages import Subject
 from mail.core.events import EventName
 from mail.core.message import (
+    MAILAddress,
     MAILMessage,
     build_mail_xml,
     get_recipients,
     message_priority,
     parse_agent_address,
-    single_recipient,
 )
 from mail.core.tasks import MAILTask, QueueItem, TaskState
 from mail.errors import InvalidMessageError
@@ -47,6 +47,11 @@ _Delivery = tuple[int, int, MAILMessage, dict[str, str]]
 _Job = tuple[MAILTask, str, str, MAILMessage, dict[str, str]]
 # a worker running turns back to back gives the event loop a chance every so often
 _YIELD_EVERY = 32
+# enum members the hot paths use, looked up once (a class attribute of an enum goes
+# through EnumType.__getattr__ on Python 3.11: ten times a global's cost)
+_RUNNING = TaskState.RUNNING
+_NEW_MESSAGE = EventName.NEW_MESSAGE
+_ACTION_COMPLETE_BROADCAST = str(Subject.ACTION_COMPLETE_BROADCAST)
 
 
 class Scheduler:
@@ -70,8 +75,18 @@ class Scheduler:
         return len(self._heap)
 
     def put(self, message: MAILMessage) -> None:
-        """Queue ``message`` at its protocol priority."""
-        self.push((message_priority(message), next(self._seq), message))
+        """Queue ``message`` at its protocol priority.
+
+        :meth:`push` and :meth:`_schedule_drain`, inlined: every message a turn sends
+        comes this way.
+        """
+        task = self.rt.tasks.get(message["message"]["task_id"])
+        if task is not None:
+            task.queued += 1
+        heapq.heappush(self._heap, (message_priority(message), next(self._seq), message))
+        if self._loop is not None and not self._drain_scheduled:
+            self._drain_scheduled = True
+            self._loop.call_soon(self._drain)
 
     def next_seq(self) -> int:
         """A fresh queue sequence number (ties of equal priority run in this order)."""
@@ -147,7 +162,7 @@ class Scheduler:
             logger.warning("dropping message %s for unknown task", message["id"])
             return
         task.queued -= 1
-        if not task.is_running:
+        if task.state is not _RUNNING:
             if message["msg_type"] != "broadcast_complete":
                 task.stash.append(item)
             return
@@ -174,9 +189,10 @@ class Scheduler:
         sender = payload["sender"]
         sender_name = sender["address"]
         from_local_agent = sender["address_type"] == "agent" and sender_name in rt.agents
+        # single_recipient(payload), inlined
+        single: MAILAddress | None = payload.get("recipient")  # type: ignore[assignment]
         if from_local_agent and message["msg_type"] not in _UNSERIALIZED:
             allowed = rt.agents[sender_name].comm_targets
-            single = single_recipient(payload)
             if single is not None and single["address"] in allowed:
                 bad = []
             else:
@@ -194,6 +210,13 @@ class Scheduler:
                 )
                 self.put(rt.system.invalid_recipient(task.task_id, sender_name, bad, allowed))
                 return
+        if single is not None:  # _split_recipients' one-recipient case, inlined
+            address = single["address"]
+            if address in rt.agents and "@" not in address and address != "all":
+                if address == sender_name and sender["address_type"] != "system":
+                    return
+                self.deliver(task, address, message, build_mail_xml(message))
+                return
         local, remote, unknown = self._split_recipients(message, sender_name)
         for name in unknown:
             if not self._unknown_recipient(task, message, name, from_local_agent):
@@ -208,16 +231,10 @@ class Scheduler:
     def _split_recipients(
         self, message: MAILMessage, sender_name: str
     ) -> tuple[list[str], list[str], list[str]]:
+        # (route() takes the common case, one local agent, before coming here)
         rt = self.rt
         payload = message["message"]
         skip_self = payload["sender"]["address_type"] != "system"
-        single = single_recipient(payload)
-        if single is not None:  # one recipient: the common case, without the general pass
-            address = single["address"]
-            if address in rt.agents and "@" not in address and address != "all":
-                if skip_self and address == sender_name:
-                    return [], [], []
-                return [address], [], []
         local: list[str] = []
         remote: list[str] = []
         unknown: list[str] = []
@@ -286,9 +303,9 @@ class Scheduler:
         A waiting message sits in the agent's per-task inbox, itself ordered by priority,
         so an interrupt still overtakes requests that wait for a busy agent.
         """
-        if message["message"]["subject"] != Subject.ACTION_COMPLETE_BROADCAST:
+        if message["message"]["subject"] != _ACTION_COMPLETE_BROADCAST:
             task.log.emit(
-                EventName.NEW_MESSAGE,
+                _NEW_MESSAGE,
                 "sending message:\n" + xml["content"],
                 {"full_message": message},
             )
@@ -315,17 +332,6 @@ class Scheduler:
         del self._inboxes[key]
         task.busy.discard(agent)
 
-    async def _turn(
-        self, task: MAILTask, agent: str, message: MAILMessage, xml: dict[str, str]
-    ) -> None:
-        if task.log.followers:
-            # someone streams this task: let them send what happened so far before this
-            # turn, rather than after the whole chain of turns a worker runs back to back
-            await asyncio.sleep(0)
-        await self.rt.turns.run(task, agent, message, xml)
-        if self.rt.recorder is not None:
-            self.rt.recorder.turn_ended(task, agent)
-
     async def _agent_worker(self, job: _Job) -> None:
         """Run turns: the agent's inbox first, then turns handed over by later drains.
 
@@ -336,14 +342,24 @@ class Scheduler:
         chained = 0
         running: _Job | None = None
         claimed: _Job | None = job
+        rt = self.rt
+        turns = rt.turns
         try:
             while claimed is not None:
                 running, claimed = claimed, None
                 task, agent, key, message, xml = running
                 inbox = self._inboxes[key]
                 while True:
-                    await self._turn(task, agent, message, xml)
-                    if inbox and task.is_running:
+                    # one turn (inlined here: one coroutine less per turn)
+                    if task.log.followers:
+                        # someone streams this task: let them send what happened so far
+                        # before this turn, rather than after the whole chain of turns
+                        # this worker runs back to back
+                        await asyncio.sleep(0)
+                    await turns.run(task, agent, message, xml)
+                    if rt.recorder is not None:
+                        rt.recorder.turn_ended(task, agent)
+                    if inbox and task.state is _RUNNING:
                         if self._heap and self._loop is not None:
                             self._drain()
                         _, _, message, xml = heapq.heappop(inbox)
@@ -351,7 +367,8 @@ class Scheduler:
                     if inbox:  # the task stopped: park what waits until it resumes
                         task.stash.extend(item[:3] for item in inbox)
                         inbox.clear()
-                    self._release(running)
+                    del self._inboxes[key]  # self._release(running), inlined
+                    task.busy.discard(agent)
                     running = None
                     if self._heap and self._loop is not None:
                         claimed = self._drain_claiming()
@@ -360,18 +377,22 @@ class Scheduler:
                 if claimed is not None and chained % _YIELD_EVERY == 0:
                     await asyncio.sleep(0)  # let other work run between chained turns
         except BaseException:
-            if running is not None:
-                self._release(running)
-            if claimed is not None:  # never started: its message waits for a resume
-                self._release(claimed)
-                claimed[0].stash.append((message_priority(claimed[3]), next(self._seq), claimed[3]))
+            self._abandon(running, claimed)
             raise
+
+    def _abandon(self, running: _Job | None, claimed: _Job | None) -> None:
+        """Release a worker's turns when it stops on an exception or a cancellation."""
+        if running is not None:
+            self._release(running)
+        if claimed is not None:  # never started: its message waits for a resume
+            self._release(claimed)
+            claimed[0].stash.append((message_priority(claimed[3]), next(self._seq), claimed[3]))
 
     # --- the end of a turn -------------------------------------------------------------
 
     def finish(self, task: MAILTask, state: TaskState, message: MAILMessage) -> bool:
         """End the task's current turn in ``state``; False when it had already ended."""
-        if not task.is_running:
+        if task.state is not _RUNNING:
             return False
         task.close_turn(state, message)
         if self.rt.recorder is not None:

@@ -139,6 +139,10 @@ class MAILEvent:
         return cls(event=EventName.PING, task_id=task_id, timestamp=ts, payload=payload)
 
 
+_new_event = object.__new__
+_time = time.time
+
+
 def _expire(waiter: asyncio.Future[None]) -> None:
     if not waiter.done():
         waiter.set_result(None)
@@ -200,8 +204,19 @@ class EventLog:
         self, name: str, description: str, extra_data: dict[str, Any] | None = None
     ) -> MAILEvent:
         """Append a new stored event of this task (:meth:`append`, inlined: nine events
-        a task take this path)."""
-        event = MAILEvent(name, self.task_id, description, extra_data)
+        a task take this path).
+
+        The event is built here, slot by slot, as ``MAILEvent.__init__`` would build it:
+        one Python call less per event.
+        """
+        event = _new_event(MAILEvent)
+        event.event = name
+        event.task_id = self.task_id
+        event.description = description
+        event.extra_data = {} if extra_data is None else extra_data
+        event._timestamp = None
+        event._created = _time()
+        event.payload = None
         event.seq = self._first_seq + len(self._events)
         self._events.append(event)
         if self.listener is not None:

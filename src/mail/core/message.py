@@ -169,7 +169,9 @@ class _IdSource:
     share of the runtime's work. The prefix is drawn again in a forked child.
     """
 
-    __slots__ = ("counter", "prefix")
+    __slots__ = ("counter", "head", "high", "prefix")
+
+    _LOW = 1 << 48
 
     def __init__(self) -> None:
         self.reseed()
@@ -178,17 +180,30 @@ class _IdSource:
         h = os.urandom(9).hex()
         # 8-4-4-4-12 layout: version nibble 4, variant 8..b, 60 counter bits at the end
         self.prefix = f"{h[:8]}-{h[8:12]}-4{h[12:15]}-{_VARIANT[int(h[15], 16) & 3]}"
-        self.counter = itertools.count(int(h[16:18], 16) << 48)
+        self._start(int(h[16:18], 16))
 
-    def __call__(self) -> str:
-        c = f"{next(self.counter):015x}"
-        return f"{self.prefix}{c[:3]}-{c[3:]}"
+    def _start(self, high: int) -> None:
+        # the counter's top 12 bits end the fourth group: formatted once per 2**48 ids
+        self.high = high
+        self.head = f"{self.prefix}{high:03x}-"
+        self.counter = itertools.count()
+
+    def next_id(self) -> str:
+        """The next id: the fixed head, then the counter's low 48 bits as the fifth group."""
+        low = next(self.counter)
+        if low >= self._LOW:  # 2**48 ids later: carry into the top bits
+            self._start((self.high + 1) & 0xFFF)
+            low = next(self.counter)
+        return "%s%012x" % (self.head, low)  # noqa: UP031
 
 
+_ids = _IdSource()
 #: Return a fresh unique id in uuid form (``xxxxxxxx-xxxx-4xxx-Vxxx-xxxxxxxxxxxx``).
-new_id = _IdSource()
+#: A bound method rather than a callable instance: several ids a message, and calling
+#: an instance goes through its type's ``__call__`` lookup each time.
+new_id = _ids.next_id
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=new_id.reseed)
+    os.register_at_fork(after_in_child=_ids.reseed)
     os.register_at_fork(after_in_child=_random.reseed)
 
 _second_cache: list[Any] = [-1, ""]
@@ -217,7 +232,7 @@ def utc_timestamp() -> str:
 def _envelope(payload: MAILPayload, msg_type: MessageType) -> MAILMessage:
     return {
         "id": new_id(),
-        "timestamp": utc_timestamp(),
+        "timestamp": format_utc(time.time()),  # utc_timestamp(), one call less
         "message": payload,
         "msg_type": msg_type,
     }
@@ -430,6 +445,10 @@ def message_priority(message: MAILMessage) -> int:
 
 _UTC_MICROS_LEN = len("2025-01-08T12:00:00.000000+00:00")
 
+# (address type, address) -> the ``<to>`` text of a message to that one address
+_rendered_to: dict[tuple[str, str], str] = {}
+_RENDERED_TO_MAX = 1024
+
 
 def _xml_timestamp(timestamp: str) -> str:
     # Our own timestamps are already UTC with non-zero microseconds, exactly what
@@ -462,14 +481,35 @@ def build_mail_xml(message: MAILMessage, is_manual: bool = False) -> dict[str, s
     if is_manual or message["msg_type"] == "buffered":
         return {"role": "user", "content": payload["body"]}
     sender = payload["sender"]
-    to = [
-        f'<address type="{r["address_type"]}">{r["address"]}</address>'
-        for r in get_recipients(payload)
-    ]
+    recipients: list[MAILAddress] | None = payload.get("recipients")  # type: ignore[assignment]
+    if recipients is None or len(recipients) == 1:
+        # one recipient: the repr of a one-item list, without building the list, and
+        # rendered once per address (a swarm has few)
+        r = payload["recipient"] if recipients is None else recipients[0]  # type: ignore[typeddict-item]
+        key = (r["address_type"], r["address"])
+        to = _rendered_to.get(key)
+        if to is None:
+            to = f"""[{f'<address type="{key[0]}">{key[1]}</address>'!r}]"""
+            if len(_rendered_to) >= _RENDERED_TO_MAX:
+                _rendered_to.clear()
+            _rendered_to[key] = to
+    else:
+        to = repr(
+            [f'<address type="{r["address_type"]}">{r["address"]}</address>' for r in recipients]
+        )
+    timestamp = message["timestamp"]
+    if not (  # _xml_timestamp's fast check, inlined: our own timestamps pass it
+        len(timestamp) == _UTC_MICROS_LEN
+        and timestamp[10] == "T"
+        and timestamp[19] == "."
+        and timestamp.endswith("+00:00")
+        and timestamp[19:26] != ".000000"
+    ):
+        timestamp = _xml_timestamp(timestamp)
     content = (
-        f"\n<incoming_message>\n<timestamp>{_xml_timestamp(message['timestamp'])}</timestamp>\n"
+        f"\n<incoming_message>\n<timestamp>{timestamp}</timestamp>\n"
         f'<from type="{sender["address_type"]}">{sender["address"]}</from>\n'
-        f"<to>\n{to!r}\n</to>\n"
+        f"<to>\n{to}\n</to>\n"
         f"<subject>{payload['subject']}</subject>\n"
         f"<body>{payload['body']}</body>\n</incoming_message>\n"
     )

@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Collection, Iterable
+from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
 from mail.core._breakpoints import parse_breakpoint_results
@@ -55,6 +56,7 @@ logger = logging.getLogger("mail.runtime")
 
 ResumeFrom = Literal["user_response", "breakpoint_tool_call"]
 _STREAM_FAILED = frozenset({TaskState.FAILED, TaskState.CANCELLED})
+_TASK_COMPLETE = EventName.TASK_COMPLETE  # looked up once: enum attributes are slow on 3.11
 
 
 def _expire(waiter: asyncio.Future[MAILMessage]) -> None:
@@ -223,7 +225,7 @@ class MAILRuntime:
             if timer is not None:
                 timer.cancel()
         if task.state not in _STREAM_FAILED:
-            task.log.emit(EventName.TASK_COMPLETE, f"response: '{final['message']['body']}'")
+            task.log.emit(_TASK_COMPLETE, f"response: '{final['message']['body']}'")
         return final
 
     async def submit_and_stream(
@@ -266,19 +268,26 @@ class MAILRuntime:
             raise TaskStateError("the runtime is shutting down")
         task_id = message["message"]["task_id"]
         task = self.tasks.get(task_id)
-        self._check_limits(kwargs)
+        if kwargs:
+            self._check_limits(kwargs)
         if resume_from is None:
             if task is not None:
                 raise TaskStateError(
                     f"task '{task_id}' already exists; to continue it, send resume_from='user_response'"
                 )
+            now = datetime.now(UTC)  # one clock read for start_time, updated_at and the turn
             task = self.tasks.add(
                 MAILTask(
-                    task_id=task_id, task_owner=self.this_owner, task_contributors=[self.this_owner]
+                    task_id=task_id,
+                    task_owner=self.this_owner,
+                    task_contributors=[self.this_owner],
+                    start_time=now,
+                    updated_at=now,
                 )
             )
-            self._apply_limits(task, kwargs)
-            task.open_turn()
+            if kwargs:
+                self._apply_limits(task, kwargs)
+            task.open_turn(now)
             self.scheduler.submit(message)
         elif resume_from == "user_response":
             if task is None:
@@ -513,8 +522,10 @@ class MAILRuntime:
     ) -> None:
         """Send a ``::task_complete::`` notice to ``swarms``, by default to every remote
         swarm that took part in the task (one we reached, or one that messaged us)."""
+        if self.router is None or not self.enable_interswarm:
+            return  # checked first: nothing to notify, and no need to look the swarms up
         targets = self.remote.involved(task.task_id) if swarms is None else swarms
-        if targets and self.router is not None and self.enable_interswarm:
+        if targets:
             self.router.notify_completion(self, task, agent, body, sorted(targets))
 
     def receive_interswarm(self, message: MAILInterswarmMessage, direction: Direction) -> MAILTask:

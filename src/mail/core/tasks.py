@@ -63,6 +63,11 @@ _FINISHED = frozenset(
 )
 
 
+# looked up once: an enum's class attribute goes through EnumType.__getattr__ on 3.11
+_RUNNING = TaskState.RUNNING
+_WAITING_BREAKPOINT = TaskState.WAITING_BREAKPOINT
+
+
 @dataclass(slots=True, kw_only=True)
 class PendingBreakpoint:
     """A breakpoint tool call waiting for its result from the caller."""
@@ -110,7 +115,7 @@ class MAILTask:
 
     @property
     def is_running(self) -> bool:
-        return self.state is TaskState.RUNNING
+        return self.state is _RUNNING
 
     @property
     def completed(self) -> bool:
@@ -120,25 +125,30 @@ class MAILTask:
     def touch(self) -> None:
         self.updated_at = datetime.now(UTC)
 
-    def open_turn(self) -> asyncio.Future[MAILMessage]:
-        """Start a new turn and return its future (reusing it if the task is mid-turn)."""
-        if self.turn is None or self.turn.done():
-            self.turn = asyncio.get_running_loop().create_future()
+    def open_turn(self, now: datetime | None = None) -> asyncio.Future[MAILMessage]:
+        """Start a new turn and return its future (reusing it if the task is mid-turn).
+
+        ``now`` is the time to record as ``updated_at`` when the caller has just read the
+        clock (a new task: its creation time); by default the clock is read here.
+        """
+        turn = self.turn
+        if turn is None or turn.done():
+            turn = self.turn = asyncio.get_running_loop().create_future()
             self.turn_number += 1
-        self.state = TaskState.RUNNING
+        self.state = _RUNNING
         self.finished_at = None
-        self.touch()
-        return self.turn
+        self.updated_at = datetime.now(UTC) if now is None else now
+        return turn
 
     def close_turn(self, state: TaskState, message: MAILMessage) -> None:
         """End the current turn in ``state`` with ``message`` as its answer."""
         self.state = state
         self.response = message
         self.steps = 0
-        if state is not TaskState.WAITING_BREAKPOINT:
+        if state is not _WAITING_BREAKPOINT:
             self.outstanding.clear()
         self.finished_at = time.monotonic()
-        self.touch()
+        self.updated_at = datetime.now(UTC)  # touch(), inlined
         turn = self.turn
         if turn is not None and not turn.done():
             turn.set_result(message)
@@ -198,10 +208,11 @@ class TaskTable:
 
     def mark_finished(self, task: MAILTask) -> list[MAILTask]:
         """Record that ``task`` finished and return the tasks evicted to make room."""
-        if task.state is TaskState.WAITING_BREAKPOINT:
+        if task.state is _WAITING_BREAKPOINT:
             return []
-        self._finished[task.task_id] = task.finished_at or time.monotonic()
-        self._finished.move_to_end(task.task_id)
+        finished, task_id = self._finished, task.task_id
+        finished[task_id] = task.finished_at or time.monotonic()
+        finished.move_to_end(task_id)
         return self._evict()
 
     def _evict(self) -> list[MAILTask]:
@@ -213,11 +224,7 @@ class TaskTable:
                 break
             del self._finished[task_id]
             task = self._tasks.get(task_id)
-            if (
-                task is not None
-                and task.completed
-                and task.state is not TaskState.WAITING_BREAKPOINT
-            ):
+            if task is not None and task.completed and task.state is not _WAITING_BREAKPOINT:
                 del self._tasks[task_id]
                 evicted.append(task)
         return evicted

@@ -392,12 +392,17 @@ def get_agent_tools(
 # conversions
 
 
+_MISSING = object()
+
+
 def _str_arg(call: AgentToolCall, key: str) -> str:
-    if key not in call.tool_args:
+    value = call.tool_args.get(key, _MISSING)
+    if type(value) is str:  # the usual case: one read of the (slow) model attribute
+        return value
+    if value is _MISSING:
         raise InvalidMessageError(
             f"tool call '{call.tool_name}' is missing argument '{key}'", field=key
         )
-    value = call.tool_args[key]
     if not isinstance(value, str):
         raise InvalidMessageError(
             f"argument '{key}' of tool call '{call.tool_name}' must be a string, "

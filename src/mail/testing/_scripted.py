@@ -178,7 +178,10 @@ class ScriptedAgent:
                 self.calls.append((list(messages), tool_choice))
             if self.gate is not None:
                 await self.gate.wait()
-            return None, self._build(self._next_turn(messages))
+            turn = self._next_turn(messages)
+            if type(turn) is ScriptedCall and self.tool_format == "responses":
+                return None, [self._one(turn)]  # the usual turn, without _build
+            return None, self._build(turn)
         finally:
             self.running -= 1
 
@@ -191,14 +194,18 @@ class ScriptedAgent:
         else:
             raise RuntimeError("scripted agent has no turn left")
         if callable(turn) and not isinstance(turn, _PLAIN_TURNS):
-            turn = turn(parse_incoming(messages))
+            # parse_incoming's first step, inlined: the newest item is the usual answer
+            last = messages[-1] if messages else None
+            content = last.get("content") if last is not None else None
+            if isinstance(content, str) and last is not None and last.get("role") == "user":
+                turn = turn(_parse(content))
+            else:
+                turn = turn(parse_incoming(messages))
         if isinstance(turn, BaseException):
             raise turn
         return turn
 
     def _build(self, turn: TurnResult) -> list[AgentToolCall]:
-        if type(turn) is ScriptedCall and self.tool_format == "responses":
-            return [self._one(turn)]
         calls = [turn] if isinstance(turn, ScriptedCall) else list(turn)  # type: ignore[arg-type]
         ids = [c.call_id or f"call_{next(_CALL_IDS)}" for c in calls]
         completion: dict[str, Any] = {}
@@ -225,15 +232,20 @@ class ScriptedAgent:
 
     @staticmethod
     def _one(c: ScriptedCall) -> AgentToolCall:
-        """:meth:`_build` of a turn of one call in the Responses format (the usual turn)."""
+        """:meth:`_build` of a turn of one call in the Responses format (the usual turn).
+
+        ``AgentToolCall(**fields)`` validated straight from a dict (what ``__init__``
+        does, without its Python frame).
+        """
         i = c.call_id or f"call_{next(_CALL_IDS)}"
-        return AgentToolCall(
-            tool_name=c.name,
-            tool_args=c.args,
-            tool_call_id=i,
-            responses=[_function_call_item(c, i)],
-            reasoning=list(c.reasoning) if c.reasoning else None,
-        )
+        fields = {
+            "tool_name": c.name,
+            "tool_args": c.args,
+            "tool_call_id": i,
+            "responses": [_function_call_item(c, i)],
+            "reasoning": list(c.reasoning) if c.reasoning else None,
+        }
+        return _validate_call(fields)  # type: ignore[no-any-return]
 
 
 def _function_call_item(c: ScriptedCall, call_id: str) -> dict[str, Any]:
@@ -247,6 +259,9 @@ def _function_call_item(c: ScriptedCall, call_id: str) -> dict[str, Any]:
         "status": "completed",
     }
 
+
+#: ``AgentToolCall.model_validate`` without its Python frame
+_validate_call = AgentToolCall.__pydantic_validator__.validate_python
 
 #: turns that are results already, not rules to call
 _PLAIN_TURNS = (ScriptedCall, BaseException)
