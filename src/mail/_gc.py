@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import gc
 
-__all__ = ["GC_YOUNG_THRESHOLD", "raise_young_threshold", "settle_gc"]
+__all__ = ["GC_YOUNG_CEILING", "GC_YOUNG_THRESHOLD", "raise_young_threshold", "settle_gc"]
 
 #: Net allocations of tracked objects between two young collections in a server process.
 GC_YOUNG_THRESHOLD = 10_000
+#: The most :func:`settle_gc`'s adaptive policy raises the young threshold to.
+GC_YOUNG_CEILING = 32 * GC_YOUNG_THRESHOLD
 
 
 def raise_young_threshold() -> None:
@@ -42,6 +44,28 @@ def settle_gc() -> None:
     server or one long-lived swarm, not for a process that builds apps over and over, such
     as a test run. No collection first: it
     would cost start-up some 50 ms to reclaim a few hundred objects.
+
+    The young threshold then adapts (:func:`_adapt`): each collection that finds no garbage
+    doubles it, up to :data:`GC_YOUNG_CEILING`; one that finds garbage brings it back to
+    :data:`GC_YOUNG_THRESHOLD`. With many tasks in flight their live objects alone pass any
+    fixed threshold: with 1,000 in flight, 20 collections per 5,000 tasks found nothing to
+    free and took a fifth of the runtime's time. The runtime's objects are freed by
+    reference counting, so a larger threshold keeps no more memory; a workload that does
+    leave cycles behind gets the base threshold back at its first collection.
+    Calling it again changes nothing.
     """
     gc.freeze()
     raise_young_threshold()
+    if _adapt not in gc.callbacks:
+        gc.callbacks.append(_adapt)
+
+
+def _adapt(phase: str, info: dict[str, int]) -> None:
+    """After a collection: double the young threshold when it freed nothing (up to the
+    ceiling), set it back to the base when it freed something."""
+    if phase != "stop":
+        return
+    young, *older = gc.get_threshold()
+    wanted = GC_YOUNG_THRESHOLD if info["collected"] else min(2 * young, GC_YOUNG_CEILING)
+    if wanted != young:
+        gc.set_threshold(wanted, *older)

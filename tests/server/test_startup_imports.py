@@ -99,6 +99,43 @@ def test_settle_gc_freezes_start_up_and_raises_the_young_threshold() -> None:
     assert result.stdout.split() == ["0", "True", "10000"]
 
 
+ADAPT_PROBE = """
+import gc, mail
+older = gc.get_threshold()[1:]
+mail.settle_gc()
+seen = [gc.get_threshold()[0]]
+for _ in range(7):  # collections that free nothing: doubled each time, up to the ceiling
+    gc.collect(0)
+    seen.append(gc.get_threshold()[0])
+a = []
+a.append(a)  # a cycle: garbage only the collector frees
+del a
+gc.collect(0)
+seen.append(gc.get_threshold()[0])
+mail.settle_gc()  # again: still one callback
+print(*seen, gc.callbacks.count(gc.callbacks[-1]), gc.get_threshold()[1:] == older)
+"""
+
+
+def test_settle_gc_adapts_the_young_threshold_to_what_collections_free() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", ADAPT_PROBE], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.split() == [
+        "10000",
+        "20000",
+        "40000",
+        "80000",
+        "160000",
+        "320000",
+        "320000",
+        "320000",
+        "10000",
+        "1",
+        "True",
+    ]
+
+
 def test_the_app_module_is_importable_by_its_dotted_name() -> None:
     import mail.server
     import mail.server._app as app_module
