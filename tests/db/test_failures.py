@@ -125,6 +125,29 @@ async def test_sqlite_uses_wal_mode(tmp_path: Path) -> None:
         conn.close()
 
 
+async def test_sqlite_new_database_has_8k_pages_and_an_old_one_keeps_its_own(
+    tmp_path: Path,
+) -> None:
+    old = sqlite3.connect(tmp_path / "old.db")  # made elsewhere, with 4 KB pages
+    old.execute("PRAGMA page_size = 4096")
+    old.execute("CREATE TABLE other (x)")
+    old.close()
+    now = datetime.now(UTC)
+    task = TaskRow(task_id="t1", task_owner="o", start_time=now, updated_at=now)
+    for name in ("new.db", "old.db"):
+        async with SQLiteStore(tmp_path / name) as store:
+            await store.save_task(KEY, task)
+            assert await store.load_task(KEY, "t1") == task
+    sizes = {}
+    for name in ("new.db", "old.db"):
+        conn = sqlite3.connect(tmp_path / name)
+        try:
+            sizes[name] = conn.execute("PRAGMA page_size").fetchone()[0]
+        finally:
+            conn.close()
+    assert sizes == {"new.db": 8192, "old.db": 4096}
+
+
 # -- PostgreSQL ---------------------------------------------------------------------------
 
 

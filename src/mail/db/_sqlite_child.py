@@ -46,9 +46,18 @@ def frame(body: bytes) -> bytes:
     return LENGTH.pack(len(body)) + body
 
 
+#: the page size of a database the store creates
+PAGE_SIZE = 8192
+
+
 def configure(conn: sqlite3.Connection, pragmas: Mapping[str, int | str]) -> None:
     """The settings every connection of the store gets: WAL, a busy timeout, ``pragmas``."""
     conn.execute("PRAGMA busy_timeout = 10000")
+    # 8 KB pages for a new database (before WAL mode writes its first page; an existing
+    # database keeps its own): under 20 clients the writer process wrote 19 KB a task
+    # instead of 22 KB, read 7.7 KB instead of 16.5 KB and spent a fifth less CPU
+    # (16 and 32 KB pages wrote more)
+    conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
     mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
     if str(mode).lower() != "wal":
         raise sqlite3.OperationalError(f"cannot use WAL mode (journal_mode is {mode})")
