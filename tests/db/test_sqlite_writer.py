@@ -50,6 +50,11 @@ async def sqlite_store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
 async def test_writes_go_through_a_process_of_their_own(sqlite_store: SQLiteStore) -> None:
     pid = sqlite_store.writer_pid
     assert pid is not None and pid != os.getpid() and _alive(pid)
+    # background work: batch scheduling (where there is such a policy), ten nice steps
+    # below this process
+    if hasattr(os, "sched_getscheduler"):
+        assert os.sched_getscheduler(pid) == os.SCHED_BATCH
+    assert os.getpriority(os.PRIO_PROCESS, pid) == min(os.getpriority(os.PRIO_PROCESS, 0) + 10, 19)
     await sqlite_store.save_task(KEY, task_row("t1", title="first"))
     await sqlite_store.append_events(KEY, [event("t1", 1), event("t1", 2)])
     loaded = await sqlite_store.load_task(KEY, "t1")  # read back on the store's own thread

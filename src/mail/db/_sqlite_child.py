@@ -48,6 +48,8 @@ def frame(body: bytes) -> bytes:
 
 #: the page size of a database the store creates
 PAGE_SIZE = 8192
+#: the niceness the writer process adds to its own
+WRITER_NICE = 10
 
 
 def configure(conn: sqlite3.Connection, pragmas: Mapping[str, int | str]) -> None:
@@ -107,6 +109,11 @@ def _main(path: str, pragmas: dict[str, int | str]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if hasattr(os, "sched_setscheduler"):
         os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+    # Background work: the request path goes first when both want a core. Measured with
+    # benchmarks/stores.py (4 runs each): sequential 0.81 of the memory store against 0.75
+    # at the default priority, 20 clients unchanged; the recorder's backlog bound keeps
+    # the writer from falling behind without limit.
+    os.nice(WRITER_NICE)
     inp, out = sys.stdin.buffer, sys.stdout.buffer
 
     def reply(text: str) -> None:
