@@ -31,9 +31,9 @@ if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().p
 
 import argparse
 import asyncio
+import importlib.util
 import os
 import statistics
-import tempfile
 import time
 import uuid
 from collections.abc import Callable
@@ -42,22 +42,21 @@ from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 
-from mail.testing.server import ServerProcess
-
 HERE = Path(__file__).resolve().parent
-API_KEY = "bench-user-key"  # benchmarks/http.py's
-WAIT = 60.0
 
 
-def _cpu(pid: int) -> Callable[[], float]:
-    ticks = os.sysconf("SC_CLK_TCK")
-    stat = Path(f"/proc/{pid}/stat")
+def _load_http_benchmark() -> Any:
+    """benchmarks/http.py as a module (its name would shadow the standard library's)."""
+    spec = importlib.util.spec_from_file_location("bench_http", HERE / "http.py")
+    if spec is None or spec.loader is None:
+        raise SystemExit("cannot load benchmarks/http.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
-    def seconds() -> float:
-        fields = stat.read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / ticks
 
-    return seconds
+#: its server (``--serve``), API key, bounded wait and /proc CPU reader
+bench_http = _load_http_benchmark()
 
 
 class Server:
@@ -65,15 +64,13 @@ class Server:
 
     def __init__(self, store: str, loop: str, database_url: str | None) -> None:
         self.store = store
-        self.data = tempfile.TemporaryDirectory(prefix=f"mail-stores-{store}-")
         env = {"MAIL_BENCH_STORE": store}
         if database_url is not None:
             env["MAIL_BENCH_DATABASE_URL"] = database_url
         saved = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)  # ServerProcess passes this process's environment on
+        os.environ.update(env)  # the server process inherits this process's environment
         try:
-            argv = [sys.executable, str(HERE / "http.py"), "--serve", self.data.name]
-            self.process = ServerProcess([*argv, "--loop", loop], timeout=WAIT)
+            self.process, self.data = bench_http.server_process(loop)
         finally:
             for k, v in saved.items():
                 if v is None:
@@ -81,7 +78,7 @@ class Server:
                 else:
                     os.environ[k] = v
         self.url = self.process.url
-        self.cpu = _cpu(self.process.proc.pid)
+        self.cpu = bench_http.process_cpu(self.process.proc.pid)
         self.elapsed: dict[str, float] = {}
         self.cpu_used: dict[str, float] = {}
         self.tasks: dict[str, int] = {}
@@ -191,8 +188,8 @@ async def main(args: argparse.Namespace) -> None:
             f"{args.rounds} rounds of {args.chunk} tasks each; Python "
             f"{sys.version.split()[0]}, {os.cpu_count()} CPUs"
         )
-        headers = {"Authorization": f"Bearer {API_KEY}"}
-        timeout = aiohttp.ClientTimeout(total=WAIT)
+        headers = {"Authorization": f"Bearer {bench_http.API_KEY}"}
+        timeout = aiohttp.ClientTimeout(total=bench_http.WAIT)
         connector = aiohttp.TCPConnector(limit=100)
         async with aiohttp.ClientSession(
             headers=headers, timeout=timeout, connector=connector
