@@ -65,7 +65,8 @@ _CREATE_STAGE = f"""CREATE TEMP TABLE IF NOT EXISTS {_STAGE} (
     j1 jsonb, j2 jsonb, ts1 timestamptz, ts2 timestamptz, b1 boolean, b2 boolean)
     ON COMMIT DELETE ROWS"""
 _TASK, _HISTORY, _RESPONSE = 1, 2, 3
-# The ON CONFLICT clauses are those of the per-row statements in _postgres.
+# Each CTE ends with the ON CONFLICT clause of the store's per-row statement (see
+# _merge_statement), so both ways of writing a row resolve a conflict alike.
 _MERGE = f"""WITH
 tasks_in AS (
     INSERT INTO tasks (swarm_name, caller_role, caller_id, task_id, task_owner,
@@ -73,25 +74,34 @@ tasks_in AS (
         completed)
     SELECT swarm_name, caller_role, caller_id, task_id, t1, j1, j2, t2, t3, ts1, ts2, b1, b2
     FROM {_STAGE} WHERE kind = {_TASK}
-    ON CONFLICT (task_id, swarm_name, caller_role, caller_id) DO UPDATE SET
-    task_owner = excluded.task_owner, task_contributors = excluded.task_contributors,
-    remote_swarms = excluded.remote_swarms, state = excluded.state, title = excluded.title,
-    start_time = excluded.start_time, updated_at = excluded.updated_at,
-    is_running = excluded.is_running, completed = excluded.completed),
+    {{tasks}}),
 histories_in AS (
     INSERT INTO agent_histories (swarm_name, caller_role, caller_id, task_id, agent_name,
         tool_format, history, updated_at)
     SELECT swarm_name, caller_role, caller_id, task_id, t1, t2, j1, NOW()
     FROM {_STAGE} WHERE kind = {_HISTORY}
-    ON CONFLICT (swarm_name, caller_role, caller_id, task_id, agent_name) DO UPDATE SET
-    tool_format = excluded.tool_format, history = excluded.history, updated_at = NOW()),
+    {{histories}}),
 responses_in AS (
     INSERT INTO task_responses (swarm_name, caller_role, caller_id, task_id, response)
     SELECT swarm_name, caller_role, caller_id, task_id, j1
     FROM {_STAGE} WHERE kind = {_RESPONSE}
-    ON CONFLICT (task_id, swarm_name, caller_role, caller_id) DO UPDATE SET
-    response = excluded.response)
-SELECT 1"""  # noqa: S608  # constants of this module
+    {{responses}})
+SELECT 1"""  # noqa: S608  # constants of this module and of the store
+
+
+def _merge_statement(save_task: str, save_history: str, save_response: str) -> str:
+    """:data:`_MERGE` with the ON CONFLICT clauses of the per-row statements."""
+
+    def conflict(sql: str) -> str:
+        return sql[sql.index("ON CONFLICT") :]
+
+    return _MERGE.format(
+        tasks=conflict(save_task),
+        histories=conflict(save_history),
+        responses=conflict(save_response),
+    )
+
+
 _UNIQUE_VIOLATION = "23505"
 _UNDEFINED_TABLE = "42P01"
 
@@ -144,6 +154,7 @@ class CopyWriter:
             save_response: _response_row,
         }
         self._run = run
+        self._merge_sql = _merge_statement(save_task, save_history, save_response)
         self._staged_on: Any = None
 
     def forget(self) -> None:
@@ -188,4 +199,4 @@ class CopyWriter:
             records += [stage(row) for row in rows]
         if records:
             await conn.copy_records_to_table(_STAGE, records=records, columns=_STAGE_COLUMNS)
-            await conn.fetch(_MERGE)
+            await conn.fetch(self._merge_sql)
