@@ -2,18 +2,25 @@
 
 benchmarks/http.py measures one server at a time: on a VM whose speed drifts by a third
 within minutes, two runs a minute apart compare the VM's states as much as the stores.
-This script starts one server per store (each in its own process, as
-``benchmarks/http.py --server-process`` does) and drives them in turns: a chunk of tasks
+This script starts one server per store and drives them in turns: a chunk of tasks
 to each server in a rotating order, each chunk timed until the server's ``/health``
 reports no unsaved tasks (the store's catch-up counts), for many rounds. Every store
 sees the same mix of the VM's states, so the ratios to the memory store hold still.
 
+The servers run in this process, on the client's event loop, as ``benchmarks/http.py``
+runs by default: client and server share one core, and a store's own processes (the
+SQLite writer, PostgreSQL's backends) have the other. ``--server-process`` runs each in a
+child process instead (as ``benchmarks/http.py --server-process``): the load generator
+then shares the second core with the store's processes.
+
 Phases: sequential ``POST /message`` (one client), then ``--clients`` concurrent clients
 on one API key. Prints tasks/s per store and phase, the ratio to the memory store (with
-the spread of the per-round ratios) and the server's CPU per task.
+the spread of the per-round ratios) and, with ``--server-process``, the server's CPU per
+task.
 
     uv run python benchmarks/stores.py [--stores memory,sqlite,postgres] [--rounds 12]
         [--chunk 250] [--clients 20] [--postgres postgresql://postgres@127.0.0.1/postgres]
+        [--server-process]
 
 PostgreSQL: ``--postgres ADMIN_URL`` creates a throwaway database there (dropped at the
 end); ``MAIL_BENCH_DATABASE_URL`` names an existing one instead.
@@ -34,6 +41,7 @@ import asyncio
 import importlib.util
 import os
 import statistics
+import tempfile
 import time
 import uuid
 from collections.abc import Callable
@@ -59,34 +67,76 @@ def _load_http_benchmark() -> Any:
 bench_http = _load_http_benchmark()
 
 
-class Server:
-    """One benchmark server (``benchmarks/http.py --serve``) with ``store``."""
+def _store_env(store: str, database_url: str | None) -> dict[str, str]:
+    env = {"MAIL_BENCH_STORE": store}
+    if database_url is not None:
+        env["MAIL_BENCH_DATABASE_URL"] = database_url
+    return env
 
-    def __init__(self, store: str, loop: str, database_url: str | None) -> None:
+
+class _Environ:
+    """``os.environ`` with ``env`` set inside the block (``build_server`` and the server
+    process read the store from it)."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        self.saved: dict[str, str | None] = {}
+
+    def __enter__(self) -> None:
+        self.saved = {k: os.environ.get(k) for k in self.env}
+        os.environ.update(self.env)
+
+    def __exit__(self, *exc: object) -> None:
+        for k, v in self.saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+class Server:
+    """One benchmark server with ``store``: in this process, on its event loop (as
+    ``benchmarks/http.py`` runs by default), or in a child process (``--serve``)."""
+
+    def __init__(self, store: str) -> None:
         self.store = store
-        env = {"MAIL_BENCH_STORE": store}
-        if database_url is not None:
-            env["MAIL_BENCH_DATABASE_URL"] = database_url
-        saved = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)  # the server process inherits this process's environment
-        try:
-            self.process, self.data = bench_http.server_process(loop)
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
-        self.url = self.process.url
-        self.cpu = bench_http.process_cpu(self.process.proc.pid)
+        self.url = ""
+        #: the server process's CPU seconds so far (``None`` in process)
+        self.cpu: Callable[[], float] | None = None
         self.elapsed: dict[str, float] = {}
         self.cpu_used: dict[str, float] = {}
         self.tasks: dict[str, int] = {}
         self.rounds: dict[str, list[float]] = {}
+        self._close: Callable[[], Any] = lambda: None
 
-    def close(self) -> None:
-        self.process.close()
-        self.data.cleanup()
+    async def open(self, loop: str, database_url: str | None, *, in_process: bool) -> None:
+        with _Environ(_store_env(self.store, database_url)):
+            if in_process:
+                data = tempfile.TemporaryDirectory(prefix="mail-bench-")
+                server = bench_http.build_server(Path(data.name))
+                task, self.url = await bench_http.start(server, bench_http.WAIT)
+
+                async def close() -> None:
+                    server.should_exit = True
+                    await task
+                    data.cleanup()
+
+                self._close = close
+                return
+            process, data = bench_http.server_process(loop)
+        self.url = process.url
+        self.cpu = bench_http.process_cpu(process.proc.pid)
+
+        def stop() -> None:
+            process.close()
+            data.cleanup()
+
+        self._close = stop
+
+    async def close(self) -> None:
+        result = self._close()
+        if asyncio.iscoroutine(result):
+            await result
 
 
 async def _chunk(session: aiohttp.ClientSession, server: Server, n: int, clients: int) -> float:
@@ -121,9 +171,11 @@ async def _phase(
     for r in range(args.rounds):
         k = r % len(servers)
         for server in servers[k:] + servers[:k]:  # rotating order
-            before = server.cpu()
+            cpu = server.cpu
+            before = cpu() if cpu is not None else 0.0
             seconds = await _chunk(session, server, args.chunk, clients)
-            server.cpu_used[name] = server.cpu_used.get(name, 0.0) + server.cpu() - before
+            if cpu is not None:
+                server.cpu_used[name] = server.cpu_used.get(name, 0.0) + cpu() - before
             server.elapsed[name] = server.elapsed.get(name, 0.0) + seconds
             server.tasks[name] = server.tasks.get(name, 0) + args.chunk
             server.rounds.setdefault(name, []).append(args.chunk / seconds)
@@ -135,8 +187,9 @@ def _report(servers: list[Server], phases: list[str]) -> None:
         print(f"{name}:")
         for s in servers:
             rate = s.tasks[name] / s.elapsed[name]
-            cpu = s.cpu_used[name] / s.tasks[name] * 1e6
-            line = f"  {s.store:<9} {rate:>7,.0f} tasks/s  server CPU {cpu:5.0f} µs/task"
+            line = f"  {s.store:<9} {rate:>7,.0f} tasks/s"
+            if name in s.cpu_used:
+                line += f"  server CPU {s.cpu_used[name] / s.tasks[name] * 1e6:5.0f} µs/task"
             if s is not base:
                 ratios = [a / b for a, b in zip(s.rounds[name], base.rounds[name], strict=True)]
                 q = statistics.quantiles(ratios, n=4)
@@ -182,9 +235,13 @@ async def main(args: argparse.Namespace) -> None:
     servers: list[Server] = []
     try:
         for store in stores:
-            servers.append(Server(store, args.loop, database_url if store == "postgres" else None))
+            server = Server(store)
+            servers.append(server)
+            url = database_url if store == "postgres" else None
+            await server.open(args.loop, url, in_process=not args.server_process)
+        where = "child processes" if args.server_process else "this process"
         print(
-            f"# {len(servers)} servers ({', '.join(stores)}), loop {args.loop}, "
+            f"# {len(servers)} servers ({', '.join(stores)}) in {where}, loop {args.loop}, "
             f"{args.rounds} rounds of {args.chunk} tasks each; Python "
             f"{sys.version.split()[0]}, {os.cpu_count()} CPUs"
         )
@@ -200,7 +257,7 @@ async def main(args: argparse.Namespace) -> None:
         _report(servers, phases)
     finally:
         for server in servers:
-            server.close()
+            await server.close()
         if drop is not None:
             await drop()
 
@@ -213,6 +270,11 @@ if __name__ == "__main__":
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--loop", choices=["asyncio", "uvloop"], default="uvloop")
     parser.add_argument("--postgres", metavar="ADMIN_URL", help="create a throwaway database")
+    parser.add_argument(
+        "--server-process",
+        action="store_true",
+        help="each server in a child process (default: in this process, as benchmarks/http.py)",
+    )
     arguments = parser.parse_args()
     if arguments.loop == "uvloop":
         import uvloop
