@@ -221,6 +221,27 @@ async def test_a_task_after_a_backlog_is_stored(make_swarm: MakeSwarm, store: Me
     await eventually(lambda: _completed(store, "after"), what="the task after the backlog stored")
 
 
+async def test_an_idle_server_stores_a_burst_before_the_gap_ends(
+    make_swarm: MakeSwarm, store: MemoryStore
+) -> None:
+    """After a write the recorder waits ``min_gap`` for more notes, so that under load one
+    write carries many tasks; once ``quiet`` passes with no new note (the server went
+    idle), what waits is written then. Here the gap is an hour: the second task is stored
+    only if the quiet window ends it."""
+    swarm = make_swarm(StoreSink(store, KEY))
+    rt = swarm.runtime
+    assert rt.recorder is not None
+    rt.recorder.min_gap = 3600
+    rt.recorder.quiet = 0.01
+    rt.start()
+    await _send(swarm, "first", "g1")
+    await eventually(lambda: _completed(store, "g1"), what="the first task stored")
+    await _send(swarm, "second", "g2")  # noted while the recorder waits out its gap
+    await eventually(lambda: _completed(store, "g2"), what="the task after the write stored")
+    events = await store.load_events(KEY, "g2")
+    assert [e.seq for e in events] == list(range(1, len(rt.get_events("g2")) + 1))
+
+
 async def _completed(store: MemoryStore, task_id: str) -> bool:
     task = await store.load_task(KEY, task_id)
     return task is not None and task.state == "completed"

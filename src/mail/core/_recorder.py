@@ -5,7 +5,9 @@ log got events, a task was created or ended, an agent's turn ended) and only not
 background task it owns turns the notes into one :class:`WriteBatch` every ``interval``
 seconds, or as soon as a task's turn ends or ``max_pending`` notes wait, and hands it to
 the sink; after a write it waits ``min_gap`` seconds, so that under load one write carries
-the rows of many tasks. A batch holds at most ``max_batch_tasks`` tasks' notes; a backlog
+the rows of many tasks, or less once nothing has been noted for ``quiet`` seconds: when the
+server goes idle after a burst, the burst's last tasks are stored then, not a gap later
+(under load notes come every few tens of microseconds and the gap runs out). A batch holds at most ``max_batch_tasks`` tasks' notes; a backlog
 is written batch after batch, with the event loop free in between.
 
 Rows are snapshotted when a batch is made, so a history written many times between
@@ -56,12 +58,14 @@ class StoreRecorder:
         max_pending: int = 512,
         retry_after: float = 1.0,
         min_gap: float = 0.01,
+        quiet: float = 0.002,
         max_batch_tasks: int = 200,
         max_backlog: int = 1000,
     ) -> None:
         self.sink = sink
         self.interval = interval
         self.min_gap = min_gap
+        self.quiet = quiet
         self.max_batch_tasks = max_batch_tasks
         self.max_backlog = max_backlog
         self.max_pending = max_pending
@@ -215,7 +219,24 @@ class StoreRecorder:
                 await asyncio.sleep(0)  # the next batch now, after other work
             elif self.min_gap > 0:
                 # what ends meanwhile (however urgent) goes into the next batch
-                await asyncio.sleep(self.min_gap)
+                await self._gap()
+
+    async def _gap(self) -> None:
+        """Wait ``min_gap`` seconds, or until ``quiet`` seconds passed with notes waiting
+        and none added (``_pending`` only grows between two batches)."""
+        quiet = self.quiet
+        if not 0 < quiet < self.min_gap:
+            await asyncio.sleep(self.min_gap)
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.min_gap
+        seen = self._pending
+        while (left := deadline - loop.time()) > 0:
+            await asyncio.sleep(min(quiet, left))
+            pending = self._pending
+            if pending and pending == seen:
+                return
+            seen = pending
 
     async def _wait_wake(self) -> None:
         """Wait for a wake-up, at most ``interval`` seconds (a timer that sets the event:
