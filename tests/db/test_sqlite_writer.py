@@ -114,3 +114,34 @@ async def test_ctrl_c_leaves_the_writer_to_finish(sqlite_store: SQLiteStore) -> 
     await sqlite_store.save_task(KEY, task_row("t1"))
     assert sqlite_store.writer_pid == pid
     assert [t.task_id for t in await sqlite_store.load_tasks(KEY)] == ["t1"]
+
+
+async def test_the_wal_is_checkpointed_beside_the_writes(tmp_path: Path) -> None:
+    """The writer process checkpoints the WAL on a thread of its own every
+    ``checkpoint_rows`` rows, so its commits never wait for a checkpoint: written rows
+    reach the database file while the store is open, and the WAL starts over instead of
+    growing (without the checkpoints every write stays in it until the store closes)."""
+    path = tmp_path / "mail.db"
+    wal = tmp_path / "mail.db-wal"
+    store = SQLiteStore(path, checkpoint_rows=20)
+    await store.open()
+    try:
+        start = path.stat().st_size
+
+        async def write(i: int) -> None:
+            await store.save_task(KEY, task_row(f"t{i}"))
+            await store.append_events(KEY, [event(f"t{i}", n) for n in range(1, 11)])
+
+        i = 0
+        while path.stat().st_size == start:  # every write is a commit: no sleep needed
+            assert i < 400, "no checkpoint reached the database file"
+            await write(i)
+            i += 1
+        for j in range(i, i + 400):
+            await write(j)
+        assert wal.stat().st_size < 4_000_000
+        assert (await store.load_task(KEY, "t0")) is not None
+        assert [e.seq for e in await store.load_events(KEY, f"t{i + 399}")] == list(range(1, 11))
+    finally:
+        await store.close()
+    assert not wal.exists()  # closing the last connection checkpointed everything

@@ -28,7 +28,7 @@ from mail.db._common import (
     task_from_row,
 )
 from mail.db._sqlite_bulk import MultiRow
-from mail.db._sqlite_child import configure
+from mail.db._sqlite_child import CHECKPOINT_ROWS, configure
 from mail.db._sqlite_writer import WriterProcess
 from mail.db._statements import Dialect, SQLWrites
 from mail.db.store import (
@@ -190,7 +190,9 @@ class SQLiteStore(SQLWrites):
     the writes off its GIL too. Writes are group committed (see :mod:`mail.db._batch`):
     each awaits the transaction that carries it.
     ``pragmas`` are extra ``PRAGMA name = value`` settings applied on open (for example
-    ``{"cache_size": -65536}``). Missing parent directories are created. Every method
+    ``{"cache_size": -65536}``); the writer process checkpoints the WAL in the background
+    every ``checkpoint_rows`` rows written (its ``wal_autocheckpoint`` is off). Missing
+    parent directories are created. Every method
     raises :class:`mail.errors.StorageError` naming the file and the operation.
     """
 
@@ -204,11 +206,13 @@ class SQLiteStore(SQLWrites):
         *,
         pragmas: Mapping[str, int | str] | None = None,
         max_batch: int = 512,
+        checkpoint_rows: int = CHECKPOINT_ROWS,
     ) -> None:
         self.path = Path(path)
         self.name = f"sqlite store ({self.path})"
         self._pragmas = dict(pragmas or {})
         self._max_batch = max_batch
+        self._checkpoint_rows = checkpoint_rows
         self._conn: sqlite3.Connection | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._writer: GroupCommitter | None = None
@@ -237,7 +241,7 @@ class SQLiteStore(SQLWrites):
         if self._writer is not None:
             return
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mail-sqlite")
-        process = WriterProcess(self.path, self._pragmas, _MULTI.forms())
+        process = WriterProcess(self.path, self._pragmas, _MULTI.forms(), self._checkpoint_rows)
         try:
             with reported(self.name, "open"):
                 await asyncio.get_running_loop().run_in_executor(executor, self._connect)

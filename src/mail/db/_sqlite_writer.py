@@ -73,10 +73,17 @@ class WriterProcess:
     that died is started again (logged, see :meth:`run`).
     """
 
-    def __init__(self, path: Path, pragmas: Mapping[str, int | str], forms: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        path: Path,
+        pragmas: Mapping[str, int | str],
+        forms: dict[str, Any],
+        checkpoint_rows: int = _sqlite_child.CHECKPOINT_ROWS,
+    ) -> None:
         self.path = path
         self.pragmas = dict(pragmas)
         self.forms = forms
+        self.checkpoint_rows = checkpoint_rows
         self._proc: asyncio.subprocess.Process | None = None
         self._fresh = True  # the next request carries the multi-row forms
         self._lock = asyncio.Lock()
@@ -96,6 +103,7 @@ class WriterProcess:
             _sqlite_child.__file__,
             str(self.path),
             json.dumps(self.pragmas),
+            str(self.checkpoint_rows),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
         )
