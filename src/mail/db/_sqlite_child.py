@@ -137,7 +137,10 @@ class _Checkpointer(threading.Thread):
         self.stopping = False
 
     def run(self) -> None:
-        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        try:
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error:
+            return  # the writer's own checkpoints take over
         try:
             configure(conn, self.pragmas)
             while True:
@@ -149,6 +152,8 @@ class _Checkpointer(threading.Thread):
                 with contextlib.suppress(sqlite3.Error):
                     conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
                 self.done.set()
+        except sqlite3.Error:
+            return  # as above
         finally:
             conn.close()
 
