@@ -44,8 +44,9 @@ import statistics
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
+from unittest import mock
 from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
@@ -74,26 +75,6 @@ def _store_env(store: str, database_url: str | None) -> dict[str, str]:
     return env
 
 
-class _Environ:
-    """``os.environ`` with ``env`` set inside the block (``build_server`` and the server
-    process read the store from it)."""
-
-    def __init__(self, env: dict[str, str]) -> None:
-        self.env = env
-        self.saved: dict[str, str | None] = {}
-
-    def __enter__(self) -> None:
-        self.saved = {k: os.environ.get(k) for k in self.env}
-        os.environ.update(self.env)
-
-    def __exit__(self, *exc: object) -> None:
-        for k, v in self.saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
 class Server:
     """One benchmark server with ``store``: in this process, on its event loop (as
     ``benchmarks/http.py`` runs by default), or in a child process (``--serve``)."""
@@ -107,10 +88,11 @@ class Server:
         self.cpu_used: dict[str, float] = {}
         self.tasks: dict[str, int] = {}
         self.rounds: dict[str, list[float]] = {}
-        self._close: Callable[[], Any] = lambda: None
+        self._close: Callable[[], Awaitable[None]] | None = None
 
     async def open(self, loop: str, database_url: str | None, *, in_process: bool) -> None:
-        with _Environ(_store_env(self.store, database_url)):
+        # build_server (and the server process) read the store from the environment
+        with mock.patch.dict(os.environ, _store_env(self.store, database_url)):
             if in_process:
                 data = tempfile.TemporaryDirectory(prefix="mail-bench-")
                 server = bench_http.build_server(Path(data.name))
@@ -127,16 +109,15 @@ class Server:
         self.url = process.url
         self.cpu = bench_http.process_cpu(process.proc.pid)
 
-        def stop() -> None:
+        async def stop() -> None:
             process.close()
             data.cleanup()
 
         self._close = stop
 
     async def close(self) -> None:
-        result = self._close()
-        if asyncio.iscoroutine(result):
-            await result
+        if self._close is not None:
+            await self._close()
 
 
 async def _chunk(session: aiohttp.ClientSession, server: Server, n: int, clients: int) -> float:

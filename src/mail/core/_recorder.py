@@ -7,8 +7,9 @@ seconds, or as soon as a task's turn ends or ``max_pending`` notes wait, and han
 the sink; after a write it waits ``min_gap`` seconds, so that under load one write carries
 the rows of many tasks, or less once nothing has been noted for ``quiet`` seconds: when the
 server goes idle after a burst, the burst's last tasks are stored then, not a gap later
-(under load notes come every few tens of microseconds and the gap runs out). A batch holds at most ``max_batch_tasks`` tasks' notes; a backlog
-is written batch after batch, with the event loop free in between.
+(under load notes come every few tens of microseconds and the gap runs out). A batch holds
+at most ``max_batch_tasks`` tasks' notes; a backlog is written batch after batch, with the
+event loop free in between.
 
 Rows are snapshotted when a batch is made, so a history written many times between
 writes is stored once.

@@ -78,7 +78,7 @@ class WriterProcess:
         path: Path,
         pragmas: Mapping[str, int | str],
         forms: dict[str, Any],
-        checkpoint_rows: int = _sqlite_child.CHECKPOINT_ROWS,
+        checkpoint_rows: int,
     ) -> None:
         self.path = path
         self.pragmas = dict(pragmas)
