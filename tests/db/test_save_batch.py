@@ -17,7 +17,7 @@ from mail.core._persist import TaskSnapshot, WriteBatch
 from mail.core.events import EventName, MAILEvent
 from mail.core.tasks import TaskState
 from mail.db import SQLiteStore, TaskRow, TaskStore
-from mail.db._common import changes_from_batch
+from mail.db._common import changes_from_batch, dumps, loads
 
 T0 = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -91,6 +91,36 @@ async def test_a_batch_stores_what_its_changes_store(store: TaskStore, key: KeyF
     assert events[0].data == batch.events["t04"][0].data()
 
 
+async def test_events_read_back_as_they_were_sent(store: TaskStore, key: KeyFactory) -> None:
+    """Timestamps formatted or not (the SQLite writer process formats those the server
+    never read), and values ``marshal`` refuses but JSON holds (the server encodes those),
+    come back as the runtime's ``data()`` gives them."""
+    caller = key()
+    when = datetime(2025, 1, 1, 12, 0, 59, 999999, tzinfo=UTC)
+    extras: list[dict[str, Any]] = [
+        {"full_message": message(1)},
+        {"subject": EventName.TASK_COMPLETE, "when": when},  # a str subclass, a datetime
+        {"n": 2**70, "text": 'é \u2028 \\ "'},  # beyond orjson: the standard encoder
+        {"nan": float("nan"), "inf": float("inf")},  # JSON has no such numbers: null
+    ]
+    batch = WriteBatch()
+    for n, extra in enumerate(extras):
+        task_id = f"t{n}"
+        batch.tasks.append(snapshot(task_id, n))
+        batch.events[task_id] = [
+            MAILEvent(EventName.TOOL_CALL, task_id, f"event {seq}", extra, None, seq)
+            for seq in (1, 2)
+        ]
+        batch.events[task_id][1].timestamp  # noqa: B018  # formatted before it is stored
+    assert await store.save_batch(caller, batch) == {}
+
+    for task_id, events in batch.events.items():
+        loaded = await store.load_events(caller, task_id)
+        assert [e.data for e in loaded] == [loads(dumps(e.data())) for e in events]
+    subject = (await store.load_events(caller, "t1"))[0].data["extra_data"]["subject"]
+    assert subject == "task_complete"
+
+
 async def test_a_retried_batch_stores_its_events_once(store: TaskStore, key: KeyFactory) -> None:
     first = batch_of(range(1, 5))
     assert await store.save_batch(key(), first) == {}
@@ -101,13 +131,16 @@ async def test_a_retried_batch_stores_its_events_once(store: TaskStore, key: Key
     assert [e.seq for e in await store.load_events(key(), "t01")] == [1]
 
 
+# an object marshal refuses (the server encodes the batch), a set it takes (the SQLite
+# writer process encodes it, fails, and the server finds the task at fault)
+@pytest.mark.parametrize("bad", [object(), {1, 2}], ids=["object", "set"])
 async def test_a_value_json_cannot_hold_fails_only_its_task(
-    store: TaskStore, key: KeyFactory
+    store: TaskStore, key: KeyFactory, bad: object
 ) -> None:
     batch = batch_of(range(1, 4))
     batch.tasks.append(snapshot("bad", 1))
     batch.events["bad"] = [runtime_event("bad", 1)]
-    batch.histories.append(("bad", "a", [{"x": object()}], "completions"))
+    batch.histories.append(("bad", "a", [{"x": bad}], "completions"))
     failures = await store.save_batch(key(), batch)
     assert list(failures) == ["bad"]
     assert "save_changes failed" in str(failures["bad"])

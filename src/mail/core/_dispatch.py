@@ -49,7 +49,7 @@ _BUILTIN_TOOLS = frozenset({"web_search_call", "code_interpreter_call"})
 # once (a class attribute of an enum goes through EnumType.__getattr__ on Python 3.11)
 _ACTION_COMPLETE_BROADCAST = str(Subject.ACTION_COMPLETE_BROADCAST)
 _MAXIMUM_STEPS_REACHED = str(Subject.MAXIMUM_STEPS_REACHED)
-_TASK_COMPLETE_SUBJECT = Subject.TASK_COMPLETE
+_TASK_COMPLETE_SUBJECT = str(Subject.TASK_COMPLETE)  # plain: stores marshal it
 _RUNNING = TaskState.RUNNING
 _COMPLETED = TaskState.COMPLETED
 _TOOL_CALL = EventName.TOOL_CALL

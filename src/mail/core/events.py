@@ -107,6 +107,13 @@ class MAILEvent:
             ts = self._timestamp = format_utc(self._created)
         return ts
 
+    @property
+    def stamp(self) -> str | float:
+        """The timestamp if it was formatted already, else the POSIX time it formats: a
+        store's writer process formats it off the event loop (``mail.db._raw``)."""
+        ts = self._timestamp
+        return self._created if ts is None else ts
+
     def data(self) -> dict[str, Any]:
         """Return the ``data`` object sent for this event."""
         if self.payload is not None:

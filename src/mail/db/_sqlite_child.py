@@ -1,9 +1,12 @@
 """The SQLite store's writer process, the child's side: a script the store starts
-(``python -I -S _sqlite_child.py PATH PRAGMAS CHECKPOINT_ROWS``) to apply its write
-transactions.
+(``python -I -S _sqlite_child.py PATH PRAGMAS CHECKPOINT_ROWS ORJSON_DIR``) to apply its
+write transactions.
 
-Standard library only, and few modules of it, with ``_sqlite_bulk`` loaded from this
-directory: it starts in a few tens of milliseconds without importing ``mail``. See
+Standard library only, and few modules of it, with ``_sqlite_bulk`` and ``_raw`` loaded
+from this directory and orjson from ``ORJSON_DIR`` (the standard encoder if that is empty
+or fails): it starts in a few tens of milliseconds without importing ``mail``. The
+:data:`~mail.db._raw.RAW` statement's rows are blobs of parts whose JSON this process
+encodes (:mod:`mail.db._raw` says why). See
 :mod:`mail.db._sqlite_writer` for why, and for the messages both ways: an 8-byte
 little-endian length and a body.
 
@@ -44,7 +47,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 __all__ = [
     "CHECKPOINT_ROWS",
@@ -103,7 +106,7 @@ def configure(conn: sqlite3.Connection, pragmas: Mapping[str, int | str]) -> Non
         conn.execute(f"PRAGMA {name} = {value}")
 
 
-def transaction(conn: sqlite3.Connection, statements: Sequence[Any], multi: Any) -> None:
+def transaction(conn: sqlite3.Connection, statements: Iterable[Any], multi: Any) -> None:
     """Run ``statements`` (``(sql, rows)``) in one transaction; ``multi`` is a
     ``_sqlite_bulk.MultiRow`` that turns rows into multi-row statements where it can."""
     limit = conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
@@ -191,6 +194,52 @@ class _Checkpoints:
         self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
 
 
+def _load(name: str) -> Any:
+    """The module ``name`` of this directory, loaded by path (``mail`` is not imported)."""
+    # os.path, not pathlib: the child keeps its imports few, to start fast
+    here = os.path.dirname(os.path.abspath(__file__))  # noqa: PTH100, PTH120
+    spec = importlib.util.spec_from_file_location(name, os.path.join(here, f"{name}.py"))  # noqa: PTH118
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {name}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _encoder(orjson_dir: str) -> Callable[[Any], Any]:
+    """JSON as the server encodes it (``mail.db._common.json_bytes``): orjson, and the
+    standard encoder for what orjson refuses (or for everything, without orjson)."""
+    standard = json.JSONEncoder(separators=(",", ":")).encode
+    if orjson_dir:
+        sys.path.append(orjson_dir)
+        try:
+            import orjson  # noqa: PLC0415  # from the server's environment, given by path
+        except ImportError:
+            return standard
+        dumps = orjson.dumps
+
+        def encode(value: Any) -> Any:
+            try:
+                return dumps(value)
+            except TypeError:
+                return standard(value)
+
+        return encode
+    return standard
+
+
+def _expand(
+    statements: Sequence[Any], raw: Any, encode: Callable[[Any], Any]
+) -> Iterator[tuple[str, Any]]:
+    """``statements`` with each :data:`~mail.db._raw.RAW` statement cooked."""
+    for sql, rows in statements:
+        if sql == raw.RAW:
+            for blob in rows:
+                yield from raw.cook(marshal.loads(blob), encode)  # noqa: S302  # our parent's
+        else:
+            yield sql, rows
+
+
 def _body(data: bytes) -> Any:
     rest = memoryview(data)[1:]  # not a copy
     if data[:1] == MARSHAL:
@@ -198,7 +247,7 @@ def _body(data: bytes) -> Any:
     return pickle.loads(rest)  # noqa: S301  # from our parent, over our own pipe
 
 
-def _main(path: str, pragmas: dict[str, int | str], checkpoint_rows: int) -> None:
+def _main(path: str, pragmas: dict[str, int | str], checkpoint_rows: int, orjson_dir: str) -> None:
     # Ctrl+C in a terminal reaches the whole process group: the server shuts down and
     # closes our input once it has handed over its last writes, which we must still apply
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -215,18 +264,13 @@ def _main(path: str, pragmas: dict[str, int | str], checkpoint_rows: int) -> Non
         out.write(frame(text.encode()))
         out.flush()
 
-    # os.path, not pathlib: the child keeps its imports few, to start fast
-    here = os.path.dirname(os.path.abspath(__file__))  # noqa: PTH100, PTH120
-    spec = importlib.util.spec_from_file_location(
-        "_sqlite_bulk",
-        os.path.join(here, "_sqlite_bulk.py"),  # noqa: PTH118
-    )
-    if spec is None or spec.loader is None:
-        reply("cannot load _sqlite_bulk")
+    try:
+        multi = _load("_sqlite_bulk").MultiRow()
+        raw = _load("_raw")
+    except ImportError as e:
+        reply(str(e))
         return
-    bulk = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bulk)
-    multi = bulk.MultiRow()
+    encode = _encoder(orjson_dir)
     try:
         conn = sqlite3.connect(path, isolation_level=None, cached_statements=256)
         configure(conn, pragmas)
@@ -249,7 +293,7 @@ def _main(path: str, pragmas: dict[str, int | str], checkpoint_rows: int) -> Non
             if isinstance(body, tuple):
                 forms, body = body
                 multi.load(forms)
-            transaction(conn, body, multi)
+            transaction(conn, _expand(body, raw, encode), multi)
         except Exception as e:  # noqa: BLE001  # each failure goes back to the parent
             reply(str(e) or type(e).__name__)
         else:
@@ -262,4 +306,4 @@ def _main(path: str, pragmas: dict[str, int | str], checkpoint_rows: int) -> Non
 
 
 if __name__ == "__main__":
-    _main(sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3]))
+    _main(sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3]), sys.argv[4])

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import io
 import json
 import logging
@@ -31,6 +32,20 @@ __all__ = ["WriterProcess"]
 logger = logging.getLogger("mail.db")
 #: how long closing waits for the child to commit and leave before killing it
 _CLOSE_TIMEOUT = 30.0
+
+
+def _package_dir(name: str) -> str:
+    """The directory to put on ``sys.path`` to import ``name``, or ``""``."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.origin is None:
+        return ""
+    origin = Path(spec.origin)
+    # a package (orjson/__init__.py, orjson/orjson.*.so) or a module beside its peers
+    return str(origin.parent.parent if spec.submodule_search_locations else origin.parent)
+
+
+#: where the child finds orjson (``""``: it encodes with the standard library)
+_ORJSON_DIR = _package_dir("orjson")
 
 
 class _WriterGone(sqlite3.OperationalError):
@@ -104,6 +119,7 @@ class WriterProcess:
             str(self.path),
             json.dumps(self.pragmas),
             str(self.checkpoint_rows),
+            _ORJSON_DIR,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
         )

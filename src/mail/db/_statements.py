@@ -4,6 +4,7 @@ differ only in their SQL text and how they encode datetimes (:class:`Dialect`)."
 
 from __future__ import annotations
 
+import marshal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -25,6 +26,7 @@ from mail.db._common import (
     stash_params,
     task_params,
 )
+from mail.db._raw import EVENT, RAW, Part, cook
 from mail.errors import StorageError
 
 if TYPE_CHECKING:
@@ -50,6 +52,7 @@ __all__ = [
     "stash_write",
     "changes_write",
     "batch_write",
+    "raw_batch_write",
     "save_changes",
     "save_batch",
     "SQLWrites",
@@ -64,7 +67,9 @@ class Dialect:
     (SQLite) instead of setting it itself (PostgreSQL's ``NOW()``). ``json_bytes``: the
     event, history and response statements take their JSON as UTF-8 bytes (SQLite, whose
     statements cast them to text) as well as text: :func:`batch_write` then skips decoding
-    what the encoder wrote.
+    what the encoder wrote. ``raw_json``: the store's writer process takes the
+    :data:`~mail.db._raw.RAW` statement and encodes the JSON itself
+    (:func:`raw_batch_write`).
     """
 
     save_task: str
@@ -78,6 +83,7 @@ class Dialect:
     when: Callable[[datetime], Any]
     stamp_histories: bool
     json_bytes: bool = False
+    raw_json: bool = False
 
     @property
     def rank(self) -> dict[str, int]:
@@ -154,7 +160,7 @@ async def save_batch(
     write; when it cannot be encoded or is refused, :func:`save_changes` of its tasks'
     changes finds which tasks are at fault."""
     try:
-        write = batch_write(d, key, batch)
+        write = (raw_batch_write if d.raw_json else batch_write)(d, key, batch)
     except (TypeError, ValueError):
         pass  # a value JSON cannot hold: whose, save_changes finds out
     else:
@@ -210,10 +216,7 @@ def batch_write(d: Dialect, key: CallerKey, batch: WriteBatch) -> Write:
     loop for every task a server stores). Raises ``TypeError`` or ``ValueError`` for a
     value JSON cannot hold, without saying whose."""
     swarm, role, caller = k = key_params(key)
-    when = d.when
-    write: Write = []
-    if batch.tasks:
-        write.append((d.save_task, [task_params(key, t, when) for t in batch.tasks]))
+    write = _task_rows(d, key, batch)
     events: list[tuple[Any, ...]] = []
     add = events.append
     names = PLAIN_NAMES
@@ -235,17 +238,75 @@ def batch_write(d: Dialect, key: CallerKey, batch: WriteBatch) -> Write:
         write.append((d.append_event, events))
     encode = json_bytes if raw else dumps
     if batch.histories:
-        stamp = (when(datetime.now(UTC)),) if d.stamp_histories else ()
+        stamp = (d.when(datetime.now(UTC)),) if d.stamp_histories else ()
         rows = [(*k, t, agent, fmt, encode(h), *stamp) for t, agent, h, fmt in batch.histories]
         write.append((d.save_history, rows))
     if batch.responses:
         rows = [(swarm, role, caller, t, encode(m)) for t, m in batch.responses]
         write.append((d.save_response, rows))
+    _add_waiting(d, key, batch, write)
+    return write
+
+
+def raw_batch_write(d: Dialect, key: CallerKey, batch: WriteBatch) -> Write:
+    """:func:`batch_write` for a writer process that encodes JSON itself: the events,
+    histories and responses go as they are, as one :data:`~mail.db._raw.RAW` statement
+    (see :mod:`mail.db._raw`), or encoded here when ``marshal`` refuses a value."""
+    swarm, role, caller = k = key_params(key)
+    write = _task_rows(d, key, batch)
+    parts: list[Part] = []
+    events: list[tuple[Any, ...]] = []
+    add = events.append
+    names = PLAIN_NAMES
+    for task_id, evs in batch.events.items():
+        for e in evs:
+            name = names.get(e.event) or plain_name(e.event)
+            if e.payload is None:
+                add(
+                    (
+                        swarm,
+                        role,
+                        caller,
+                        task_id,
+                        e.seq or 0,
+                        name,
+                        e.stamp,
+                        e.description,
+                        e.extra_data,
+                    )
+                )
+            else:
+                add((swarm, role, caller, task_id, e.seq or 0, name, None, None, e.payload))
+    if events:
+        parts.append((d.append_event, EVENT, events))
+    if batch.histories:
+        stamp = (d.when(datetime.now(UTC)),) if d.stamp_histories else ()
+        rows = [(*k, t, agent, fmt, h, *stamp) for t, agent, h, fmt in batch.histories]
+        parts.append((d.save_history, len(k) + 3, rows))
+    if batch.responses:
+        rows = [(swarm, role, caller, t, m) for t, m in batch.responses]
+        parts.append((d.save_response, len(k) + 1, rows))
+    if parts:
+        try:
+            write.append((RAW, [marshal.dumps(parts)]))
+        except ValueError:  # a str subclass, a datetime, an object: encoded here
+            write.extend(cook(parts, json_bytes if d.json_bytes else dumps))
+    _add_waiting(d, key, batch, write)
+    return write
+
+
+def _task_rows(d: Dialect, key: CallerKey, batch: WriteBatch) -> Write:
+    if not batch.tasks:
+        return []
+    return [(d.save_task, [task_params(key, t, d.when) for t in batch.tasks])]
+
+
+def _add_waiting(d: Dialect, key: CallerKey, batch: WriteBatch, write: Write) -> None:
+    """Add the batch's breakpoints and stashes (few tasks have any) to ``write``."""
     if batch.breakpoints or batch.stashes:
         changes = changes_from_batch(_waiting_only(batch))
         for sql, params in _merged(d, [changes_write(d, key, c) for c in changes.values()]):
             write.append((sql, list(params)))
-    return write
 
 
 def _waiting_only(batch: WriteBatch) -> WriteBatch:

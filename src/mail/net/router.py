@@ -218,7 +218,7 @@ class InterswarmRouter:
                 task_id=task.task_id,
                 sender=create_agent_address(agent),
                 recipient=create_agent_address(f"{contact}@{swarm}"),
-                subject=Subject.TASK_COMPLETE,
+                subject=str(Subject.TASK_COMPLETE),
                 body=body,
                 sender_swarm=local,
                 recipient_swarm=swarm,
