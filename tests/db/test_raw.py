@@ -17,10 +17,11 @@ from mail.db._common import json_bytes
 from mail.db._raw import RAW, cook, format_stamp
 from mail.db._sqlite import SQLiteStore
 from mail.db._sqlite_child import _encoder
-from mail.db._sqlite_writer import _ORJSON_DIR
 from mail.db._statements import batch_write, raw_batch_write
+from mail.db._writer_process import package_dir
 
 KEY = CallerKey(swarm="demo", role="user", id="u1")
+ORJSON_DIR = package_dir("orjson")
 
 
 def test_the_writer_formats_timestamps_as_the_runtime_does() -> None:
@@ -42,8 +43,8 @@ VALUES: list[Any] = [
 
 @pytest.mark.parametrize("value", VALUES, ids=["dict", "big-int", "nan", "tuple", "empty"])
 def test_the_writer_encodes_as_the_server_does(value: Any) -> None:
-    assert _ORJSON_DIR  # orjson is a dependency: the writer process finds it
-    encode = _encoder(_ORJSON_DIR)
+    assert ORJSON_DIR  # orjson is a dependency: the writer process finds it
+    encode = _encoder(ORJSON_DIR)
     assert encode(value) == json_bytes(value)
 
 
@@ -75,7 +76,7 @@ def test_the_writer_cooks_the_rows_the_server_would_have_written() -> None:
     raw = raw_batch_write(d, KEY, batch)  # first: batch_write formats every timestamp
     assert [sql for sql, _ in raw] == [RAW]
     (blob,) = raw[0][1]
-    cooked = cook(marshal.loads(blob), _encoder(_ORJSON_DIR))  # noqa: S302  # our own
+    cooked = cook(marshal.loads(blob), _encoder(ORJSON_DIR))  # noqa: S302  # our own
     expected = batch_write(d, KEY, batch)
     # the histories' updated_at is the time of writing: compare all but that column
     assert [(sql, [row[:7] for row in rows]) for sql, rows in cooked] == [

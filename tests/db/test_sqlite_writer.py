@@ -139,7 +139,9 @@ async def test_the_wal_is_checkpointed_beside_the_writes(tmp_path: Path) -> None
             i += 1
         for j in range(i, i + 400):
             await write(j)
-        assert wal.stat().st_size < 4_000_000
+        # about 3.6 MB when the machine is idle, 29.5 MB without checkpoints: a slow disk
+        # (another database syncing) delays the passive checkpoints, never stops them
+        assert wal.stat().st_size < 10_000_000
         assert (await store.load_task(KEY, "t0")) is not None
         assert [e.seq for e in await store.load_events(KEY, f"t{i + 399}")] == list(range(1, 11))
     finally:

@@ -22,10 +22,12 @@ store runs the batch again the usual way, which skips stored events.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["CopyWriter", "copy_failed"]
+from mail.db._pg_bulk import bulk_forms, bulk_statement
+
+__all__ = ["CopyWriter", "PgApplier", "copy_failed"]
 
 #: Runs one statement for its rows the usual way (arrays or ``executemany``).
 RowRunner = Callable[[Any, str, Sequence[Sequence[Any]]], Awaitable[None]]
@@ -200,3 +202,49 @@ class CopyWriter:
         if records:
             await conn.copy_records_to_table(_STAGE, records=records, columns=_STAGE_COLUMNS)
             await conn.fetch(self._merge_sql)
+
+
+class PgApplier:
+    """Applies the writes of a PostgreSQL store on one connection at a time: by COPY
+    (:class:`CopyWriter`), or, when COPY cannot (:func:`copy_failed`), by the usual
+    statements (over arrays where :mod:`mail.db._pg_bulk` has a form). ``sql`` names the
+    store's statements: ``save_task``, ``append_event``, ``save_history``,
+    ``save_response``, ``delete_breakpoints``, ``delete_stash``."""
+
+    def __init__(self, sql: Mapping[str, str]) -> None:
+        self._bulk = bulk_forms(**sql)
+        self._copier = CopyWriter(
+            append_event=sql["append_event"],
+            save_task=sql["save_task"],
+            save_history=sql["save_history"],
+            save_response=sql["save_response"],
+            run=self._run,
+        )
+
+    async def apply(self, conn: Any, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
+        """Run ``statements`` on ``conn`` in one transaction, in their order."""
+        try:
+            await self._copier.apply(conn, statements)
+        except Exception as e:
+            if not copy_failed(e):
+                raise
+            # events stored already, or the staging table gone: the usual statements
+            self._copier.forget()
+            await self._apply(conn, statements)
+
+    async def _run(self, conn: Any, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run ``sql`` for ``rows``: once over arrays when it has an array form."""
+        bulk = bulk_statement(self._bulk, sql, rows)
+        if bulk is None:
+            await conn.executemany(sql, rows)
+        else:
+            await conn.execute(bulk[0], *bulk[1])
+
+    async def _apply(self, conn: Any, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
+        """Run ``statements`` on ``conn`` atomically, without COPY."""
+        if len(statements) == 1:  # one statement is atomic already
+            await self._run(conn, *statements[0])
+            return
+        async with conn.transaction():
+            for sql, rows in statements:
+                await self._run(conn, sql, rows)

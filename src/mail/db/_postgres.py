@@ -9,17 +9,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import os
+import sys
 from collections.abc import Sequence
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from mail.db import migrations
+from mail.db import _pg_child, migrations
 from mail.db._batch import GroupCommitter, Statement
 from mail.db._common import (
     DetailKind,
     breakpoint_from_row,
     details_from_rows,
+    dumps,
     event_from_row,
     key_params,
     loads,
@@ -30,9 +35,10 @@ from mail.db._common import (
     task_from_row,
     utc,
 )
-from mail.db._pg_bulk import bulk_forms, bulk_statement
-from mail.db._pg_copy import CopyWriter, copy_failed
+from mail.db._pg_copy import PgApplier
+from mail.db._raw import expand
 from mail.db._statements import Dialect, SQLWrites
+from mail.db._writer_process import WriterProcess
 from mail.db.store import (
     BreakpointRow,
     CallerKey,
@@ -88,16 +94,17 @@ _DIALECT = Dialect(
     when=utc,
     stamp_histories=False,
     json_bytes=False,
+    raw_json=True,
 )
-# a batch's rows of these statements go in one statement over arrays (see _pg_bulk)
-_BULK = bulk_forms(
-    save_task=_SAVE_TASK,
-    append_event=_APPEND_EVENT,
-    save_history=_SAVE_HISTORY,
-    save_response=_SAVE_RESPONSE,
-    delete_breakpoints=_DELETE_BREAKPOINTS,
-    delete_stash=_DELETE_STASH,
-)
+# the statements the writer applies by COPY or over arrays (see _pg_copy and _pg_bulk)
+_WRITES = {
+    "save_task": _SAVE_TASK,
+    "append_event": _APPEND_EVENT,
+    "save_history": _SAVE_HISTORY,
+    "save_response": _SAVE_RESPONSE,
+    "delete_breakpoints": _DELETE_BREAKPOINTS,
+    "delete_stash": _DELETE_STASH,
+}
 _LOAD_TASKS = """SELECT task_id, task_owner, task_contributors::text, remote_swarms::text,
     state, title, start_time, updated_at FROM tasks
     WHERE swarm_name = $1 AND caller_role = $2 AND caller_id = $3
@@ -173,25 +180,6 @@ def _usable(conn: Any) -> bool:
         return False
 
 
-async def _run(conn: Any, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-    """Run ``sql`` for ``rows``: once over arrays when it has an array form."""
-    bulk = bulk_statement(_BULK, sql, rows)
-    if bulk is None:
-        await conn.executemany(sql, rows)
-    else:
-        await conn.execute(bulk[0], *bulk[1])
-
-
-async def _apply(conn: Any, statements: list[Statement]) -> None:
-    """Run ``statements`` on ``conn`` atomically, without COPY."""
-    if len(statements) == 1:  # one statement is atomic already
-        await _run(conn, *statements[0])
-        return
-    async with conn.transaction():
-        for sql, rows in statements:
-            await _run(conn, sql, rows)
-
-
 def _describe(dsn: str | None) -> str:
     """``host:port/database`` of a DSN, without user or password."""
     if not dsn:
@@ -246,16 +234,19 @@ class PostgresStore(SQLWrites):
         self._max_batch = max_batch
         self._writer: GroupCommitter | None = None
         self._write_conn: Any | None = None
-        self._copier = CopyWriter(
-            append_event=_APPEND_EVENT,
-            save_task=_SAVE_TASK,
-            save_history=_SAVE_HISTORY,
-            save_response=_SAVE_RESPONSE,
-            run=_run,
-        )
+        self._command_timeout = command_timeout
+        self._connect_timeout = connect_timeout
+        self._process: WriterProcess | None = None  # with a dsn: the writer process
+        self._applier = PgApplier(_WRITES)  # with a pool given: writes in this process
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.name!r})"
+
+    @property
+    def writer_pid(self) -> int | None:
+        """The process id of the store's writer process while it runs (a store given a
+        DSN starts it on open; the next write starts it again if it died)."""
+        return self._process.pid if self._process is not None else None
 
     async def __aenter__(self) -> PostgresStore:
         await self.open()
@@ -281,7 +272,11 @@ class PostgresStore(SQLWrites):
             try:
                 async with pool.acquire() as conn:
                     await migrations.apply_postgres(conn)
+                if self._dsn is not None:
+                    self._process = self._writer_process(self._dsn)
+                    await self._process.start()
             except BaseException:
+                await self._release_process()
                 await self._release_pool()
                 raise
         self._writer = GroupCommitter(self.name, self._run_writes, max_writes=self._max_batch)
@@ -295,8 +290,30 @@ class PostgresStore(SQLWrites):
         try:
             await writer.close()
         finally:
+            await self._release_process()
             await self._release_write_conn()
             await self._release_pool()
+
+    def _writer_process(self, dsn: str) -> WriterProcess:
+        """The process that applies the store's writes (see :mod:`mail.db._pg_child`)."""
+        options = {
+            "connect_timeout": self._connect_timeout,
+            "command_timeout": self._command_timeout,
+        }
+        root = str(Path(_pg_child.__file__).parents[2])  # the directory holding ``mail``
+        path = os.environ.get("PYTHONPATH")
+        env = {
+            **os.environ,
+            _pg_child.DSN_VARIABLE: dsn,
+            "PYTHONPATH": root if not path else f"{root}{os.pathsep}{path}",
+        }
+        argv = [sys.executable, "-c", _pg_child.START, json.dumps(options)]
+        return WriterProcess(f"PostgreSQL writer process of the {self.name}", argv, _WRITES, env)
+
+    async def _release_process(self) -> None:
+        process, self._process = self._process, None
+        if process is not None:
+            await process.close()
 
     async def _release_write_conn(self) -> None:
         conn, self._write_conn = self._write_conn, None
@@ -326,8 +343,13 @@ class PostgresStore(SQLWrites):
             return rows
 
     async def _run_writes(self, statements: list[Statement]) -> None:
-        # The flusher is the only writer: it keeps one connection instead of paying the
-        # pool's acquire and reset for every batch, and replaces it once it is broken.
+        process = self._process
+        if process is not None:
+            await process.run(statements)
+            return
+        # A pool was given (no DSN for a process of our own): the writes run here. The
+        # flusher is the only writer: it keeps one connection instead of paying the pool's
+        # acquire and reset for every batch, and replaces it once it is broken.
         pool = self._pool
         if pool is None:
             raise StorageError(f"{self.name}: write failed: the store is closed")
@@ -339,14 +361,7 @@ class PostgresStore(SQLWrites):
             conn = None
         if conn is None:
             conn = self._write_conn = await pool.acquire()
-        try:
-            await self._copier.apply(conn, statements)
-        except Exception as e:
-            if not copy_failed(e):
-                raise
-            # events stored already, or the staging table gone: the usual statements
-            self._copier.forget()
-            await _apply(conn, statements)
+        await self._applier.apply(conn, list(expand(statements, dumps)))
 
     # -- reads ----------------------------------------------------------------------------
 

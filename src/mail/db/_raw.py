@@ -23,11 +23,12 @@ the event's formatted timestamp, or its POSIX time to format with :func:`format_
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import marshal
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-__all__ = ["EVENT", "RAW", "Part", "cook", "format_stamp"]
+__all__ = ["EVENT", "RAW", "Part", "cook", "expand", "format_stamp"]
 
 #: the SQL of the statement whose rows are blobs of marshalled parts (never run as SQL)
 RAW = "-- rows with JSON to encode: mail.db._raw"
@@ -76,3 +77,15 @@ def cook(parts: Sequence[Part], encode: Callable[[Any], Any]) -> list[tuple[str,
             cooked = [(*row[:column], encode(row[column]), *row[column + 1 :]) for row in rows]
         statements.append((sql, cooked))
     return statements
+
+
+def expand(
+    statements: Sequence[tuple[str, Any]], encode: Callable[[Any], Any]
+) -> Iterator[tuple[str, Any]]:
+    """``statements`` with each :data:`RAW` statement's blobs cooked (:func:`cook`)."""
+    for sql, rows in statements:
+        if sql == RAW:
+            for blob in rows:
+                yield from cook(marshal.loads(blob), encode)  # noqa: S302  # the store's own
+        else:
+            yield sql, rows

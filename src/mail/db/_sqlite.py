@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
-from mail.db import migrations
+from mail.db import _sqlite_child, migrations
 from mail.db._batch import GroupCommitter, Statement
 from mail.db._common import (
     DetailKind,
@@ -29,8 +31,8 @@ from mail.db._common import (
 )
 from mail.db._sqlite_bulk import MultiRow
 from mail.db._sqlite_child import CHECKPOINT_ROWS, configure
-from mail.db._sqlite_writer import WriterProcess
 from mail.db._statements import Dialect, SQLWrites
+from mail.db._writer_process import WriterProcess, package_dir
 from mail.db.store import (
     BreakpointRow,
     CallerKey,
@@ -242,7 +244,18 @@ class SQLiteStore(SQLWrites):
         if self._writer is not None:
             return
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mail-sqlite")
-        process = WriterProcess(self.path, self._pragmas, _MULTI.forms(), self._checkpoint_rows)
+        argv = [
+            sys.executable,
+            "-I",  # none of the environment's Python settings
+            "-S",  # nor site-packages: the child needs the standard library only
+            _sqlite_child.__file__,
+            str(self.path),
+            json.dumps(self._pragmas),
+            str(self._checkpoint_rows),
+            package_dir("orjson"),  # where the child finds the server's JSON encoder
+        ]
+        label = f"SQLite writer process for {self.path}"
+        process = WriterProcess(label, argv, _MULTI.forms())
         try:
             with reported(self.name, "open"):
                 await asyncio.get_running_loop().run_in_executor(executor, self._connect)

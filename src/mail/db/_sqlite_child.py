@@ -2,21 +2,13 @@
 (``python -I -S _sqlite_child.py PATH PRAGMAS CHECKPOINT_ROWS ORJSON_DIR``) to apply its
 write transactions.
 
-Standard library only, and few modules of it, with ``_sqlite_bulk`` and ``_raw`` loaded
-from this directory and orjson from ``ORJSON_DIR`` (the standard encoder if that is empty
-or fails): it starts in a few tens of milliseconds without importing ``mail``. The
-:data:`~mail.db._raw.RAW` statement's rows are blobs of parts whose JSON this process
-encodes (:mod:`mail.db._raw` says why). See
-:mod:`mail.db._sqlite_writer` for why, and for the messages both ways: an 8-byte
-little-endian length and a body.
-
-* child → parent, once at start: empty when the database is open, else the error;
-* parent → child: ``(multi_row_forms, statements)`` for the first request, then
-  ``statements`` lists (``(sql, rows)``, run in one transaction, multi-row where
-  ``_sqlite_bulk`` has a form), each as a tag byte and a body: ``m`` and ``marshal`` data,
-  or ``p`` and a pickle (for values ``marshal`` refuses: str and int subclasses);
-* child → parent, per request: empty when it committed, else the error's message (it
-  rolled back, or never began: a body it could not read).
+Standard library only, and few modules of it, with ``_sqlite_bulk``, ``_raw`` and
+``_wire`` loaded from this directory and orjson from ``ORJSON_DIR`` (the standard encoder
+if that is empty or fails): it starts in a few tens of milliseconds without importing
+``mail``. :mod:`mail.db._writer_process` says why a process, :mod:`mail.db._wire` what
+the messages are; the first request's ``forms`` are the multi-row forms of
+``_sqlite_bulk``. The :data:`~mail.db._raw.RAW` statement's rows are blobs of parts whose
+JSON this process encodes (:mod:`mail.db._raw` says why).
 
 WAL checkpoints run on a thread of the child's own, beside the writes, instead of inside
 the commit that crosses the auto-checkpoint size: a checkpoint copies tens of megabytes and
@@ -36,43 +28,19 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
-import marshal
 import os
-import pickle
-import signal
 import sqlite3
-import struct
 import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Mapping
 
-__all__ = [
-    "CHECKPOINT_ROWS",
-    "LENGTH",
-    "MARSHAL",
-    "PICKLE",
-    "configure",
-    "frame",
-    "transaction",
-]
-
-#: the length before every message
-LENGTH = struct.Struct("<Q")
-#: the tag byte of a request body in ``marshal`` form, or pickled
-MARSHAL, PICKLE = b"m", b"p"
-
-
-def frame(body: bytes) -> bytes:
-    return LENGTH.pack(len(body)) + body
-
+__all__ = ["CHECKPOINT_ROWS", "configure", "transaction"]
 
 #: the page size of a database the store creates
 PAGE_SIZE = 8192
-#: the niceness the writer process adds to its own
-WRITER_NICE = 10
 #: rows written between two background checkpoints (about 1,000 tasks of the HTTP
 #: benchmark, some 2,700 pages of WAL)
 CHECKPOINT_ROWS = 12_000
@@ -228,40 +196,13 @@ def _encoder(orjson_dir: str) -> Callable[[Any], Any]:
     return standard
 
 
-def _expand(
-    statements: Sequence[Any], raw: Any, encode: Callable[[Any], Any]
-) -> Iterator[tuple[str, Any]]:
-    """``statements`` with each :data:`~mail.db._raw.RAW` statement cooked."""
-    for sql, rows in statements:
-        if sql == raw.RAW:
-            for blob in rows:
-                yield from raw.cook(marshal.loads(blob), encode)  # noqa: S302  # our parent's
-        else:
-            yield sql, rows
-
-
-def _body(data: bytes) -> Any:
-    rest = memoryview(data)[1:]  # not a copy
-    if data[:1] == MARSHAL:
-        return marshal.loads(rest)  # noqa: S302  # from our parent, over our own pipe
-    return pickle.loads(rest)  # noqa: S301  # from our parent, over our own pipe
-
-
 def _main(path: str, pragmas: dict[str, int | str], checkpoint_rows: int, orjson_dir: str) -> None:
-    # Ctrl+C in a terminal reaches the whole process group: the server shuts down and
-    # closes our input once it has handed over its last writes, which we must still apply
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if hasattr(os, "sched_setscheduler"):
-        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
-    # Background work: the request path goes first when both want a core. Measured with
-    # benchmarks/stores.py (4 runs each): sequential 0.81 of the memory store against 0.75
-    # at the default priority, 20 clients unchanged; the recorder's backlog bound keeps
-    # the writer from falling behind without limit.
-    os.nice(WRITER_NICE)
+    wire = _load("_wire")  # without it no error could be told: a traceback, exit code 1
+    wire.make_background()
     inp, out = sys.stdin.buffer, sys.stdout.buffer
 
     def reply(text: str) -> None:
-        out.write(frame(text.encode()))
+        out.write(wire.frame(text.encode()))
         out.flush()
 
     try:
@@ -283,17 +224,17 @@ def _main(path: str, pragmas: dict[str, int | str], checkpoint_rows: int, orjson
     checkpoints = _Checkpoints(conn, thread, checkpoint_rows)
     reply("")
     while True:
-        header = inp.read(LENGTH.size)
-        if len(header) < LENGTH.size:
+        header = inp.read(wire.LENGTH.size)
+        if len(header) < wire.LENGTH.size:
             break  # the parent closed our input: leave
-        (size,) = LENGTH.unpack(header)
+        (size,) = wire.LENGTH.unpack(header)
         data = inp.read(size)
         try:
-            body = _body(data)
+            body = wire.body(data)
             if isinstance(body, tuple):
                 forms, body = body
                 multi.load(forms)
-            transaction(conn, _expand(body, raw, encode), multi)
+            transaction(conn, raw.expand(body, encode), multi)
         except Exception as e:  # noqa: BLE001  # each failure goes back to the parent
             reply(str(e) or type(e).__name__)
         else:

@@ -1,11 +1,13 @@
-"""The SQLite store's writer process, the store's side (:class:`WriterProcess`).
+"""A store's writer process, the store's side (:class:`WriterProcess`).
 
 Why a process: the SQLite work of a batch is C code, but a thread running it needs the GIL
 between statements and around every step, and under load each time it had to wait for the
 busy event loop to hand the GIL over (and the loop, in turn, for the thread): about half a
 ``POST /message``'s extra cost with a store went to that contention. A process of its own
-has its own GIL; the event loop only pickles each batch and reads a short reply. The child
-is :mod:`mail.db._sqlite_child`, which also describes the messages.
+has its own GIL and core; the event loop only marshals each batch and reads a short reply,
+and the process encodes the batch's JSON (:mod:`mail.db._raw`). The children are
+:mod:`mail.db._sqlite_child` and :mod:`mail.db._pg_child`; :mod:`mail.db._wire` describes
+the messages.
 """
 
 from __future__ import annotations
@@ -14,27 +16,23 @@ import asyncio
 import contextlib
 import importlib.util
 import io
-import json
 import logging
 import marshal
 import pickle
-import sqlite3
-import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mail.db import _sqlite_child
-from mail.db._sqlite_child import LENGTH, MARSHAL, PICKLE
+from mail.db._wire import LENGTH, MARSHAL, PICKLE
 
-__all__ = ["WriterProcess"]
+__all__ = ["WriterError", "WriterProcess", "package_dir"]
 
 logger = logging.getLogger("mail.db")
 #: how long closing waits for the child to commit and leave before killing it
 _CLOSE_TIMEOUT = 30.0
 
 
-def _package_dir(name: str) -> str:
+def package_dir(name: str) -> str:
     """The directory to put on ``sys.path`` to import ``name``, or ``""``."""
     spec = importlib.util.find_spec(name)
     if spec is None or spec.origin is None:
@@ -44,15 +42,16 @@ def _package_dir(name: str) -> str:
     return str(origin.parent.parent if spec.submodule_search_locations else origin.parent)
 
 
-#: where the child finds orjson (``""``: it encodes with the standard library)
-_ORJSON_DIR = _package_dir("orjson")
+class WriterError(Exception):
+    """A write the writer process reported as failed (its message), or the process could
+    not start."""
 
 
-class _WriterGone(sqlite3.OperationalError):
+class _WriterGone(WriterError):
     """The writer process ended before it replied."""
 
-    def __init__(self, path: Path, code: int) -> None:
-        super().__init__(f"the SQLite writer process for {path} exited (code {code})")
+    def __init__(self, label: str, code: int) -> None:
+        super().__init__(f"the {label} exited (code {code})")
 
 
 class _PlainPickler(pickle.Pickler):
@@ -81,26 +80,28 @@ def _encode(body: Any) -> tuple[bytes, bytes]:
 
 
 class WriterProcess:
-    """The parent's handle on one writer process (see the module docstring).
+    """The parent's handle on one writer process (see the module docstring): ``argv``
+    starts it (with ``env`` as its environment, else this process's), ``label`` names it
+    in errors and logs, ``forms`` go with the first request to each child started.
 
     :meth:`run` sends one transaction and waits for its outcome, raising
-    :class:`sqlite3.OperationalError` with the child's message when it failed; a child
-    that died is started again (logged, see :meth:`run`).
+    :class:`WriterError` with the child's message when it failed; a child that died is
+    started again (logged, see :meth:`run`).
     """
 
     def __init__(
         self,
-        path: Path,
-        pragmas: Mapping[str, int | str],
-        forms: dict[str, Any],
-        checkpoint_rows: int,
+        label: str,
+        argv: Sequence[str],
+        forms: Any,
+        env: Mapping[str, str] | None = None,
     ) -> None:
-        self.path = path
-        self.pragmas = dict(pragmas)
+        self.label = label
+        self.argv = list(argv)
         self.forms = forms
-        self.checkpoint_rows = checkpoint_rows
+        self.env = None if env is None else dict(env)
         self._proc: asyncio.subprocess.Process | None = None
-        self._fresh = True  # the next request carries the multi-row forms
+        self._fresh = True  # the next request carries the forms
         self._lock = asyncio.Lock()
 
     @property
@@ -110,28 +111,22 @@ class WriterProcess:
         return proc.pid if proc is not None and proc.returncode is None else None
 
     async def start(self) -> None:
-        """Start the child and wait until it has opened the database."""
+        """Start the child and wait until it is ready (it opened its database)."""
         proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-I",  # none of the environment's Python settings
-            "-S",  # nor site-packages: the child needs the standard library only
-            _sqlite_child.__file__,
-            str(self.path),
-            json.dumps(self.pragmas),
-            str(self.checkpoint_rows),
-            _ORJSON_DIR,
+            *self.argv,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
+            env=self.env,
         )
         self._proc, self._fresh = proc, True
         try:
             error = await self._reply(proc)
-        except sqlite3.OperationalError:
+        except WriterError:
             await self._stop(proc)
             raise
         if error:
             await self._stop(proc)
-            raise sqlite3.OperationalError(error)
+            raise WriterError(error)
 
     async def run(self, statements: list[Any]) -> None:
         """Commit ``statements`` in the child (one transaction).
@@ -155,9 +150,7 @@ class WriterProcess:
         if proc is None or proc.returncode is not None:
             if proc is not None:
                 logger.warning(
-                    "the SQLite writer process for %s had exited (code %s): starting another",
-                    self.path,
-                    proc.returncode,
+                    "the %s had exited (code %s): starting another", self.label, proc.returncode
                 )
             await self.start()
             proc = self._proc
@@ -171,7 +164,7 @@ class WriterProcess:
             proc.stdin.write(data)
             await proc.stdin.drain()
         except (BrokenPipeError, ConnectionResetError) as e:
-            raise _WriterGone(self.path, await proc.wait()) from e
+            raise _WriterGone(self.label, await proc.wait()) from e
         self._fresh = False
         try:
             error = await self._reply(proc)
@@ -180,7 +173,7 @@ class WriterProcess:
                 proc.kill()
             raise
         if error:
-            raise sqlite3.OperationalError(error)
+            raise WriterError(error)
 
     async def _reply(self, proc: asyncio.subprocess.Process) -> str:
         assert proc.stdout is not None  # noqa: S101  # started with a pipe
@@ -188,7 +181,7 @@ class WriterProcess:
             (size,) = LENGTH.unpack(await proc.stdout.readexactly(LENGTH.size))
             return (await proc.stdout.readexactly(size)).decode()
         except (asyncio.IncompleteReadError, ConnectionResetError) as e:
-            raise _WriterGone(self.path, await proc.wait()) from e
+            raise _WriterGone(self.label, await proc.wait()) from e
 
     async def close(self) -> None:
         """Let the child finish and leave (killed after 30 s)."""
