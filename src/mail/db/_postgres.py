@@ -196,8 +196,9 @@ class PostgresStore(SQLWrites):
     ``max_size`` connections, ``command_timeout`` seconds per statement, ``connect_timeout``
     per connection attempt and ``application_name=mail-server``, and closes it on
     :meth:`close`) or an existing asyncpg ``pool`` (used, never closed). Writes are group
-    committed on one connection the store keeps (taken from the pool), so they apply in
-    call order; reads use the rest of the pool. Every method
+    committed, so they apply in call order: with a DSN by a writer process of the store's
+    own (:mod:`mail.db._pg_child`, its own connection), with a pool on one connection the
+    store keeps; reads use the pool. Every method
     raises :class:`mail.errors.StorageError` naming the server and the operation (never the
     password). Giving both or neither of ``dsn`` and ``pool`` raises
     :class:`mail.errors.ConfigurationError`.

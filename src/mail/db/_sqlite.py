@@ -189,7 +189,7 @@ class SQLiteStore(SQLWrites):
     """A :class:`~mail.db.store.TaskStore` in one SQLite file (WAL mode).
 
     Reads (and the migrations on open) run on one dedicated thread, writes in a writer
-    process of the store's own (:mod:`mail.db._sqlite_writer`): both off the event loop, and
+    process of the store's own (:mod:`mail.db._writer_process`): both off the event loop, and
     the writes off its GIL too. Writes are group committed (see :mod:`mail.db._batch`):
     each awaits the transaction that carries it.
     ``pragmas`` are extra ``PRAGMA name = value`` settings applied on open (for example
