@@ -13,11 +13,11 @@ from mail.core._persist import WriteBatch
 from mail.core.events import EventName, MAILEvent
 from mail.core.message import format_utc
 from mail.db import CallerKey
-from mail.db._common import json_bytes
+from mail.db._common import changes_from_batch, json_bytes
 from mail.db._raw import RAW, cook, format_stamp
 from mail.db._sqlite import SQLiteStore
 from mail.db._sqlite_child import _encoder
-from mail.db._statements import batch_write, raw_batch_write
+from mail.db._statements import _merged, batch_write, changes_write
 from mail.db._writer_process import package_dir
 
 KEY = CallerKey(swarm="demo", role="user", id="u1")
@@ -70,24 +70,29 @@ def _batch() -> WriteBatch:
     return batch
 
 
+def _text(row: Any) -> tuple[Any, ...]:
+    return tuple(v.decode() if isinstance(v, bytes) else v for v in row)
+
+
 def test_the_writer_cooks_the_rows_the_server_would_have_written() -> None:
     d = SQLiteStore.dialect
     batch = _batch()
-    raw = raw_batch_write(d, KEY, batch)  # first: batch_write formats every timestamp
+    raw = batch_write(d, KEY, batch)  # first: the task-by-task rows format every timestamp
     assert [sql for sql, _ in raw] == [RAW]
     (blob,) = raw[0][1]
     cooked = cook(marshal.loads(blob), _encoder(ORJSON_DIR))  # noqa: S302  # our own
-    expected = batch_write(d, KEY, batch)
+    # the rows of the server's task-by-task path, which encodes the JSON itself
+    expected = _merged(d, [changes_write(d, KEY, c) for c in changes_from_batch(batch).values()])
     # the histories' updated_at is the time of writing: compare all but that column
-    assert [(sql, [row[:7] for row in rows]) for sql, rows in cooked] == [
-        (sql, [row[:7] for row in rows]) for sql, rows in expected
+    assert [(sql, [_text(row[:7]) for row in rows]) for sql, rows in cooked] == [
+        (sql, [_text(row[:7]) for row in rows]) for sql, rows in expected
     ]
 
 
 def test_values_marshal_refuses_are_encoded_by_the_server() -> None:
     batch = _batch()
     batch.events["t1"][1].extra_data["subject"] = EventName.TASK_COMPLETE  # a str subclass
-    write = raw_batch_write(SQLiteStore.dialect, KEY, batch)
+    write = batch_write(SQLiteStore.dialect, KEY, batch)
     assert RAW not in [sql for sql, _ in write]
     events = dict(write)[SQLiteStore.dialect.append_event]
     assert b'"subject":"task_complete"' in events[4][6]

@@ -44,11 +44,10 @@ class _Connection:
         self.conn: Any = None
 
     async def get(self) -> Any:
-        import asyncpg  # type: ignore[import-untyped]  # noqa: PLC0415  # no stubs
-
         conn = self.conn
         if conn is None or conn.is_closed():
-            self.conn = None
+            import asyncpg  # type: ignore[import-untyped]  # noqa: PLC0415  # no stubs
+
             conn = self.conn = await asyncpg.connect(
                 self.dsn,
                 timeout=self.options["connect_timeout"],

@@ -94,7 +94,6 @@ _DIALECT = Dialect(
     when=utc,
     stamp_histories=False,
     json_bytes=False,
-    raw_json=True,
 )
 # the statements the writer applies by COPY or over arrays (see _pg_copy and _pg_bulk)
 _WRITES = {

@@ -87,7 +87,6 @@ _DIALECT = Dialect(
     when=iso,
     stamp_histories=True,
     json_bytes=True,
-    raw_json=True,
 )
 # a batch's rows of these statements go in a few multi-row statements (see _sqlite_bulk)
 _MULTI = MultiRow()

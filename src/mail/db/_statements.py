@@ -10,8 +10,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from orjson import dumps as orjson_dumps
-
 from mail.db._common import (
     PLAIN_NAMES,
     breakpoint_params,
@@ -52,7 +50,6 @@ __all__ = [
     "stash_write",
     "changes_write",
     "batch_write",
-    "raw_batch_write",
     "save_changes",
     "save_batch",
     "SQLWrites",
@@ -67,9 +64,7 @@ class Dialect:
     (SQLite) instead of setting it itself (PostgreSQL's ``NOW()``). ``json_bytes``: the
     event, history and response statements take their JSON as UTF-8 bytes (SQLite, whose
     statements cast them to text) as well as text: :func:`batch_write` then skips decoding
-    what the encoder wrote. ``raw_json``: the store's writer process takes the
-    :data:`~mail.db._raw.RAW` statement and encodes the JSON itself
-    (:func:`raw_batch_write`).
+    what the encoder wrote.
     """
 
     save_task: str
@@ -83,7 +78,6 @@ class Dialect:
     when: Callable[[datetime], Any]
     stamp_histories: bool
     json_bytes: bool = False
-    raw_json: bool = False
 
     @property
     def rank(self) -> dict[str, int]:
@@ -160,7 +154,7 @@ async def save_batch(
     write; when it cannot be encoded or is refused, :func:`save_changes` of its tasks'
     changes finds which tasks are at fault."""
     try:
-        write = (raw_batch_write if d.raw_json else batch_write)(d, key, batch)
+        write = batch_write(d, key, batch)
     except (TypeError, ValueError):
         pass  # a value JSON cannot hold: whose, save_changes finds out
     else:
@@ -212,46 +206,12 @@ async def save_changes(
 def batch_write(d: Dialect, key: CallerKey, batch: WriteBatch) -> Write:
     """A runtime's batch as one write: the statements :func:`changes_write` gives for
     each task of :func:`~mail.db._common.changes_from_batch`, merged as :func:`_merged`
-    merges them, built straight from the batch (no row objects: this runs on the event
-    loop for every task a server stores). Raises ``TypeError`` or ``ValueError`` for a
-    value JSON cannot hold, without saying whose."""
-    swarm, role, caller = k = key_params(key)
-    write = _task_rows(d, key, batch)
-    events: list[tuple[Any, ...]] = []
-    add = events.append
-    names = PLAIN_NAMES
-    text: str | bytes
-    raw = d.json_bytes
-    # rows written out (no (*k, ...)): about nine events a task take this loop
-    for task_id, evs in batch.events.items():
-        for e in evs:
-            data = e.data()
-            try:  # dumps(), inlined
-                text = orjson_dumps(data)
-                if not raw:
-                    text = text.decode()
-            except TypeError:
-                text = dumps(data)
-            name = names.get(e.event) or plain_name(e.event)
-            add((swarm, role, caller, task_id, e.seq or 0, name, text))
-    if events:
-        write.append((d.append_event, events))
-    encode = json_bytes if raw else dumps
-    if batch.histories:
-        stamp = (d.when(datetime.now(UTC)),) if d.stamp_histories else ()
-        rows = [(*k, t, agent, fmt, encode(h), *stamp) for t, agent, h, fmt in batch.histories]
-        write.append((d.save_history, rows))
-    if batch.responses:
-        rows = [(swarm, role, caller, t, encode(m)) for t, m in batch.responses]
-        write.append((d.save_response, rows))
-    _add_waiting(d, key, batch, write)
-    return write
-
-
-def raw_batch_write(d: Dialect, key: CallerKey, batch: WriteBatch) -> Write:
-    """:func:`batch_write` for a writer process that encodes JSON itself: the events,
-    histories and responses go as they are, as one :data:`~mail.db._raw.RAW` statement
-    (see :mod:`mail.db._raw`), or encoded here when ``marshal`` refuses a value."""
+    merges them, built straight from the batch (this runs on the event loop for every
+    task a server stores). The events, histories and responses go as they are, as one
+    :data:`~mail.db._raw.RAW` statement whose JSON the store's writer encodes (see
+    :mod:`mail.db._raw`), or encoded here when ``marshal`` refuses a value; encoding them
+    here raises ``TypeError`` or ``ValueError`` for a value JSON cannot hold, without
+    saying whose."""
     swarm, role, caller = k = key_params(key)
     write = _task_rows(d, key, batch)
     parts: list[Part] = []
