@@ -20,12 +20,12 @@ if TYPE_CHECKING:
     # The runtime and its modules load with the first MAILSwarm: a server that loads a
     # template answers /health without them.
     from mail._api_template import MAILSwarmTemplate
-    from mail.core._persist import TaskSink
     from mail.core._remote import Direction
     from mail.core.actions import ActionOverrideFunction
     from mail.core.events import MAILEvent
     from mail.core.runtime import MAILRuntime, RemoteRouter, ResumeFrom
     from mail.core.tasks import MAILTask
+    from mail.db.store import TaskStore
 
 __all__ = ["MAILSwarm", "check_structure", "check_whole", "refresh_contacts"]
 
@@ -122,7 +122,7 @@ class MAILSwarm:
         env: Mapping[str, str] | None = None,
         max_finished_tasks: int = 1000,
         finished_task_ttl: float = 3600.0,
-        store: TaskSink | None = None,
+        store: TaskStore | None = None,
     ) -> None:
         check_whole(
             name,
@@ -179,7 +179,7 @@ class MAILSwarm:
         router: RemoteRouter | None,
         max_finished_tasks: int,
         finished_task_ttl: float,
-        store: TaskSink | None,
+        store: TaskStore | None,
     ) -> MAILRuntime:
         from mail.core.runtime import MAILRuntime  # noqa: PLC0415  # see the imports above
 

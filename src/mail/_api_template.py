@@ -26,8 +26,8 @@ from mail.swarms_json import find_swarm, load_swarms_json_file, parse_swarm
 from mail.utils.parsing import DEFAULT_POLICY, ReferencePolicy, read_python_string
 
 if TYPE_CHECKING:
-    from mail.core._persist import TaskSink
     from mail.core.runtime import RemoteRouter
+    from mail.db.store import TaskStore
 
 __all__ = ["MAILSwarmTemplate"]
 
@@ -107,7 +107,7 @@ class MAILSwarmTemplate:
         env: Mapping[str, str] | None = None,
         max_finished_tasks: int = 1000,
         finished_task_ttl: float = 3600.0,
-        store: TaskSink | None = None,
+        store: TaskStore | None = None,
     ) -> MAILSwarm:
         """Check the template, build every agent and return a runnable :class:`MAILSwarm`.
 

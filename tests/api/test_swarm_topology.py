@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from mail._api_store import StoreSink
 from mail.api import MAILAgentTemplate, MAILSwarm, MAILSwarmTemplate
 from mail.db import CallerKey, MemoryStore
 from mail.errors import SwarmDefinitionError, TaskStateError
@@ -173,13 +172,13 @@ async def test_get_subswarm_of_a_running_swarm_is_a_template_of_its_current_wiri
 async def test_load_tasks_from_db_brings_back_a_callers_tasks() -> None:
     store = MemoryStore()
     await store.open()
-    key = CallerKey(swarm="topo", role="user", id="u1")
     try:
-        first = template().instantiate({}, user_id="u1", store=StoreSink(store, key))
+        first = template().instantiate({}, user_id="u1", store=store)
         final, _ = await first.post_message("helper", timeout=WAIT)
-        await first.shutdown(timeout=1.0)  # writes what is left
+        await first.shutdown(timeout=1.0)
+        assert await store.load_tasks(CallerKey(swarm="topo", role="user", id="u1"))
 
-        second = template().instantiate({}, user_id="u1", store=StoreSink(store, key))
+        second = template().instantiate({}, user_id="u1", store=store)
         assert await second.load_tasks_from_db() == 1
         assert await second.load_agent_histories_from_db() == 0  # already there
         task = second.get_task_by_id(final["message"]["task_id"])

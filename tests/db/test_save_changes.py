@@ -330,4 +330,5 @@ async def test_save_changes_creates_no_task_per_task(store: TaskStore, key: KeyF
         assert await store.save_changes(key(), [changes_of(n) for n in range(1, 101)]) == {}
     finally:
         loop.set_task_factory(factory)
-    assert created == []
+    # asyncpg's pool gives a connection back in a task of its own: one per call at most
+    assert len(created) <= 1, created

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from mail.core.events import EventName
+from mail.core.tasks import TaskState
 from mail.db import (
     BreakpointRow,
     CallerKey,
@@ -483,16 +485,14 @@ async def test_big_integers_and_non_string_keys_are_stored(
     assert await store.load_histories(key(), "t1") == {"a": [{"n": 2**70, "k": {"1": "one"}}]}
 
 
-async def test_pre_encoded_event_json_is_stored_verbatim(store: TaskStore, key: KeyFactory) -> None:
-    data = {"timestamp": "t", "description": "a/b", "task_id": "t1", "extra_data": {}}
-    # the SSE frame's own text (it escapes "/"), handed over so the store does not encode again
-    text = '{"timestamp":"t","description":"a\\/b","task_id":"t1","extra_data":{}}'
-    await store.append_events(
-        key(), [EventRow(task_id="t1", seq=1, event="e", data=data, data_json=text)]
-    )
-    await store.append_events(key(), [EventRow(task_id="t1", seq=2, event="e", data=data)])
-    first, second = await store.load_events(key(), "t1")
-    assert first.data == second.data == data
-    assert first.data_json == text
-    assert second.data_json is not None
-    assert second.data_json.startswith('{"timestamp":"t"')
+async def test_enum_members_are_stored_as_their_values(store: TaskStore, key: KeyFactory) -> None:
+    """The runtime's event names and states are ``StrEnum`` members: stored as plain text."""
+    name = EventName.TASK_COMPLETE
+    await store.append_events(key(), [EventRow(task_id="t1", seq=1, event=name, data={})])
+    await store.save_task(key(), task_row("t1", state=TaskState.COMPLETED))
+    [row] = await store.load_events(key(), "t1")
+    assert type(row.event) is str
+    assert row.event == "task_complete"
+    loaded = await store.load_task(key(), "t1")
+    assert loaded is not None
+    assert loaded.state == "completed"

@@ -149,12 +149,14 @@ async def test_a_delivery_retried_after_a_dropped_connection_runs_once(cluster: 
         await cluster.link(b, a)
 
         result = await ask(a, "Tokyo")
+        copy = b.task_of("agent", "alpha", result["task_id"])
+        # closed by A's completion notice, which goes through the proxy too: it stays up
+        # until then
+        await within(copy.wait_turn())
 
     assert proxy.dropped == 1
     assert result["response"] == "weather@beta says: sunny in Tokyo"
     assert "interswarm_message_error" not in event_names(result)
-    copy = b.task_of("agent", "alpha", result["task_id"])
-    await within(copy.wait_turn())  # closed by A's completion notice
     received = [e for e in copy.log.all() if e.event == "interswarm_message_received"]
     assert len(received) == 2  # the request once (not twice), then the notice
     assert weather.invocations == 1

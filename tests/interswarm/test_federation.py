@@ -223,7 +223,8 @@ async def test_broadcast_reaches_two_remote_swarms_and_both_answer(cluster: Clus
     tool = next(e for e in events if e["event"] == "tool_call")
     assert tool["data"]["extra_data"]["tool_name"] == "send_interswarm_broadcast"
     sent = [e["data"]["description"] for e in events if e["event"] == "interswarm_message_sent"]
-    assert sorted(d.split(":")[0] for d in sent) == [
+    # (the completion notices "back" to both may be sent while the answer is being stored)
+    assert sorted(d.split(":")[0] for d in sent if " forward " in d) == [
         "sent interswarm message forward to swarm beta",
         "sent interswarm message forward to swarm gamma",
     ]

@@ -2,7 +2,8 @@
 and servers of it (lifespan on, real uvicorn).
 
 * ``template``: the persist swarm (:mod:`mail.testing.persist_swarm`).
-* ``store``/``make_swarm``: a memory store and runtimes of the swarm over sinks.
+* ``store``/``make_swarm``: a memory store and runtimes of the swarm over a store;
+  :class:`ProxyStore`, :class:`CutStore`, :class:`GatedStore`: stores that break or hold.
 * :func:`server_config` and :func:`running`: a server of the swarm whose only caller is
   ``user-key`` (:data:`KEY`), with its data (SQLite file, registry) in a temporary directory.
 * ``postgres_database``: a throwaway PostgreSQL database (skipped without
@@ -17,21 +18,29 @@ import json
 import os
 import sqlite3
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from mail._api_store import StoreSink
 from mail.api import MAILSwarm, MAILSwarmTemplate
 from mail.config import MAILConfig, load_config
-from mail.core._persist import StoredTask, WriteBatch
-from mail.db import CallerKey, MemoryStore
+from mail.db import (
+    CallerKey,
+    EventRow,
+    MemoryStore,
+    TaskChanges,
+    TaskDetails,
+    TaskRow,
+    TaskStore,
+)
+from mail.errors import StorageError
 from mail.server import create_app
 from mail.server._state import ServerState
 from mail.testing import StaticAuth
@@ -43,22 +52,88 @@ USER_KEY = "user-key"
 POSTGRES_ENV = "MAIL_TEST_POSTGRES_URL"
 
 
-class CutSink:
-    """A sink that can be cut off, like a process killed: later writes are dropped."""
+class ProxyStore(TaskStore):
+    """A store that hands every call to ``inner``: tests subclass it to fail, hold or
+    log writes, as a database that breaks or a process that dies would."""
 
-    def __init__(self, inner: StoreSink) -> None:
+    backend = "memory"
+
+    def __init__(self, inner: TaskStore) -> None:
         self.inner = inner
+        self.name = f"proxy of {inner.name}"
+
+    async def open(self) -> None:
+        await self.inner.open()
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+    async def _save(
+        self, op: str, key: CallerKey, changes: Sequence[TaskChanges]
+    ) -> dict[str, StorageError]:
+        return await self.inner._save(op, key, changes)
+
+    async def load_tasks(self, key: CallerKey) -> list[TaskRow]:
+        return await self.inner.load_tasks(key)
+
+    async def load_task(self, key: CallerKey, task_id: str) -> TaskRow | None:
+        return await self.inner.load_task(key, task_id)
+
+    async def load_events(
+        self, key: CallerKey, task_id: str, after: int = 0, limit: int | None = None
+    ) -> list[EventRow]:
+        return await self.inner.load_events(key, task_id, after, limit)
+
+    async def load_details(self, key: CallerKey, task_ids: Sequence[str]) -> dict[str, TaskDetails]:
+        return await self.inner.load_details(key, task_ids)
+
+    async def prune(
+        self, *, older_than: timedelta | None = None, keep_last: int | None = None
+    ) -> int:
+        return await self.inner.prune(older_than=older_than, keep_last=keep_last)
+
+    async def health(self) -> str:
+        return await self.inner.health()
+
+    async def schema_version(self) -> int:
+        return await self.inner.schema_version()
+
+
+class CutStore(ProxyStore):
+    """Writes fail with ``fail`` while it is set, and are dropped once ``cut`` (the
+    process "died"); ``writes`` logs the changes of every write that reached it."""
+
+    def __init__(self, inner: TaskStore) -> None:
+        super().__init__(inner)
         self.cut = False
         self.fail: Exception | None = None
+        self.writes: list[list[TaskChanges]] = []
 
-    async def write(self, batch: WriteBatch) -> None:
+    async def _save(
+        self, op: str, key: CallerKey, changes: Sequence[TaskChanges]
+    ) -> dict[str, StorageError]:
         if self.fail is not None:
             raise self.fail
-        if not self.cut:
-            await self.inner.write(batch)
+        if self.cut:
+            return {}
+        self.writes.append(list(changes))
+        return await super()._save(op, key, changes)
 
-    async def load(self, keep_finished: int | None = None) -> list[StoredTask]:
-        return await self.inner.load(keep_finished)
+
+class GatedStore(CutStore):
+    """Holds every write until ``gate`` opens; ``arrived`` is set once a write waits."""
+
+    def __init__(self, inner: TaskStore) -> None:
+        super().__init__(inner)
+        self.gate = asyncio.Event()
+        self.arrived = asyncio.Event()
+
+    async def _save(
+        self, op: str, key: CallerKey, changes: Sequence[TaskChanges]
+    ) -> dict[str, StorageError]:
+        self.arrived.set()
+        await self.gate.wait()
+        return await super()._save(op, key, changes)
 
 
 MakeSwarm = Callable[..., MAILSwarm]
@@ -83,8 +158,8 @@ async def store() -> AsyncIterator[MemoryStore]:
 async def make_swarm(template: MAILSwarmTemplate, store: MemoryStore) -> AsyncIterator[MakeSwarm]:
     built: list[MAILSwarm] = []
 
-    def build(sink: Any) -> MAILSwarm:
-        swarm = template.instantiate({}, user_id="u1", print_llm_streams=False, store=sink)
+    def build(store: TaskStore) -> MAILSwarm:
+        swarm = template.instantiate({}, user_id="u1", print_llm_streams=False, store=store)
         built.append(swarm)
         return swarm
 

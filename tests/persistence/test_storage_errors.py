@@ -23,7 +23,6 @@ from tests.persistence.conftest import (
 )
 from tests.server.conftest import frames, gated_swarm
 
-from mail._api_store import StoreSink
 from mail.api import MAILSwarm
 from mail.core._recorder import StoreRecorder
 from mail.core.events import EventName
@@ -71,7 +70,7 @@ async def sqlite_store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
 
 def _recorded(make_swarm: MakeSwarm, store: SQLiteStore) -> tuple[MAILSwarm, StoreRecorder]:
     """A started swarm whose runtime records into ``store``, and its recorder."""
-    swarm = make_swarm(StoreSink(store, KEY))
+    swarm = make_swarm(store)
     swarm.runtime.start()
     recorder = swarm.runtime.recorder
     assert recorder is not None

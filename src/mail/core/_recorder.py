@@ -1,28 +1,24 @@
-"""The store recorder: a runtime's changes, written to its :class:`TaskSink` in batches.
+"""Keeping a runtime's tasks in a store: :class:`StoreRecorder` writes them, :func:`restore`
+reads them back.
 
-The hot path never awaits the store. :class:`StoreRecorder` is told what changed (a task's
-log got events, a task was created or ended, an agent's turn ended) and only notes it; one
-background task it owns turns the notes into one :class:`WriteBatch` every ``interval``
-seconds, or as soon as a task's turn ends or ``max_pending`` notes wait, and hands it to
-the sink; after a write it waits ``min_gap`` seconds, so that under load one write carries
-the rows of many tasks, or less once nothing has been noted for ``quiet`` seconds: when the
-server goes idle after a burst, the burst's last tasks are stored then, not a gap later
-(under load notes come every few tens of microseconds and the gap runs out). A batch holds
-at most ``max_batch_tasks`` tasks' notes; a backlog is written batch after batch, with the
-event loop free in between.
+The runtime never waits on the store while it works: the recorder is told what changed
+(a task's record, its new events, an agent's history) and notes it; one background task
+writes the notes with :meth:`~mail.db.store.TaskStore.save_changes` every ``interval``
+seconds, at once when someone waits for them (:meth:`StoreRecorder.persisted`), or when
+``max_pending`` notes wait. Notes made while a write runs go into the next write, so the
+tasks that finish during one commit share the next one (group commit).
 
-Rows are snapshotted when a batch is made, so a history written many times between
-writes is stored once.
+**Durable answers.** Before the runtime tells a caller that a task completed, failed or
+paused, it awaits :meth:`StoreRecorder.persisted`: the task's state and every event it
+had then are committed. A write that fails is kept and retried every ``retry_after``
+seconds (events are stored once per sequence number, everything else is replaced, so a
+retry is harmless); each task it touched gets one ``storage_error`` event per outage,
+and a waiting answer goes out after that event, so a client is never told of a result
+that is neither stored nor flagged.
 
-The backlog is bounded: while ``max_backlog`` tasks or more wait to be stored and the store
-works, the runtime's submissions wait (:meth:`StoreRecorder.room`), so a store slower than
-the runtime slows new tasks down instead of letting unsaved work pile up in memory (and be
-lost by a crash). During an outage nothing waits: the server keeps serving.
-A failed write is logged at ERROR, kept in :attr:`StoreRecorder.error` (the server's
-``/health`` reports it) and retried on the next flush: events are stored exactly once per
-sequence number, and every other write replaces, so retrying is safe. Each task whose rows could not be stored gets one ``storage_error`` event
-(live, so stream followers see it) per outage: the event itself is stored by a later
-retry, and a retry that fails again adds no further event.
+:func:`restore` rebuilds a runtime's tasks: events keep their sequence numbers, and a
+task that was running when the process stopped becomes ``interrupted`` with a
+``task_interrupted`` event (resumable with ``resume_from="user_response"``).
 """
 
 from __future__ import annotations
@@ -30,416 +26,334 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from mail.core._persist import TaskSink, TaskSnapshot, TaskWriteError, WriteBatch
 from mail.core.events import EventLog, EventName, MAILEvent
-from mail.core.tasks import MAILTask
+from mail.core.tasks import MAILTask, PendingBreakpoint, TaskState
+from mail.db.store import (
+    BreakpointRow,
+    CallerKey,
+    EventRow,
+    StashRow,
+    TaskChanges,
+    TaskRow,
+    TaskStore,
+)
 
 if TYPE_CHECKING:
+    from mail.core.message import MAILMessage
     from mail.core.runtime import MAILRuntime
 
-__all__ = ["StoreRecorder"]
+__all__ = ["StoreRecorder", "restore"]
 
 logger = logging.getLogger("mail.runtime")
 
-#: What :meth:`StoreRecorder._take` removes from the pending notes: new events by task,
-#: tasks whose record changed, tasks whose turn ended, ``(task_id, agent)`` histories.
-_Notes = tuple[dict[str, list[MAILEvent]], dict[str, MAILTask], set[str], set[tuple[str, str]]]
-
 
 class StoreRecorder:
-    """Turns a runtime's changes into batched sink writes, off the hot path."""
+    """Writes one runtime's task changes to ``store`` under ``key``, in the background.
+
+    ``histories`` is the runtime's ``{task_id}::{agent}`` -> history mapping and
+    ``tool_formats`` each agent's tool format (``"completions"`` or ``"responses"``).
+    """
 
     def __init__(
         self,
-        sink: TaskSink,
+        store: TaskStore,
+        key: CallerKey,
         *,
+        histories: Mapping[str, list[dict[str, Any]]],
+        tool_formats: Mapping[str, str],
         interval: float = 0.05,
-        max_pending: int = 512,
         retry_after: float = 1.0,
-        min_gap: float = 0.01,
-        quiet: float = 0.002,
-        max_batch_tasks: int = 200,
-        max_backlog: int = 1000,
+        max_pending: int = 512,
     ) -> None:
-        self.sink = sink
+        self.store = store
+        self.key = key
         self.interval = interval
-        self.min_gap = min_gap
-        self.quiet = quiet
-        self.max_batch_tasks = max_batch_tasks
-        self.max_backlog = max_backlog
-        self.max_pending = max_pending
         self.retry_after = retry_after
+        self.max_pending = max_pending
+        self._histories = histories
+        self._tool_formats = tool_formats
         #: the last write's failure, ``None`` once a write succeeds again
         self.error: str | None = None
-        self._runtime: MAILRuntime | None = None
-        # logs with events not taken yet (each log's listener is unset until taken)
-        self._logs: dict[str, EventLog] = {}
-        self._tasks: dict[str, MAILTask] = {}
-        self._finished: set[str] = set()
-        self._histories: set[tuple[str, str]] = set()
-        # tasks whose stored breakpoints / stash are not empty: only those need clearing
-        self._stored_breakpoints: set[str] = set()
-        self._stored_stash: set[str] = set()
-        self._retry: WriteBatch | None = None
-        # tasks told of the current outage (one storage_error event each until it ends)
-        self._reported: set[str] = set()
-        self._pending = 0  # notes not taken yet: zero exactly when nothing waits
-        self._noted = asyncio.Event()  # set by the first note after everything was taken
+        self._tasks: dict[str, MAILTask] = {}  # tasks whose record changed
+        self._logs: dict[str, EventLog] = {}  # logs with events not taken yet
+        self._turns: set[tuple[str, str]] = set()  # (task_id, agent) whose history changed
+        self._retry: dict[str, TaskChanges] = {}  # what the last write could not store
+        self._retry_logs: dict[str, EventLog] = {}
+        self._reported: set[str] = set()  # tasks told of the current outage
+        self._waiters: list[asyncio.Future[None]] = []
         self._wake = asyncio.Event()
-        self._flush_lock = asyncio.Lock()  # one flush at a time: a failed batch is kept whole
-        self._room = asyncio.Event()  # set while the backlog is below max_backlog
-        self._room.set()
-        self._flushing: asyncio.Task[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._writer: asyncio.Task[None] | None = None
+        self._writing = asyncio.Lock()
         self._closed = False
 
-    # --- notes from the runtime (cheap, synchronous) -------------------------------------
-
-    def bind(self, runtime: MAILRuntime) -> None:
-        self._runtime = runtime
-
-    def attach(self, task: MAILTask) -> None:
-        """Follow a new ``task``: record it now and each event its log gets."""
-        task.log.listener = self._log_changed
-        self.task_changed(task)
-
-    def follow(self, log: EventLog) -> None:
-        """Store the events ``log`` gets after its ``stored_seq``."""
-        log.listener = self._log_changed
-        if log.last_seq > log.stored_seq:
-            self._log_changed(log)
-
-    # The notes count themselves in _pending inline and call _bump only when that count
-    # starts or reaches max_pending: about eight notes a task, a call saved on each.
-
-    def _log_changed(self, log: EventLog) -> None:
-        # called once per log until it is taken: events cost no call of their own
-        log.listener = None
-        self._logs[log.task_id] = log
-        self._pending = pending = self._pending + 1
-        if pending == 1 or pending >= self.max_pending:
-            self._bump()
+    # --- what changed (cheap, synchronous) ------------------------------------------------
 
     def task_changed(self, task: MAILTask) -> None:
+        """The task's record changed (created, resumed, finished, paused)."""
         self._tasks[task.task_id] = task
-        self._pending = pending = self._pending + 1
-        if pending == 1 or pending >= self.max_pending:
-            self._bump()
+        self._logs[task.task_id] = task.log
+        self._noted()
 
-    def task_finished(self, task: MAILTask) -> None:
-        """The task's turn ended: its record, histories, response, breakpoints and stash."""
-        task_id = task.task_id
-        self._tasks[task_id] = task
-        self._finished.add(task_id)
-        for agent in task.agents:
-            self._histories.add((task_id, agent))
-        self._pending += 1
-        self._bump(urgent=True)
+    def events_added(self, log: EventLog) -> None:
+        """``log`` got events (:class:`~mail.core.events.EventLog` calls this)."""
+        self._logs[log.task_id] = log
+        self._noted()
 
     def turn_ended(self, task: MAILTask, agent: str) -> None:
-        self._histories.add((task.task_id, agent))
-        self._pending = pending = self._pending + 1
-        if pending == 1 or pending >= self.max_pending:
-            self._bump()
-
-    def loaded(self, task: MAILTask) -> None:
-        """``task`` came back from the store with its breakpoints and stash."""
-        if task.pending_breakpoints:
-            self._stored_breakpoints.add(task.task_id)
-        if task.stash:
-            self._stored_stash.add(task.task_id)
-
-    def forget(self, task_id: str) -> None:
-        """``task_id`` left the runtime's memory."""
-        self._stored_breakpoints.discard(task_id)
-        self._stored_stash.discard(task_id)
+        """``agent`` ended a turn in ``task``: its history changed."""
+        self._turns.add((task.task_id, agent))
+        self._noted()
 
     @property
     def backlog(self) -> int:
-        """How many tasks have changes not stored yet (about: a task counts once it has
-        pending events or a pending record)."""
-        retry = self._retry
-        waiting = len(retry.tasks) if retry is not None else 0
-        return max(len(self._logs), len(self._tasks)) + waiting
+        """How many tasks have changes the store has not got yet."""
+        return len(self._tasks.keys() | self._logs.keys() | self._retry.keys())
 
-    @property
-    def full(self) -> bool:
-        """True while the backlog is at ``max_backlog`` or more: :meth:`room` may wait
-        (looked at on every submission: the count of notes, at least the backlog's when
-        the store works, rules the usual case out first)."""
-        return self._pending >= self.max_backlog and self.backlog >= self.max_backlog
-
-    async def room(self) -> None:
-        """Wait until the backlog is below ``max_backlog``; at once while the store fails
-        (an outage must not stop the server) or once the recorder is closed."""
-        while (
-            self.backlog >= self.max_backlog
-            and self.error is None
-            and not self._closed
-            and self._flushing is not None
-        ):
-            self._room.clear()
-            self._wake.set()
-            await self._room.wait()
-
-    def _bump(self, *, urgent: bool = False) -> None:
-        """After a note counted itself: wake the flusher as the count says (starting it
-        first if need be)."""
-        if self._pending == 1:
-            self._noted.set()
-        if urgent or self._pending >= self.max_pending:
-            self._wake.set()
-        if self._flushing is None and not self._closed:
-            with contextlib.suppress(RuntimeError):  # no running loop: flushed on close
-                self._flushing = asyncio.get_running_loop().create_task(
-                    self._run(), name="mail-store-recorder"
-                )
-
-    # --- flushing ------------------------------------------------------------------------
-
-    async def _run(self) -> None:
-        backlog = False
-        while not self._closed:
-            if not backlog:
-                if not self._pending and self._retry is None:
-                    # nothing to write: sleep until something is noted, not interval by interval
-                    self._noted.clear()
-                    await self._noted.wait()
-                await self._wait_wake()
-            self._wake.clear()
-            async with self._flush_lock:
-                written = await self._flush()
-            # a full batch already waits: write it now; anything less waits for the gap,
-            # so that a stream of short tasks is stored a gap's worth at a time rather than
-            # a task (or a part of one) per write
-            backlog = written and self.backlog >= self.max_batch_tasks
-            if not written:
-                await asyncio.sleep(self.retry_after)
-            elif backlog:
-                await asyncio.sleep(0)  # the next batch now, after other work
-            elif self.min_gap > 0:
-                # what ends meanwhile (however urgent) goes into the next batch
-                await self._gap()
-
-    async def _gap(self) -> None:
-        """Wait ``min_gap`` seconds, or until ``quiet`` seconds passed with notes waiting
-        and none added (``_pending`` only grows between two batches)."""
-        quiet = self.quiet
-        if not 0 < quiet < self.min_gap:
-            await asyncio.sleep(self.min_gap)
+    def _noted(self) -> None:
+        """Start the writer if need be, and its timer (or wake it when much waits)."""
+        if self._closed:
             return
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.min_gap
-        seen = self._pending
-        while (left := deadline - loop.time()) > 0:
-            await asyncio.sleep(min(quiet, left))
-            pending = self._pending
-            if pending and pending == seen:
-                return
-            seen = pending
+        if self._writer is None:
+            self._writer = loop.create_task(self._run(), name="mail-store-recorder")
+        if len(self._logs) + len(self._tasks) >= self.max_pending:
+            self._wake.set()
+        elif self._timer is None:
+            self._timer = loop.call_later(self.interval, self._wake.set)
 
-    async def _wait_wake(self) -> None:
-        """Wait for a wake-up, at most ``interval`` seconds (a timer that sets the event:
-        no task per wait, as ``asyncio.wait_for`` would make)."""
-        if self._wake.is_set():
+    async def persisted(self) -> None:
+        """Wait until everything noted so far is in the store (or, when the store fails,
+        until the tasks concerned have their ``storage_error`` event)."""
+        idle = not (self._tasks or self._logs or self._turns or self._writing.locked())
+        if self._closed or self._writer is None or idle:
             return
-        timer = asyncio.get_running_loop().call_later(self.interval, self._wake.set)
-        try:
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        self._wake.set()
+        await asyncio.shield(waiter)
+
+    # --- writing ---------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while not self._closed:
             await self._wake.wait()
-        finally:
-            timer.cancel()
+            self._wake.clear()
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            # shielded: closing cancels this loop, never a write under way (close() waits
+            # for it, then writes what is left)
+            if not await asyncio.shield(self.flush()) and not self._closed:
+                await asyncio.sleep(self.retry_after)
+                self._wake.set()  # try again
 
-    def _take(self) -> _Notes:
-        """The notes of at most ``max_batch_tasks`` tasks (the oldest), removed from the
-        pending ones: snapshotting and encoding a larger batch at once would stall the
-        event loop for as long."""
-        logs = self._logs
-        # at most that many tasks: each has at least one note (a sum that is often enough)
-        if len(logs) + len(self._tasks) + len(self._histories) > self.max_batch_tasks:
-            pending = dict.fromkeys(logs)
-            pending.update(dict.fromkeys(self._tasks))
-            pending.update(dict.fromkeys(t for t, _ in self._histories))
-            if len(pending) > self.max_batch_tasks:
-                return self._take_some(list(pending)[: self.max_batch_tasks])
-        taken = (self._tasks, self._finished, self._histories)
-        self._logs, self._tasks, self._finished, self._histories = {}, {}, set(), set()
-        self._pending = 0
-        return (self._new_events(logs), *taken)
+    def _take(self) -> tuple[list[TaskChanges], dict[str, EventLog]]:
+        """The notes as changes to write, after those of the last failed write, and the
+        event logs of their tasks; the notes are emptied."""
+        changes, self._retry = self._retry, {}
+        logs, self._retry_logs = self._retry_logs, {}
 
-    def _take_some(self, task_ids: list[str]) -> _Notes:
-        chosen = set(task_ids)
-        logs = {t: self._logs.pop(t) for t in chosen if t in self._logs}
-        tasks = {t: self._tasks.pop(t) for t in chosen if t in self._tasks}
-        finished = self._finished & chosen
-        histories = {h for h in self._histories if h[0] in chosen}
-        self._finished -= finished
-        self._histories -= histories
-        # what is left counts as that many notes: zero exactly when nothing is left, as
-        # _run's sleep until the next note requires
-        self._pending = len(self._logs) + len(self._tasks) + len(self._histories)
-        if self._finished:
-            self._wake.set()  # tasks that ended wait: as urgent as when they ended
-        return self._new_events(logs), tasks, finished, histories
+        def of(task_id: str) -> TaskChanges:
+            return changes.setdefault(task_id, TaskChanges(task_id=task_id))
 
-    def _new_events(self, logs: dict[str, EventLog]) -> dict[str, list[MAILEvent]]:
-        """The events of ``logs`` not taken yet; each log's listener is set again."""
-        events: dict[str, list[MAILEvent]] = {}
-        listener = self._log_changed
-        for task_id, log in logs.items():
-            events[task_id] = log.since(log.stored_seq)
-            log.stored_seq = log.last_seq
-            log.listener = listener
-        return events
-
-    def _collect(self) -> WriteBatch:
-        """The next batch: a retried one, with the notes of at most ``max_batch_tasks``
-        tasks added."""
-        batch, self._retry = self._retry or WriteBatch(), None
-        events, tasks, finished, histories = self._take()
-        merged = {t.task_id: t for t in batch.tasks}
-        for task in tasks.values():
-            merged[task.task_id] = _snapshot(task)
-        batch.tasks = list(merged.values())
-        for task_id, evs in events.items():
-            rows = batch.events.get(task_id)
-            if rows is None:
-                batch.events[task_id] = evs
-            else:
-                rows.extend(evs)
-        # Histories and responses go as they are, not copied: a sink encodes what it is
-        # given before its first await (TaskSink.write), and a batch kept for a retry
-        # then stores the newer history, which is the one to keep.
-        rt = self._runtime
-        if rt is not None:
-            for task_id, agent in histories:
-                history = rt.agent_histories.get(f"{task_id}::{agent}")
-                if history is not None:
-                    core = rt.agents.get(agent)
-                    fmt = getattr(core, "tool_format", "responses")
-                    batch.histories.append((task_id, agent, history, fmt))
-        for task_id in finished:
-            response = tasks[task_id].response
-            if response is not None:
-                batch.responses.append((task_id, cast("dict[str, Any]", response)))
-        self._collect_waiting(batch, tasks, finished)
-        return batch
-
-    def _collect_waiting(
-        self, batch: WriteBatch, tasks: dict[str, MAILTask], finished: set[str]
-    ) -> None:
-        """Breakpoints and stash: replaced when there are some to store or some stored to
-        clear; most tasks never have any, and need no statement for them at all."""
-        stored_bp, stored_stash = self._stored_breakpoints, self._stored_stash
-        for task_id in finished:
-            task = tasks[task_id]
-            if task.pending_breakpoints or task_id in stored_bp:
-                batch.breakpoints[task_id] = [
-                    (cid, p.agent, p.call.model_dump(mode="json"), p.normalized)
-                    for cid, p in task.pending_breakpoints.items()
-                ]
-                _note(stored_bp, task_id, bool(task.pending_breakpoints))
-            if task.stash or task_id in stored_stash:
-                batch.stashes[task_id] = [(p, s, dict(m)) for p, s, m in task.stash]
-                _note(stored_stash, task_id, bool(task.stash))
-        for task in tasks.values():
-            task_id = task.task_id
-            if task_id not in finished and task.is_running:
-                # running again: what it waited on is gone
-                if task_id in stored_bp:
-                    batch.breakpoints.setdefault(task_id, [])
-                    stored_bp.discard(task_id)
-                if task_id in stored_stash:
-                    batch.stashes.setdefault(task_id, [])
-                    stored_stash.discard(task_id)
+        for task_id, task in self._tasks.items():
+            of(task_id).merge(_record(task))
+        for task_id, agent in self._turns:
+            history = self._histories.get(f"{task_id}::{agent}")
+            if history is not None:
+                fmt = self._tool_formats.get(agent, "responses")
+                of(task_id).histories.append((agent, history, fmt))
+        for task_id, log in self._logs.items():
+            new = log.since(log.stored_seq)
+            if new:
+                log.stored_seq = new[-1].seq or log.stored_seq
+                of(task_id).events += [_event_row(task_id, e) for e in new]
+        logs.update(self._logs)
+        self._tasks, self._logs, self._turns = {}, {}, set()
+        return list(changes.values()), logs
 
     async def flush(self) -> bool:
-        """Write everything pending now, batch after batch; False (and :attr:`error` set)
-        when a write failed (what it carried stays pending)."""
-        async with self._flush_lock:
-            while True:
-                if not await self._flush():
-                    return False
-                if not self._pending:
-                    return True
+        """Write everything noted now; False (and :attr:`error` set) when some of it could
+        not be stored (it is kept for the next write)."""
+        async with self._writing:
+            changes, logs = self._take()
+            waiters, self._waiters = self._waiters, []
+            try:
+                return await self._write(changes, logs)
+            finally:
+                for waiter in waiters:
+                    if not waiter.done():
+                        waiter.set_result(None)
 
-    async def _flush(self) -> bool:
-        """Write one batch (at most ``max_batch_tasks`` tasks' notes)."""
-        batch = self._collect()
-        if not len(batch):
-            self._room.set()
+    async def _write(self, changes: list[TaskChanges], logs: dict[str, EventLog]) -> bool:
+        if not changes:
             return True
         try:
-            await self.sink.write(batch)
-        except asyncio.CancelledError:
-            self._retry = batch
-            raise
-        except Exception as e:  # noqa: BLE001  # reported (log, event, /health) and retried
-            self._retry = batch
-            if self.error is None:
-                logger.error("storing tasks failed, will retry: %s", e)  # noqa: TRY400
-            self.error = str(e) or type(e).__name__
-            self._report(batch, e)
-            self._room.set()  # an outage: submissions go on (see room())
-            return False
-        if self.error is not None:
-            logger.warning("storing tasks works again")
-        self.error = None
-        self._reported.clear()
-        if self.backlog < self.max_backlog:
-            self._room.set()
-        return True
-
-    def _report(self, batch: WriteBatch, error: Exception) -> None:
-        """Tell each task of the failed batch, once per outage, that its rows wait."""
-        rt = self._runtime
-        if rt is None:
-            return
-        failures = error.failures if isinstance(error, TaskWriteError) else None
-        for task_id, count in batch.records_by_task().items():
-            if task_id in self._reported or (failures is not None and task_id not in failures):
+            errors = await self.store.save_changes(self.key, changes)
+            failures = {task_id: str(e) for task_id, e in errors.items()}
+        except Exception as e:  # noqa: BLE001  # reported (log, events, /health), retried
+            failures = dict.fromkeys((c.task_id for c in changes), str(e) or type(e).__name__)
+        if not failures:
+            if self.error is not None:
+                logger.warning("storing tasks works again")
+            self.error = None
+            self._reported.clear()
+            return True
+        if self.error is None:
+            logger.error("storing tasks failed, will retry: %s", next(iter(failures.values())))
+        self.error = next(iter(failures.values()))
+        for change in changes:
+            task_id = change.task_id
+            if task_id not in failures:
                 continue
-            task = rt.tasks.get(task_id)
-            if task is None:
-                continue  # a pseudo-task or one evicted from memory: log and /health only
-            self._reported.add(task_id)
-            reason = failures[task_id] if failures is not None else self.error or ""
-            task.log.emit(
-                EventName.STORAGE_ERROR,
-                f"storing this task failed, will retry: {reason}",
-                {"error": reason, "unsaved_records": count},
-            )
+            self._retry[task_id] = change
+            log = logs.get(task_id)
+            if log is None:
+                continue
+            self._retry_logs[task_id] = log
+            if task_id not in self._reported:  # one event per task and outage
+                self._reported.add(task_id)
+                reason = failures[task_id]
+                log.emit(
+                    EventName.STORAGE_ERROR,
+                    f"storing this task failed, will retry: {reason}",
+                    {"error": reason, "unsaved_records": _records(change)},
+                )
+        return False
 
     async def close(self) -> None:
-        """Stop the background task and write everything still pending (one more try
-        when a write fails: what still fails is logged as lost)."""
+        """Stop writing in the background, then write what is left (one more try when a
+        write fails: what still fails is logged as lost)."""
         self._closed = True
-        self._room.set()
-        flushing, self._flushing = self._flushing, None
-        if flushing is not None:
-            self._wake.set()
-            flushing.cancel()
+        if self._timer is not None:
+            self._timer.cancel()
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await flushing
-        if not await self.flush():
+                await writer
+        if not await self.flush() and not await self.flush():
             logger.error("closing: %d tasks could not be stored: %s", self.backlog, self.error)
 
 
-def _note(ids: set[str], task_id: str, stored: bool) -> None:
-    if stored:
-        ids.add(task_id)
-    else:
-        ids.discard(task_id)
-
-
-def _snapshot(task: MAILTask) -> TaskSnapshot:
-    return TaskSnapshot(
+def _record(task: MAILTask) -> TaskChanges:
+    """The task's record and what it waits on (its final response while not running)."""
+    return TaskChanges(
         task_id=task.task_id,
-        task_owner=task.task_owner,
-        task_contributors=list(task.task_contributors),
-        remote_swarms=sorted(task.remote_swarms),
-        state=task.state.value,
-        title=task.title,
-        start_time=task.start_time,
-        updated_at=task.updated_at,
+        task=TaskRow(
+            task_id=task.task_id,
+            task_owner=task.task_owner,
+            task_contributors=list(task.task_contributors),
+            remote_swarms=sorted(task.remote_swarms),
+            state=task.state.value,
+            title=task.title,
+            start_time=task.start_time,
+            updated_at=task.updated_at,
+        ),
+        response=None if task.is_running else cast("dict[str, Any] | None", task.response),
+        breakpoints=[
+            BreakpointRow(
+                call_id=call_id,
+                agent=p.agent,
+                call=p.call.model_dump(mode="json"),
+                normalized=p.normalized,
+            )
+            for call_id, p in task.pending_breakpoints.items()
+        ],
+        stash=[StashRow(priority=p, seq=s, message=dict(m)) for p, s, m in task.stash],
+    )
+
+
+def _event_row(task_id: str, event: MAILEvent) -> EventRow:
+    return EventRow(task_id=task_id, seq=event.seq or 0, event=event.event, data=event.data())
+
+
+def _records(change: TaskChanges) -> int:
+    """How many rows ``change`` holds."""
+    parts = (change.task, change.response)
+    return sum(p is not None for p in parts) + len(change.events) + len(change.histories)
+
+
+# --- reading back ----------------------------------------------------------------------------
+
+_KEPT_STATES = frozenset({TaskState.RUNNING.value, TaskState.WAITING_BREAKPOINT.value})
+
+
+def _kept(rows: list[TaskRow], keep_finished: int) -> list[TaskRow]:
+    """``rows`` (oldest first) without the finished ones beyond the newest ``keep_finished``
+    (the runtime would evict those at once)."""
+    others = [r for r in rows if r.state not in _KEPT_STATES]
+    newest = {r.task_id for r in others[len(others) - keep_finished :]} if keep_finished else set()
+    return [r for r in rows if r.state in _KEPT_STATES or r.task_id in newest]
+
+
+async def restore(runtime: MAILRuntime, store: TaskStore, key: CallerKey) -> int:
+    """Load the caller's stored tasks into ``runtime`` (skipping ids it already holds).
+
+    Returns how many tasks were loaded. A task stored as running is marked interrupted,
+    with a ``task_interrupted`` event. Raises :class:`mail.errors.StorageError`.
+    """
+    from mail.core.tools import AgentToolCall  # noqa: PLC0415  # pydantic model, only here
+
+    rows = _kept(await store.load_tasks(key), runtime.tasks.max_finished)
+    rows = [r for r in rows if r.task_id not in runtime.tasks]
+    details = await store.load_details(key, [r.task_id for r in rows])
+    for row in rows:
+        stored = details.get(row.task_id)
+        events = [_event(e) for e in stored.events] if stored is not None else []
+        task = MAILTask(
+            task_id=row.task_id,
+            task_owner=row.task_owner,
+            task_contributors=list(row.task_contributors),
+            start_time=row.start_time,
+            updated_at=row.updated_at,
+            state=TaskState(row.state),
+            title=row.title,
+            remote_swarms=set(row.remote_swarms),
+            listener=runtime.recorder,
+            events=events,
+        )
+        runtime.tasks.add(task, notify=False)  # as stored: nothing to write
+        if stored is not None:
+            for agent, history in stored.histories.items():
+                runtime.agent_histories[f"{row.task_id}::{agent}"] = history
+                task.agents.add(agent)
+            task.response = cast("MAILMessage | None", stored.response)
+            for b in stored.breakpoints:
+                call = AgentToolCall.model_validate(b.call)
+                task.pending_breakpoints[b.call_id] = PendingBreakpoint(
+                    agent=b.agent, call=call, normalized=b.normalized
+                )
+            task.stash = [
+                (s.priority, runtime.scheduler.next_seq(), cast("MAILMessage", s.message))
+                for s in stored.stash
+            ]
+        if task.state is TaskState.RUNNING:
+            reason = "the server stopped while this task was running"
+            task.state = TaskState.INTERRUPTED
+            task.touch()
+            task.response = runtime.system.task_error(task.task_id, reason)
+            task.changed()
+            task.log.emit(EventName.TASK_INTERRUPTED, reason)
+        if task.response is not None:
+            task.turn = asyncio.get_running_loop().create_future()
+            task.turn.set_result(task.response)
+        for evicted in runtime.tasks.mark_finished(task):
+            runtime.forget(evicted)
+    return len(rows)
+
+
+def _event(row: EventRow) -> MAILEvent:
+    data = row.data
+    return MAILEvent(
+        event=row.event,
+        task_id=row.task_id,
+        description=data.get("description", ""),
+        extra_data=data.get("extra_data") or {},
+        timestamp=data.get("timestamp"),
+        seq=row.seq,
     )

@@ -197,11 +197,7 @@ class RemoteLedger:
         if rt.this_owner not in contributors:
             contributors.append(rt.this_owner)
         task_id = message["payload"]["task_id"]
-        task = rt.tasks.add(
-            MAILTask(
-                task_id=task_id, task_owner=message["task_owner"], task_contributors=contributors
-            )
-        )
+        task = rt.new_task(task_id, message["task_owner"], contributors)
         task.open_turn()
         self._links.setdefault(task_id, _TaskLinks()).upstream = message["source_swarm"]
         return task

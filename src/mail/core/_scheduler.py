@@ -395,8 +395,7 @@ class Scheduler:
         if task.state is not _RUNNING:
             return False
         task.close_turn(state, message)
-        if self.rt.recorder is not None:
-            self.rt.recorder.task_finished(task)
+        task.changed()
         for evicted in self.rt.tasks.mark_finished(task):
             self.rt.forget(evicted)
         return True

@@ -13,7 +13,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from mail.core.message import format_utc, utc_timestamp
 
@@ -22,6 +22,7 @@ __all__ = [
     "STREAM_ONLY_EVENTS",
     "MAILEvent",
     "EventLog",
+    "LogListener",
 ]
 
 
@@ -155,8 +156,18 @@ def _expire(waiter: asyncio.Future[None]) -> None:
         waiter.set_result(None)
 
 
+class LogListener(Protocol):
+    """Told when a task's log gets events (the runtime's store recorder)."""
+
+    def events_added(self, log: EventLog) -> None: ...
+
+
 class EventLog:
-    """Append-only, ordered events of one task, readable by any number of followers."""
+    """Append-only, ordered events of one task, readable by any number of followers.
+
+    ``events`` are events loaded back from a store (with their sequence numbers); the
+    ``listener`` is told of every append.
+    """
 
     __slots__ = (
         "_events",
@@ -168,7 +179,12 @@ class EventLog:
         "task_id",
     )
 
-    def __init__(self, task_id: str, events: list[MAILEvent] | None = None) -> None:
+    def __init__(
+        self,
+        task_id: str,
+        events: list[MAILEvent] | None = None,
+        listener: LogListener | None = None,
+    ) -> None:
         self.task_id = task_id
         self._events: list[MAILEvent] = list(events or ())
         self._first_seq = (self._events[0].seq or 1) if self._events else 1
@@ -176,12 +192,9 @@ class EventLog:
         self._waiters: list[asyncio.Future[None]] = []
         #: readers inside :meth:`follow` right now
         self.followers = 0
-        #: called with this log when an event is appended, if set (the runtime's store
-        #: recorder, which unsets it until it has taken the new events: one call per log
-        #: and write, not one per event)
-        self.listener: Callable[[EventLog], None] | None = None
-        #: sequence number of the newest event handed to the store (the recorder's cursor)
-        self.stored_seq = 0
+        self.listener = listener
+        #: sequence number of the newest event handed to the store (loaded events are)
+        self.stored_seq = self.last_seq
 
     def __len__(self) -> int:
         return len(self._events)
@@ -196,7 +209,7 @@ class EventLog:
         event.seq = self._first_seq + len(self._events)
         self._events.append(event)
         if self.listener is not None:
-            self.listener(self)
+            self.listener.events_added(self)
         if self._waiters:
             self._wake()
         return event
@@ -227,7 +240,7 @@ class EventLog:
         event.seq = self._first_seq + len(self._events)
         self._events.append(event)
         if self.listener is not None:
-            self.listener(self)
+            self.listener.events_added(self)
         if self._waiters:
             self._wake()
         return event

@@ -38,8 +38,7 @@ from typing import Any, Literal, Protocol
 
 from mail.core._breakpoints import parse_breakpoint_results
 from mail.core._dispatch import TurnRunner
-from mail.core._persist import TaskSink, restore
-from mail.core._recorder import StoreRecorder
+from mail.core._recorder import StoreRecorder, restore
 from mail.core._remote import Direction, RemoteLedger
 from mail.core._scheduler import Scheduler
 from mail.core._system_messages import Subject, SystemMessages
@@ -48,6 +47,7 @@ from mail.core.agents import AgentCore
 from mail.core.events import EventLog, EventName, MAILEvent
 from mail.core.message import MAILInterswarmMessage, MAILMessage, format_task_contributor
 from mail.core.tasks import MAILTask, TaskState, TaskTable
+from mail.db.store import CallerKey, TaskStore
 from mail.errors import InvalidMessageError, TaskNotFoundError, TaskStateError
 
 __all__ = ["MAILRuntime", "RemoteRouter", "ResumeFrom"]
@@ -56,7 +56,6 @@ logger = logging.getLogger("mail.runtime")
 
 ResumeFrom = Literal["user_response", "breakpoint_tool_call"]
 _STREAM_FAILED = frozenset({TaskState.FAILED, TaskState.CANCELLED})
-_TASK_COMPLETE = EventName.TASK_COMPLETE  # looked up once: enum attributes are slow on 3.11
 
 
 def _expire(waiter: asyncio.Future[MAILMessage]) -> None:
@@ -105,9 +104,11 @@ class MAILRuntime:
         exclude_tools: MAIL tools no agent of this swarm may use.
         router: the interswarm router (``None``: remote addresses are refused).
         max_finished_tasks, finished_task_ttl: in-memory retention of finished tasks.
-        store: where tasks are kept beyond the process (``None``: memory only); see
-            :mod:`mail.core._persist`. Writes are batched in the background; call
-            :meth:`restore` to load the stored tasks and :meth:`shutdown` to write the rest.
+        store: where tasks are kept beyond the process (``None``: memory only), under the
+            key of this swarm and caller; see :mod:`mail.core._recorder`. Writes are
+            batched in the background and every answer waits for its task to be stored;
+            call :meth:`restore` to load the stored tasks and :meth:`shutdown` to write
+            the rest.
     """
 
     def __init__(  # noqa: PLR0917  # the seeds' positional signature
@@ -128,7 +129,7 @@ class MAILRuntime:
         router: RemoteRouter | None = None,
         max_finished_tasks: int = 1000,
         finished_task_ttl: float = 3600.0,
-        store: TaskSink | None = None,
+        store: TaskStore | None = None,
     ) -> None:
         self.agents = agents
         self.actions = actions
@@ -147,6 +148,14 @@ class MAILRuntime:
         self.system = SystemMessages(swarm_name)
         self.tasks = TaskTable(max_finished=max_finished_tasks, max_age=finished_task_ttl)
         self.agent_histories: dict[str, list[dict[str, Any]]] = {}
+        self.store = store
+        self.store_key = CallerKey(swarm=swarm_name, role=user_role, id=user_id)
+        self.recorder: StoreRecorder | None = None
+        if store is not None:
+            formats = {name: getattr(a, "tool_format", "responses") for name, a in agents.items()}
+            self.recorder = StoreRecorder(
+                store, self.store_key, histories=self.agent_histories, tool_formats=formats
+            )
         self.runtime_log = EventLog("*")
         self.max_steps: int | None = None
         self.action_override: ActionOverrideFunction | None = None
@@ -156,12 +165,6 @@ class MAILRuntime:
         self.turns = TurnRunner(self)
         self.remote = RemoteLedger(self)
         self._loop_task: asyncio.Task[None] | None = None
-        self.store = store
-        self.recorder: StoreRecorder | None = None
-        if store is not None:
-            self.recorder = StoreRecorder(store)
-            self.recorder.bind(self)
-            self.tasks.on_add = self.recorder.attach
 
     async def restore(self) -> int:
         """Load the stored tasks (none without a store); returns how many were loaded.
@@ -170,7 +173,33 @@ class MAILRuntime:
         """
         if self.store is None:
             return 0
-        return await restore(self, self.store)
+        return await restore(self, self.store, self.store_key)
+
+    def new_task(
+        self,
+        task_id: str,
+        owner: str,
+        contributors: list[str],
+        *,
+        start_time: datetime | None = None,
+    ) -> MAILTask:
+        """Create and keep a task (its changes go to the store, if there is one)."""
+        now = start_time or datetime.now(UTC)
+        task = MAILTask(
+            task_id=task_id,
+            task_owner=owner,
+            task_contributors=contributors,
+            start_time=now,
+            updated_at=now,
+            listener=self.recorder,
+        )
+        return self.tasks.add(task)
+
+    async def persisted(self) -> None:
+        """Wait until everything that happened so far is in the store (at once without
+        one). Answers wait for this: what a caller is told is durable."""
+        if self.recorder is not None:
+            await self.recorder.persisted()
 
     @property
     def storage_error(self) -> str | None:
@@ -192,8 +221,6 @@ class MAILRuntime:
         Raises :class:`TaskNotFoundError`, :class:`TaskStateError` or
         :class:`InvalidMessageError` when the request cannot apply to the task.
         """
-        if self.recorder is not None and self.recorder.full:
-            await self.recorder.room()
         return self._begin(message, resume_from, kwargs)
 
     async def submit_and_wait(
@@ -208,8 +235,6 @@ class MAILRuntime:
         On timeout the task fails and a ``::task_timeout::`` message is returned. Raises
         like :meth:`submit` before anything is queued.
         """
-        if self.recorder is not None and self.recorder.full:
-            await self.recorder.room()
         task = self._begin(message, resume_from, kwargs)
         waiter = task.wait_turn()
         # One timer that fails this caller's private future: cheaper than a timeout scope,
@@ -225,7 +250,8 @@ class MAILRuntime:
             if timer is not None:
                 timer.cancel()
         if task.state not in _STREAM_FAILED:
-            task.log.emit(_TASK_COMPLETE, f"response: '{final['message']['body']}'")
+            task.log.emit(EventName.TASK_COMPLETE, f"response: '{final['message']['body']}'")
+        await self.persisted()
         return final
 
     async def submit_and_stream(
@@ -244,8 +270,6 @@ class MAILRuntime:
         ``task_error`` when the task failed) whose ``response`` is the answer. Raises
         like :meth:`submit` before anything is queued, so errors are not a broken stream.
         """
-        if self.recorder is not None and self.recorder.full:
-            await self.recorder.room()
         existing = self.tasks.get(message["message"]["task_id"])
         start = existing.log.last_seq if existing is not None else 0
         task = self._begin(message, resume_from, kwargs)
@@ -258,6 +282,7 @@ class MAILRuntime:
         async for event in task.log.follow(cursor, heartbeat=ping_interval, until=turn.done):
             yield event
         final = turn.result()
+        await self.persisted()
         name = EventName.TASK_ERROR if task.state in _STREAM_FAILED else EventName.TASK_COMPLETE
         yield MAILEvent.stream_final(name, task.task_id, final["message"]["body"])
 
@@ -275,19 +300,10 @@ class MAILRuntime:
                 raise TaskStateError(
                     f"task '{task_id}' already exists; to continue it, send resume_from='user_response'"
                 )
-            now = datetime.now(UTC)  # one clock read for start_time, updated_at and the turn
-            task = self.tasks.add(
-                MAILTask(
-                    task_id=task_id,
-                    task_owner=self.this_owner,
-                    task_contributors=[self.this_owner],
-                    start_time=now,
-                    updated_at=now,
-                )
-            )
+            task = self.new_task(task_id, self.this_owner, [self.this_owner])
             if kwargs:
                 self._apply_limits(task, kwargs)
-            task.open_turn(now)
+            task.open_turn()
             self.scheduler.submit(message)
         elif resume_from == "user_response":
             if task is None:
@@ -335,8 +351,7 @@ class MAILRuntime:
             task.steps = 0
             self.tasks.mark_active(task.task_id)
             self.scheduler.resume(task)
-        if self.recorder is not None:
-            self.recorder.task_changed(task)
+        task.changed()
 
     def _resume_breakpoint(self, task: MAILTask, kwargs: dict[str, Any]) -> None:
         if task.state is not TaskState.WAITING_BREAKPOINT or not task.pending_breakpoints:
@@ -355,8 +370,7 @@ class MAILRuntime:
         )
         task.open_turn()
         self.tasks.mark_active(task.task_id)
-        if self.recorder is not None:
-            self.recorder.task_changed(task)
+        task.changed()
         resolved_agents: set[str] = set()
         for call_id, content in results:
             pending = task.pending_breakpoints.pop(call_id)
@@ -558,11 +572,7 @@ class MAILRuntime:
             raise TaskStateError("the runtime is shutting down")
         if task_id in self.tasks:
             raise TaskStateError(f"task '{task_id}' already exists")
-        task = self.tasks.add(
-            MAILTask(
-                task_id=task_id, task_owner=self.this_owner, task_contributors=[self.this_owner]
-            )
-        )
+        task = self.new_task(task_id, self.this_owner, [self.this_owner])
         task.remote_swarms.add(swarm)
         task.open_turn()
         return task
@@ -607,8 +617,6 @@ class MAILRuntime:
         for agent in task.agents:
             self.agent_histories.pop(f"{task.task_id}::{agent}", None)
         self.remote.forget(task.task_id)
-        if self.recorder is not None:
-            self.recorder.forget(task.task_id)
 
     def get_task(self, task_id: str) -> MAILTask | None:
         return self.tasks.get(task_id)

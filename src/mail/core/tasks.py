@@ -20,12 +20,12 @@ import asyncio
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from mail.core.events import EventLog
+from mail.core.events import EventLog, LogListener, MAILEvent
 
 if TYPE_CHECKING:
     from mail.core.message import MAILMessage
@@ -36,6 +36,7 @@ __all__ = [
     "QueueItem",
     "PendingBreakpoint",
     "MAILTask",
+    "TaskListener",
     "TaskTable",
 ]
 
@@ -109,9 +110,13 @@ class MAILTask:
     # agents with a turn running or queued in this task
     busy: set[str] = field(default_factory=set)
     finished_at: float | None = None
+    #: told of every change of the task and its log (the runtime's store recorder)
+    listener: TaskListener | None = field(default=None, repr=False)
+    #: events loaded back from a store, with their sequence numbers
+    events: InitVar[list[MAILEvent] | None] = None
 
-    def __post_init__(self) -> None:
-        self.log = EventLog(self.task_id)
+    def __post_init__(self, events: list[MAILEvent] | None) -> None:
+        self.log = EventLog(self.task_id, events, self.listener)
 
     @property
     def is_running(self) -> bool:
@@ -124,6 +129,11 @@ class MAILTask:
 
     def touch(self) -> None:
         self.updated_at = datetime.now(UTC)
+
+    def changed(self) -> None:
+        """Tell the listener that the task's record changed."""
+        if self.listener is not None:
+            self.listener.task_changed(self)
 
     def open_turn(self, now: datetime | None = None) -> asyncio.Future[MAILMessage]:
         """Start a new turn and return its future (reusing it if the task is mid-turn).
@@ -168,12 +178,18 @@ class MAILTask:
         return waiter
 
 
+class TaskListener(LogListener, Protocol):
+    """Told of every change of a task (the runtime's store recorder)."""
+
+    def task_changed(self, task: MAILTask) -> None: ...
+
+
 class TaskTable:
     """The tasks of one runtime, with bounded retention of finished ones.
 
     Running and paused tasks are always kept. Finished tasks beyond ``max_finished`` or
     older than ``max_age`` seconds leave memory (the store, when configured, keeps
-    them); ``on_evict`` is called with each evicted task.
+    them); :meth:`mark_finished` returns the tasks evicted.
     """
 
     def __init__(self, *, max_finished: int = 1000, max_age: float = 3600.0) -> None:
@@ -184,8 +200,6 @@ class TaskTable:
         #: and the runtime looks tasks up several times per message)
         self.get: Callable[[str], MAILTask | None] = self._tasks.get
         self._finished: OrderedDict[str, float] = OrderedDict()
-        #: called with each task added (the runtime's store recorder), if set
-        self.on_add: Callable[[MAILTask], None] | None = None
 
     def __contains__(self, task_id: object) -> bool:
         return task_id in self._tasks
@@ -197,9 +211,11 @@ class TaskTable:
         return iter(list(self._tasks.values()))
 
     def add(self, task: MAILTask, *, notify: bool = True) -> MAILTask:
+        """Keep ``task``; with ``notify`` its listener is told (not for a task loaded back
+        from the store)."""
         self._tasks[task.task_id] = task
-        if notify and self.on_add is not None:
-            self.on_add(task)
+        if notify:
+            task.changed()
         return task
 
     def mark_active(self, task_id: str) -> None:

@@ -2,7 +2,7 @@
 
 * :class:`MemoryStore`: dictionaries; tests and ``--no-persist``.
 * :class:`SQLiteStore`: the embedded default, one WAL-mode file, all SQLite work on a
-  dedicated thread, writes group committed.
+  thread of the store's own.
 * :class:`PostgresStore`: asyncpg, when ``DATABASE_URL`` is set; the tables of the
   original implementation (CONTRACT §11) plus what it lacked.
 

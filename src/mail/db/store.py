@@ -1,36 +1,37 @@
-"""The task store interface: what the runtime and the server persist, and how they ask.
+"""The task store interface: what the runtime and the server keep, and how they ask.
 
 Everything is stored per caller and swarm (:class:`CallerKey`): task records
 (:class:`TaskRow`), every event of a task with its per-task sequence number
 (:class:`EventRow`), the current history of each agent in a task, the final response, the
 breakpoint calls a paused task waits on (:class:`BreakpointRow`) and the messages it has
-stashed (:class:`StashRow`). :meth:`TaskStore.save_changes` stores what changed in many
-tasks at once (one :class:`TaskChanges` per task), the recorder's way to write;
-:meth:`TaskStore.load_details` reads all but the records of many tasks at once (one
-:class:`TaskDetails` per task), the way a runtime is restored.
+stashed (:class:`StashRow`).
+
+The runtime writes with :meth:`TaskStore.save_changes` (what changed in many tasks, one
+:class:`TaskChanges` per task, in one transaction) and reads a caller's tasks back with
+:meth:`TaskStore.load_tasks` and :meth:`TaskStore.load_details`. The per-row methods
+(``save_task``, ``append_events``, ...) are the same writes for one kind of row.
 
 Three implementations pass one test suite: :class:`mail.db.MemoryStore`,
-:class:`mail.db.SQLiteStore` and :class:`mail.db.PostgresStore`. Every method is async;
-every failure (a closed store, a broken disk, a database that is down, data that is not
-JSON) raises :class:`mail.errors.StorageError` whose message names the store and the
-operation. A store never swallows an error: reporting it (event, log, ``/health``) is the
-caller's job.
-
-Rows handed to a store are copied (serialized) when the call is made, so the caller may
-keep mutating its lists; rows handed out are fresh objects.
+:class:`mail.db.SQLiteStore` and :class:`mail.db.PostgresStore`. Every method is async; every failure (a closed store, a broken disk,
+a database that is down, data that is not JSON) raises :class:`mail.errors.StorageError`
+whose message names the store and the operation. Rows handed to a store are encoded when
+the call is made, before its first ``await``, so the caller may keep changing its lists;
+rows handed out are fresh objects.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Protocol
+from datetime import UTC, datetime, timedelta
+from typing import Any, Self
 
-from mail.errors import StorageError
+import orjson
 
-if TYPE_CHECKING:
-    from mail.core._persist import WriteBatch
+from mail.errors import ConfigurationError, StorageError
 
 __all__ = [
     "FINISHED_STATES",
@@ -80,20 +81,12 @@ class TaskRow:
 @dataclass(slots=True, kw_only=True)
 class EventRow:
     """One stored event: its per-task sequence number (1, 2, ...), its name and the wire
-    ``data`` object (``timestamp``, ``description``, ``task_id``, ``extra_data``).
-
-    ``data_json`` is optional: the JSON text of ``data`` when the caller already has it
-    (for example the one sent in the SSE frame). A store then keeps that text as it is
-    instead of encoding ``data`` again, which is most of what storing an event costs; it
-    must be the JSON of ``data``. Loaded rows carry the stored text in ``data_json``.
-    It takes no part in comparisons.
-    """
+    ``data`` object (``timestamp``, ``description``, ``task_id``, ``extra_data``)."""
 
     task_id: str
     seq: int
     event: str
     data: dict[str, Any]
-    data_json: str | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -124,13 +117,10 @@ HistoryTuple = tuple[str, list[dict[str, Any]], str]
 class TaskChanges:
     """What changed in one task, for :meth:`TaskStore.save_changes`.
 
-    Each part is stored as the per-row method of its kind would store it: ``task`` as
-    :meth:`~TaskStore.save_task` (``None``: unchanged), ``events`` as
-    :meth:`~TaskStore.append_events` (all of ``task_id``), each entry of ``histories`` as
-    :meth:`~TaskStore.save_history` (in order: a later entry for the same agent wins),
-    ``response`` as :meth:`~TaskStore.save_response` (``None``: unchanged), ``breakpoints``
-    and ``stash`` as :meth:`~TaskStore.save_breakpoints` and :meth:`~TaskStore.save_stash`
-    (``None``: unchanged, ``[]``: cleared).
+    ``task``: the record (``None``: unchanged); ``events``: new events (of ``task_id``);
+    ``histories``: current histories (a later entry for the same agent wins);
+    ``response``: the final response (``None``: unchanged); ``breakpoints`` and ``stash``:
+    the pending calls and stashed messages (``None``: unchanged, ``[]``: cleared).
     """
 
     task_id: str
@@ -141,14 +131,26 @@ class TaskChanges:
     breakpoints: list[BreakpointRow] | None = None
     stash: list[StashRow] | None = None
 
+    def merge(self, later: TaskChanges) -> None:
+        """Add ``later`` (changes of the same task made after these) to these."""
+        if later.task is not None:
+            self.task = later.task
+        self.events += later.events
+        self.histories += later.histories
+        if later.response is not None:
+            self.response = later.response
+        if later.breakpoints is not None:
+            self.breakpoints = later.breakpoints
+        if later.stash is not None:
+            self.stash = later.stash
+
 
 @dataclass(slots=True, kw_only=True)
 class TaskDetails:
-    """Everything stored for one task but its record, for :meth:`TaskStore.load_details`:
-    what :meth:`~TaskStore.load_events` (all, in sequence order),
-    :meth:`~TaskStore.load_histories`, :meth:`~TaskStore.load_response`,
-    :meth:`~TaskStore.load_breakpoints` and :meth:`~TaskStore.load_stash` return for it.
-    The defaults are what they return for a task with nothing stored."""
+    """Everything stored for one task but its record (:meth:`TaskStore.load_details`):
+    its events in sequence order, the current history of each agent, the final
+    response, the pending breakpoint calls and the stash. The defaults are what a task
+    with nothing stored has."""
 
     events: list[EventRow] = field(default_factory=list)
     histories: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
@@ -157,36 +159,112 @@ class TaskDetails:
     stash: list[StashRow] = field(default_factory=list)
 
 
-class TaskStore(Protocol):
+class TaskStore(ABC):
     """Where the runtime and the server keep tasks, events, histories and responses.
 
-    A store must be opened before use and closed after; both are idempotent. Every method
-    raises :class:`mail.errors.StorageError` (naming the store and the operation) when the
-    store is not open or the backend fails. Writes made by one caller are applied in call
-    order, and a read sees every write whose call was made before it.
+    A store is opened before use and closed after; both are idempotent (``async with``
+    does both). Every method raises :class:`mail.errors.StorageError` (naming the store
+    and the operation) when the store is not open or the backend fails. Writes are
+    applied in call order, and a read sees every write whose call was made before it.
+
+    A backend implements the abstract methods; the per-row methods (``save_task``,
+    ``append_events``, ``load_histories``, ...) are :meth:`save_changes` and
+    :meth:`load_details` for one task.
     """
 
-    @property
-    def backend(self) -> str:
-        """``"memory"``, ``"sqlite"`` or ``"postgres"``."""
-        ...
+    #: ``"memory"``, ``"sqlite"`` or ``"postgres"``
+    backend: str
+    #: names the store in error messages (never a password)
+    name: str
 
+    async def __aenter__(self) -> Self:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @abstractmethod
     async def open(self) -> None:
-        """Connect and apply pending schema migrations. Raises ``StorageError``."""
-        ...
+        """Connect and apply pending schema migrations."""
 
+    @abstractmethod
     async def close(self) -> None:
-        """Commit what is pending, then release connections and threads."""
-        ...
+        """Finish the writes under way, then release connections and threads."""
+
+    async def save_changes(
+        self, key: CallerKey, changes: Sequence[TaskChanges]
+    ) -> dict[str, StorageError]:
+        """Store the changes of many tasks in one transaction.
+
+        The changes of one task are stored together or not at all; one task's failure
+        (a value JSON cannot hold, a row the database refused, a row of another task)
+        does not keep the others from being stored. Returns the error of each task whose
+        changes were not stored, by task id (empty when all were). Raises only when
+        nothing could be tried (the store is not open, the database is unreachable). A
+        task id given twice is applied in order, as one change. Events are stored once
+        per ``(task_id, seq)``: a retried change never duplicates one.
+        """
+        return await self._save("save_changes", key, changes)
+
+    @abstractmethod
+    async def _save(
+        self, op: str, key: CallerKey, changes: Sequence[TaskChanges]
+    ) -> dict[str, StorageError]:
+        """:meth:`save_changes`, its errors naming ``op``."""
+
+    @abstractmethod
+    async def load_tasks(self, key: CallerKey) -> list[TaskRow]:
+        """Return the caller's tasks, oldest ``start_time`` first."""
+
+    @abstractmethod
+    async def load_task(self, key: CallerKey, task_id: str) -> TaskRow | None:
+        """Return one task record, or ``None``."""
+
+    @abstractmethod
+    async def load_events(
+        self, key: CallerKey, task_id: str, after: int = 0, limit: int | None = None
+    ) -> list[EventRow]:
+        """Return the events with ``seq > after`` in sequence order, at most ``limit``."""
+
+    @abstractmethod
+    async def load_details(self, key: CallerKey, task_ids: Sequence[str]) -> dict[str, TaskDetails]:
+        """Return the events, histories, response, breakpoints and stash of many tasks at
+        once, by task id (in the order of ``task_ids``). A task with nothing stored but
+        its record is absent, so ``result.get(task_id, TaskDetails())`` is always right."""
+
+    @abstractmethod
+    async def prune(
+        self, *, older_than: timedelta | None = None, keep_last: int | None = None
+    ) -> int:
+        """Delete finished tasks (:data:`FINISHED_STATES`) and all their rows, of every
+        caller: those last updated more than ``older_than`` ago and those beyond the
+        ``keep_last`` most recently updated. Returns how many were deleted. A negative
+        ``keep_last`` raises :class:`mail.errors.ConfigurationError`."""
+
+    @abstractmethod
+    async def health(self) -> str:
+        """``"ok"``, or a short description of what is wrong (never raises)."""
+
+    @abstractmethod
+    async def schema_version(self) -> int:
+        """The newest applied migration (0 for the memory store)."""
+
+    # --- the same writes and reads for one kind of row ----------------------------------
+
+    async def _save_one(self, op: str, key: CallerKey, changes: Sequence[TaskChanges]) -> None:
+        failures = await self._save(op, key, changes)
+        if failures:
+            raise next(iter(failures.values()))
 
     async def save_task(self, key: CallerKey, task: TaskRow) -> None:
         """Insert or replace the record of ``task.task_id``."""
-        ...
+        await self._save_one("save_task", key, [TaskChanges(task_id=task.task_id, task=task)])
 
     async def append_events(self, key: CallerKey, rows: Sequence[EventRow]) -> None:
-        """Store events exactly once: a ``(task_id, seq)`` already stored is ignored, so a
-        retried batch never duplicates (the first write of a sequence number wins)."""
-        ...
+        """Store events; a ``(task_id, seq)`` already stored is ignored."""
+        changes = [TaskChanges(task_id=row.task_id, events=[row]) for row in rows]
+        await self._save_one("append_events", key, changes)
 
     async def save_history(
         self,
@@ -198,98 +276,123 @@ class TaskStore(Protocol):
     ) -> None:
         """Replace the current history of ``agent`` in ``task_id`` (``tool_format`` is
         ``"completions"`` or ``"responses"``)."""
-        ...
+        changes = TaskChanges(task_id=task_id, histories=[(agent, history, tool_format)])
+        await self._save_one("save_history", key, [changes])
 
     async def save_response(self, key: CallerKey, task_id: str, message: dict[str, Any]) -> None:
         """Insert or replace the final response message of ``task_id``."""
-        ...
+        changes = TaskChanges(task_id=task_id, response=message)
+        await self._save_one("save_response", key, [changes])
 
     async def save_breakpoints(
         self, key: CallerKey, task_id: str, rows: Sequence[BreakpointRow]
     ) -> None:
         """Replace the pending breakpoint calls of ``task_id`` (an empty list clears them)."""
-        ...
+        changes = TaskChanges(task_id=task_id, breakpoints=list(rows))
+        await self._save_one("save_breakpoints", key, [changes])
 
     async def save_stash(self, key: CallerKey, task_id: str, rows: Sequence[StashRow]) -> None:
         """Replace the stashed messages of ``task_id`` (an empty list clears them)."""
-        ...
+        await self._save_one("save_stash", key, [TaskChanges(task_id=task_id, stash=list(rows))])
 
-    async def save_changes(
-        self, key: CallerKey, changes: Sequence[TaskChanges]
-    ) -> dict[str, StorageError]:
-        """Store the changes of many tasks at once, in the order given.
-
-        The changes of one task are stored together or not at all; one task's failure does
-        not keep the others from being stored. Returns, by task id, the error of each task
-        whose changes were not stored (empty when all were): a value JSON cannot hold, a
-        row the database refused. Raises :class:`mail.errors.StorageError` only when
-        nothing could be tried (the store is not open). A task id given twice is applied
-        in order, as one change. An event or task record of another task than its
-        ``task_id`` is that task's error.
-        """
-        ...
-
-    async def save_batch(self, key: CallerKey, batch: WriteBatch) -> dict[str, StorageError]:
-        """:meth:`save_changes` of a runtime's :class:`~mail.core._persist.WriteBatch`
-        (the recorder's write), the same rows and the same failures by task, built straight
-        from the batch. The batch's histories and messages are encoded before the first
-        ``await``: the runtime goes on changing them."""
-        ...
-
-    async def load_tasks(self, key: CallerKey) -> list[TaskRow]:
-        """Return the caller's tasks, oldest ``start_time`` first."""
-        ...
-
-    async def load_task(self, key: CallerKey, task_id: str) -> TaskRow | None:
-        """Return one task record, or ``None``."""
-        ...
-
-    async def load_events(
-        self, key: CallerKey, task_id: str, after: int = 0, limit: int | None = None
-    ) -> list[EventRow]:
-        """Return the events with ``seq > after`` in sequence order, at most ``limit``."""
-        ...
+    async def _details(self, key: CallerKey, task_id: str) -> TaskDetails:
+        return (await self.load_details(key, [task_id])).get(task_id) or TaskDetails()
 
     async def load_histories(self, key: CallerKey, task_id: str) -> dict[str, list[dict[str, Any]]]:
         """Return the current history of each agent of ``task_id``, by agent name."""
-        ...
+        return (await self._details(key, task_id)).histories
 
     async def load_response(self, key: CallerKey, task_id: str) -> dict[str, Any] | None:
         """Return the final response of ``task_id``, or ``None``."""
-        ...
+        return (await self._details(key, task_id)).response
 
     async def load_breakpoints(self, key: CallerKey, task_id: str) -> list[BreakpointRow]:
         """Return the pending breakpoint calls of ``task_id`` in the order saved."""
-        ...
+        return (await self._details(key, task_id)).breakpoints
 
     async def load_stash(self, key: CallerKey, task_id: str) -> list[StashRow]:
         """Return the stashed messages of ``task_id`` in the order saved."""
-        ...
+        return (await self._details(key, task_id)).stash
 
-    async def load_details(self, key: CallerKey, task_ids: Sequence[str]) -> dict[str, TaskDetails]:
-        """Return the events, histories, response, breakpoints and stash of many tasks at
-        once, by task id (in the order of ``task_ids``; an id given twice counts once).
+    # --- for the backends ---------------------------------------------------------------
 
-        A task with nothing stored in those five tables, an unknown id among them, is
-        absent from the result, so ``result.get(task_id, TaskDetails())`` is always what
-        the five per-task loaders return for it. The SQL stores run one query per table
-        for the whole list instead of five per task.
-        """
-        ...
+    @contextmanager
+    def reported(self, op: str) -> Iterator[None]:
+        """Turn any failure inside the block into a :class:`StorageError` naming this
+        store and ``op`` (``from`` the failure)."""
+        try:
+            yield
+        except (StorageError, ConfigurationError):
+            raise
+        except Exception as e:
+            raise self.failure(op, e) from e
 
-    async def prune(
-        self, *, older_than: timedelta | None = None, keep_last: int | None = None
-    ) -> int:
-        """Delete finished tasks (:data:`FINISHED_STATES`) and all their rows, of every
-        caller: those last updated more than ``older_than`` ago and those beyond the
-        ``keep_last`` most recently updated. Returns how many tasks were deleted. A
-        negative ``keep_last`` raises :class:`mail.errors.ConfigurationError`."""
-        ...
+    def failure(self, op: str, error: BaseException | str) -> StorageError:
+        """The :class:`StorageError` saying that ``op`` failed in this store (caused by
+        ``error`` when it is an exception)."""
+        if isinstance(error, str):
+            return StorageError(f"{self.name}: {op} failed: {error}")
+        failed = StorageError(f"{self.name}: {op} failed: {str(error) or type(error).__name__}")
+        failed.__cause__ = error
+        return failed
 
-    async def health(self) -> str:
-        """``"ok"``, or a short description of what is wrong (never raises)."""
-        ...
 
-    async def schema_version(self) -> int:
-        """The newest applied migration (0 for the memory store)."""
-        ...
+_ENCODER = json.JSONEncoder(separators=(",", ":"))
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON; raises ``TypeError`` or ``ValueError`` for what JSON cannot hold.
+
+    orjson writes NaN and the infinities as ``null``, as JSON has no such numbers; what
+    it refuses (an integer beyond 64 bits, a key that is not a string) goes to the
+    standard encoder, which takes it or says why.
+    """
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return _ENCODER.encode(value)
+
+
+def loads(text: str | bytes) -> Any:
+    """Parse stored JSON (the standard parser for what orjson refuses: integers beyond
+    64 bits, written by the fallback of :func:`dumps`)."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
+def utc(value: datetime) -> datetime:
+    """``value`` in UTC (a naive datetime is taken as UTC)."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def prune_cutoff(older_than: timedelta | None, keep_last: int | None) -> datetime | None:
+    """Check the retention arguments and return the time before which tasks go."""
+    if keep_last is not None and keep_last < 0:
+        raise ConfigurationError(f"keep_last must be >= 0, got {keep_last}")
+    if older_than is None:
+        return None
+    return datetime.now(UTC) - older_than
+
+
+def merged(changes: Sequence[TaskChanges]) -> list[TaskChanges]:
+    """``changes`` with each task once, a task given twice merged in order (new objects:
+    the caller's lists are left as they are)."""
+    by_task: dict[str, TaskChanges] = {}
+    for change in changes:
+        by_task.setdefault(change.task_id, TaskChanges(task_id=change.task_id)).merge(change)
+    return list(by_task.values())
+
+
+def foreign_rows(changes: TaskChanges) -> str | None:
+    """What is wrong when the record or an event of ``changes`` is another task's."""
+    task_id = changes.task_id
+    if changes.task is not None and changes.task.task_id != task_id:
+        return f"the record of task {changes.task.task_id!r} in the changes of {task_id!r}"
+    for row in changes.events:
+        if row.task_id != task_id:
+            return f"an event of task {row.task_id!r} in the changes of {task_id!r}"
+    return None

@@ -148,13 +148,6 @@ class CallerSwarms:
         state = self._state
         settings = state.config.server.settings
         role = "swarm" if caller.role == "agent" else caller.role
-        sink = None
-        if state.store is not None:
-            from mail._api_store import StoreSink  # noqa: PLC0415
-            from mail.db import CallerKey  # noqa: PLC0415
-
-            key = CallerKey(swarm=state.template.name, role=role, id=caller.id)
-            sink = StoreSink(state.store, key)
         swarm = state.template.instantiate(
             {"user_token": caller.api_key},
             user_id=caller.id,
@@ -164,7 +157,7 @@ class CallerSwarms:
             router=state.router,
             max_finished_tasks=settings.max_finished_tasks,
             finished_task_ttl=settings.finished_task_ttl,
-            store=sink,
+            store=state.store,
         )
         try:
             loaded = await swarm.runtime.restore()

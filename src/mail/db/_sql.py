@@ -1,0 +1,225 @@
+"""What the SQLite and PostgreSQL stores share: the rows their statements take and the
+objects their queries' rows become.
+
+Both stores apply :class:`~mail.db.store.TaskChanges` the same way: each task's changes
+are encoded into :class:`Rows` (one parameter tuple per row, JSON as text), the rows of
+every task of a call go into one transaction with one ``executemany`` per statement, and
+when that transaction fails each task is tried again in a transaction of its own, so that
+only the tasks at fault fail.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from mail.db.store import (
+    BreakpointRow,
+    CallerKey,
+    EventRow,
+    StashRow,
+    TaskChanges,
+    TaskDetails,
+    TaskRow,
+    dumps,
+    foreign_rows,
+    loads,
+    merged,
+)
+from mail.errors import StorageError
+
+if TYPE_CHECKING:
+    from mail.db.store import TaskStore
+
+__all__ = [
+    "DetailKind",
+    "Dialect",
+    "Rows",
+    "combined",
+    "details_from_rows",
+    "encode",
+    "event_from_row",
+    "key_params",
+    "prepare",
+    "task_from_row",
+]
+
+#: The tables :meth:`~mail.db.store.TaskStore.load_details` reads, by the
+#: :class:`TaskDetails` field each fills.
+DetailKind = Literal["events", "histories", "response", "breakpoints", "stash"]
+
+Params = tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Dialect:
+    """A backend's write statements and how it takes a datetime."""
+
+    save_task: str
+    append_event: str
+    save_history: str
+    save_response: str
+    delete_breakpoints: str
+    insert_breakpoint: str
+    delete_stash: str
+    insert_stash: str
+    #: a datetime as the backend's parameter (SQLite: ISO text; PostgreSQL: the datetime)
+    when: Callable[[datetime], Any]
+    #: whether ``save_history`` takes ``updated_at`` as its last parameter
+    history_time: bool
+
+
+@dataclass(slots=True)
+class Rows:
+    """The parameter rows of each write statement, for one task or many."""
+
+    tasks: list[Params] = field(default_factory=list)
+    events: list[Params] = field(default_factory=list)
+    histories: list[Params] = field(default_factory=list)
+    responses: list[Params] = field(default_factory=list)
+    breakpoint_deletes: list[Params] = field(default_factory=list)
+    breakpoints: list[Params] = field(default_factory=list)
+    stash_deletes: list[Params] = field(default_factory=list)
+    stash: list[Params] = field(default_factory=list)
+
+    def add(self, other: Rows) -> None:
+        for name in self.__slots__:
+            getattr(self, name).extend(getattr(other, name))
+
+    def statements(self, d: Dialect) -> list[tuple[str, list[Params]]]:
+        """``(sql, rows)`` in the order they apply, leaving out statements with no rows."""
+        pairs = (
+            (d.save_task, self.tasks),
+            (d.append_event, self.events),
+            (d.save_history, self.histories),
+            (d.save_response, self.responses),
+            (d.delete_breakpoints, self.breakpoint_deletes),
+            (d.insert_breakpoint, self.breakpoints),
+            (d.delete_stash, self.stash_deletes),
+            (d.insert_stash, self.stash),
+        )
+        return [(sql, rows) for sql, rows in pairs if rows]
+
+
+def key_params(key: CallerKey) -> tuple[str, str, str]:
+    """``(swarm_name, caller_role, caller_id)``: the columns every row starts with."""
+    return (key.swarm, key.role, key.id)
+
+
+def encode(key: CallerKey, changes: TaskChanges, d: Dialect) -> Rows:
+    """The rows of one task's changes. Raises ``TypeError`` or ``ValueError`` for a value
+    JSON cannot hold."""
+    k = (*key_params(key), changes.task_id)
+    rows = Rows()
+    task = changes.task
+    if task is not None:
+        running = task.state == "running"
+        rows.tasks.append(
+            (
+                *k,
+                task.task_owner,
+                dumps(list(task.task_contributors)),
+                dumps(list(task.remote_swarms)),
+                task.state,
+                task.title,
+                d.when(task.start_time),
+                d.when(task.updated_at),
+                running,  # is_running and completed: the original's columns, kept in step
+                not running,
+            )
+        )
+    rows.events = [(*k, int(e.seq), str(e.event), dumps(e.data)) for e in changes.events]
+    # one row per agent, the last given: a statement must not upsert a row twice
+    latest = {agent: (history, fmt) for agent, history, fmt in changes.histories}
+    stamp = (d.when(datetime.now(UTC)),) if d.history_time else ()
+    rows.histories = [(*k, a, fmt, dumps(h), *stamp) for a, (h, fmt) in latest.items()]
+    if changes.response is not None:
+        rows.responses.append((*k, dumps(changes.response)))
+    if changes.breakpoints is not None:
+        rows.breakpoint_deletes.append(k)
+        rows.breakpoints = [
+            (*k, i, b.call_id, b.agent, dumps(b.call), dumps(b.normalized))
+            for i, b in enumerate(changes.breakpoints)
+        ]
+    if changes.stash is not None:
+        rows.stash_deletes.append(k)
+        rows.stash = [
+            (*k, i, int(s.priority), int(s.seq), dumps(s.message))
+            for i, s in enumerate(changes.stash)
+        ]
+    return rows
+
+
+def task_from_row(row: Sequence[Any], when: Callable[[Any], datetime]) -> TaskRow:
+    """A :class:`TaskRow` from the columns the stores' task queries select."""
+    return TaskRow(
+        task_id=row[0],
+        task_owner=row[1],
+        task_contributors=loads(row[2]),
+        remote_swarms=loads(row[3]),
+        state=row[4],
+        title=row[5],
+        start_time=when(row[6]),
+        updated_at=when(row[7]),
+    )
+
+
+def event_from_row(task_id: str, seq: int, name: str, data: str) -> EventRow:
+    """An :class:`EventRow` from ``seq, event_type, event_data``."""
+    return EventRow(task_id=task_id, seq=seq, event=name, data=loads(data))
+
+
+def details_from_rows(
+    task_ids: Iterable[str], rows: Mapping[DetailKind, Iterable[Sequence[Any]]]
+) -> dict[str, TaskDetails]:
+    """``load_details``' result from the rows of the five detail queries, each row led by
+    its task id and each kind in its order within a task."""
+    found: dict[str, TaskDetails] = {}
+
+    def of(task_id: str) -> TaskDetails:
+        return found.setdefault(task_id, TaskDetails())
+
+    for task_id, seq, name, data in rows["events"]:
+        of(task_id).events.append(event_from_row(task_id, seq, name, data))
+    for task_id, agent, history in rows["histories"]:
+        of(task_id).histories[agent] = loads(history)
+    for task_id, response in rows["response"]:
+        of(task_id).response = dict(loads(response))
+    for task_id, call_id, agent, call, normalized in rows["breakpoints"]:
+        of(task_id).breakpoints.append(
+            BreakpointRow(
+                call_id=call_id, agent=agent, call=loads(call), normalized=loads(normalized)
+            )
+        )
+    for task_id, priority, seq, message in rows["stash"]:
+        of(task_id).stash.append(StashRow(priority=priority, seq=seq, message=loads(message)))
+    return {task_id: found[task_id] for task_id in dict.fromkeys(task_ids) if task_id in found}
+
+
+def prepare(
+    store: TaskStore, op: str, key: CallerKey, changes: Sequence[TaskChanges], d: Dialect
+) -> tuple[list[tuple[str, Rows]], dict[str, StorageError]]:
+    """Each task's rows, by task id, and the error of each task whose changes cannot be
+    encoded (a value JSON cannot hold, a row of another task)."""
+    prepared: list[tuple[str, Rows]] = []
+    failures: dict[str, StorageError] = {}
+    for change in merged(changes):
+        problem = foreign_rows(change)
+        if problem is None:
+            try:
+                prepared.append((change.task_id, encode(key, change, d)))
+            except (TypeError, ValueError) as e:
+                failures[change.task_id] = store.failure(op, e)
+            continue
+        failures[change.task_id] = store.failure(op, problem)
+    return prepared, failures
+
+
+def combined(prepared: Sequence[tuple[str, Rows]]) -> Rows:
+    """The rows of every task of ``prepared`` together."""
+    rows = Rows()
+    for _, task_rows in prepared:
+        rows.add(task_rows)
+    return rows
