@@ -17,10 +17,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mail._api_actions import MAILAction
-from mail._api_agents import MAILAgentTemplate
-from mail._api_swarm import MAILSwarm, check_structure, check_whole, refresh_contacts
-from mail._api_topology import adjacency_matrix, rewired_targets
+from mail.api._actions import MAILAction
+from mail.api._agents import MAILAgentTemplate
+from mail.api._swarm import MAILSwarm, check_structure, check_whole, refresh_contacts
+from mail.api._topology import adjacency_matrix, rewired_targets
 from mail.errors import SwarmDefinitionError
 from mail.swarms_json import find_swarm, load_swarms_json_file, parse_swarm
 from mail.utils.parsing import DEFAULT_POLICY, ReferencePolicy, read_python_string

@@ -7,7 +7,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from mail._api_actions import MAILAction
+from mail.api._actions import MAILAction
 from mail.core.agents import AgentCore, AgentOutput
 from mail.errors import SwarmDefinitionError
 from mail.swarms_json import AgentShape, did_you_mean, parse_agent

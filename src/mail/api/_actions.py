@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from mail._schema_models import model_from_json_schema
+from mail.api._schema_models import model_from_json_schema
 from mail.core.actions import ActionCore
 from mail.core.tools import json_schema_tool
 from mail.errors import SwarmDefinitionError

@@ -7,11 +7,11 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from mail._api_actions import MAILAction
-from mail._api_agents import MAILAgent, MAILAgentTemplate, describe_contacts, with_contacts
-from mail._api_interswarm import OwnedFederation
-from mail._api_messages import caller_message, user_message
-from mail._api_topology import adjacency_matrix, rewired_targets
+from mail.api._actions import MAILAction
+from mail.api._agents import MAILAgent, MAILAgentTemplate, describe_contacts, with_contacts
+from mail.api._interswarm import OwnedFederation
+from mail.api._messages import caller_message, user_message
+from mail.api._topology import adjacency_matrix, rewired_targets
 from mail.core.message import MAILInterswarmMessage, MAILMessage, validate_interswarm_message
 from mail.errors import ConfigurationError, SwarmDefinitionError, TaskStateError
 from mail.swarms_json import check_swarm, check_swarm_structure
@@ -19,7 +19,7 @@ from mail.swarms_json import check_swarm, check_swarm_structure
 if TYPE_CHECKING:
     # The runtime and its modules load with the first MAILSwarm: a server that loads a
     # template answers /health without them.
-    from mail._api_template import MAILSwarmTemplate
+    from mail.api._template import MAILSwarmTemplate
     from mail.core._persist import TaskSink
     from mail.core._remote import Direction
     from mail.core.actions import ActionOverrideFunction
@@ -265,7 +265,7 @@ class MAILSwarm:
         agent uses; the template is checked when instantiated. This swarm is unchanged.
         Raises :class:`SwarmDefinitionError` for a name that is not an agent here.
         """
-        from mail._api_template import MAILSwarmTemplate  # noqa: PLC0415  # it imports this module
+        from mail.api._template import MAILSwarmTemplate  # noqa: PLC0415  # it imports this module
 
         whole = MAILSwarmTemplate(
             self.name,
