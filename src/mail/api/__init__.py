@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from mail.api._actions import MAILAction, action
 from mail.api._agents import MAILAgent, MAILAgentTemplate
-from mail.api._swarm import MAILSwarm
-from mail.api._template import MAILSwarmTemplate
+from mail.api._swarm import MAILSwarm, MAILSwarmTemplate
 
 __all__ = [
     "MAILAction",
