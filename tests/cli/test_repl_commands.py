@@ -1,6 +1,6 @@
 """The REPL's commands in-process: names and aliases, parsing, and what each prints.
 
-A :class:`mail._repl.Repl` over a real :class:`MAILClient` prints into a recording console;
+A :class:`mail.cli._repl.Repl` over a real :class:`MAILClient` prints into a recording console;
 the live ``mail server`` answers, and a recording aiohttp app stands in for a server where
 the test is about the request the REPL sends.
 """
@@ -19,8 +19,8 @@ from aiohttp import web
 from rich.console import Console
 from tests.cli.conftest import LiveServer
 
-from mail._cli_repl_commands import split_targets
-from mail._repl import Repl
+from mail.cli._repl import Repl
+from mail.cli._repl_commands import split_targets
 from mail.client import MAILClient
 from mail.config import ClientConfig
 

@@ -6,7 +6,7 @@ command's own argparse parser; a usage error, a refused request or an unknown co
 reported and the loop goes on. Every command runs on one ``asyncio.Runner``, so Ctrl+C
 cancels the command (the runner turns SIGINT into a cancellation) and returns to the
 prompt; Ctrl+C at the prompt starts a new line, Ctrl+D or ``exit`` leaves. Commands are
-defined in :mod:`mail._cli_repl_commands`; this module owns the loop, parsing and
+defined in :mod:`mail.cli._repl_commands`; this module owns the loop, parsing and
 history.
 """
 
@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from rich.console import Console
 from rich.table import Table
 
-from mail import _cli_repl_commands
+from mail.cli import _repl_commands
 from mail.errors import MAILClientError
 from mail.version import __version__
 
 if TYPE_CHECKING:
-    from mail._cli_connect import Target
+    from mail.cli._connect import Target
     from mail.client import MAILClient
 
 __all__ = ["Command", "Repl", "ReplParser", "UsageError", "history_path", "run_repl"]
@@ -110,7 +110,7 @@ class Repl:
         self.commands: list[Command] = []
         self.lookup: dict[str, Command] = {}
         self._readline: ModuleType | None = None
-        _cli_repl_commands.define(self)
+        _repl_commands.define(self)
 
     # --- command table -----------------------------------------------------------------
 

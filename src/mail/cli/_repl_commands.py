@@ -1,6 +1,6 @@
 """The commands of the ``mail client`` REPL (CONTRACT 10.2), their arguments and output.
 
-:func:`define` registers each command with :meth:`mail._repl.Repl.add`: the original's
+:func:`define` registers each command with :meth:`mail.cli._repl.Repl.add`: the original's
 names and aliases, the seed CLI doc's names (``post-message``, ``get-health``, ...) as
 further aliases, and ``task-events``. Two of the original's slips are fixed here:
 ``message-interswarm`` reads TARGETS as a comma-separated list (it split the argument into
@@ -15,10 +15,10 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mail import _cli_render as render
+from mail.cli import _render as render
 
 if TYPE_CHECKING:
-    from mail._repl import Repl, ReplParser
+    from mail.cli._repl import Repl, ReplParser
 
 __all__ = ["define", "json_object", "json_value", "split_targets"]
 
