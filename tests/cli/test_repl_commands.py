@@ -20,7 +20,7 @@ from rich.console import Console
 from tests.cli.conftest import LiveServer
 
 from mail.cli._repl import Repl
-from mail.cli._repl_commands import split_targets
+from mail.cli._repl_commands import define, split_targets
 from mail.client import MAILClient
 from mail.config import ClientConfig
 
@@ -56,7 +56,9 @@ def recording_console() -> Console:
 
 
 def offline_repl(url: str = "http://127.0.0.1:9", key: str | None = None) -> Repl:
-    return Repl(MAILClient(url, key, config=ClientConfig(timeout=10)), recording_console())
+    repl = Repl(MAILClient(url, key, config=ClientConfig(timeout=10)), recording_console())
+    define(repl)
+    return repl
 
 
 @pytest.fixture

@@ -90,7 +90,7 @@ def run_client(args: argparse.Namespace) -> int:
     target = _target("client", args)
     if isinstance(target, int):
         return target
-    from mail.cli._repl import run_repl  # noqa: PLC0415
+    from mail.cli._repl_commands import run_repl  # noqa: PLC0415
 
     return run_repl(target)
 
