@@ -1,4 +1,4 @@
-"""Which URL and API key ``mail client`` and the one-shot commands use (``_cli_connect``)."""
+"""Which URL and API key ``mail client`` and the one-shot commands use (``mail.cli._connect``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mail._cli_connect import is_loopback, resolve, swarm_link
+from mail.cli._connect import is_loopback, resolve, swarm_link
 from mail.errors import ConfigurationError
 
 

@@ -1,8 +1,8 @@
 """``mail doctor`` against good and broken configurations (tmp_path, real checks).
 
-The environment is always explicit: a dict given to :func:`mail._doctor.run_checks`, or the
-whole environment of a ``mail doctor`` subprocess (:func:`mail`), never the test process's
-own ``os.environ``.
+The environment is always explicit: a dict given to :func:`mail.cli._doctor.run_checks`, or
+the whole environment of a ``mail doctor`` subprocess (:func:`mail`), never the test
+process's own ``os.environ``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mail._doctor import Check, render, run_checks
+from mail.cli._doctor import Check, render, run_checks
 
 from .conftest import REPO, LiveServer, free_port
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from tests.cli.conftest import LiveServer
 
-from mail._cli_oneshot import desktop_entry
 from mail.cli import main
+from mail.cli._oneshot_commands import desktop_entry
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -68,7 +68,8 @@ def test_client_commands_load_no_server_runtime_or_llm(mail_env: dict[str, str])
         "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
         "    mail.cli.main(['ping', 'http://127.0.0.1:9', '-t', '1'])\n"
         "    mail.cli.main(['message', 'hi', '--url', 'swarm://connect'])\n"
-        "import mail._repl, mail._cli_repl_commands, mail._cli_render, mail._cli_oneshot\n"
+        "import mail.cli._repl, mail.cli._repl_commands, mail.cli._render\n"
+        "import mail.cli._oneshot_commands\n"
         f"print(sorted(m for m in sys.modules if m.startswith({SERVER_SIDE!r})))"
     )
     result = subprocess.run(

@@ -1,4 +1,4 @@
-"""``mail._cli_render``: what each event, answer and task list looks like on the screen."""
+"""``mail.cli._render``: what each event, answer and task list looks like on the screen."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from mail._cli_render import (
+from mail.cli._render import (
     EventView,
     answer_panel,
     print_interswarm,

@@ -1,6 +1,6 @@
 """The REPL's commands in-process: names and aliases, parsing, and what each prints.
 
-A :class:`mail._repl.Repl` over a real :class:`MAILClient` prints into a recording console;
+A :class:`mail.cli._repl.Repl` over a real :class:`MAILClient` prints into a recording console;
 the live ``mail server`` answers, and a recording aiohttp app stands in for a server where
 the test is about the request the REPL sends.
 """
@@ -19,8 +19,8 @@ from aiohttp import web
 from rich.console import Console
 from tests.cli.conftest import LiveServer
 
-from mail._cli_repl_commands import split_targets
-from mail._repl import Repl
+from mail.cli._repl import Repl
+from mail.cli._repl_commands import define, split_targets
 from mail.client import MAILClient
 from mail.config import ClientConfig
 
@@ -56,7 +56,9 @@ def recording_console() -> Console:
 
 
 def offline_repl(url: str = "http://127.0.0.1:9", key: str | None = None) -> Repl:
-    return Repl(MAILClient(url, key, config=ClientConfig(timeout=10)), recording_console())
+    repl = Repl(MAILClient(url, key, config=ClientConfig(timeout=10)), recording_console())
+    define(repl)
+    return repl
 
 
 @pytest.fixture

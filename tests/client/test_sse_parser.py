@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mail._client_sse import ServerSentEvent, SSEParser
+from mail.client._sse import ServerSentEvent, SSEParser
 
 
 def parse(*chunks: bytes) -> list[ServerSentEvent]:

@@ -1,5 +1,5 @@
-"""``mail db-init``/``db-migrate``/``db-prune`` (:mod:`mail._cli_db`): ``db-prune`` applies the
-configured retention by default, the flags when given, and reports errors clearly."""
+"""``mail db-init``/``db-migrate``/``db-prune`` (:mod:`mail.cli._db_commands`): ``db-prune``
+applies the configured retention by default, the flags when given, and reports errors clearly."""
 
 from __future__ import annotations
 

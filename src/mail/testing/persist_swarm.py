@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from mail._api_actions import MAILAction
+from mail.api import MAILAction
 from mail.testing._scripted import Incoming, ScriptedCall, scripted_agent, tc
 
 __all__ = ["ask_human", "slow_worker", "supervisor", "supervisor_rule", "swarm_definition"]

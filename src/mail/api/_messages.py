@@ -17,7 +17,7 @@ from mail.core.message import (
 from mail.errors import InvalidMessageError
 
 if TYPE_CHECKING:
-    from mail._api_agents import MAILAgent
+    from mail.api._agents import MAILAgent
 
 __all__ = ["SENDER_TYPES", "caller_message", "user_message"]
 

@@ -6,8 +6,8 @@ command's own argparse parser; a usage error, a refused request or an unknown co
 reported and the loop goes on. Every command runs on one ``asyncio.Runner``, so Ctrl+C
 cancels the command (the runner turns SIGINT into a cancellation) and returns to the
 prompt; Ctrl+C at the prompt starts a new line, Ctrl+D or ``exit`` leaves. Commands are
-defined in :mod:`mail._cli_repl_commands`; this module owns the loop, parsing and
-history.
+defined in :mod:`mail.cli._repl_commands`, which registers them on a :class:`Repl` and runs
+it (``run_repl``); this module owns the loop, parsing and history, and knows no command.
 """
 
 from __future__ import annotations
@@ -26,15 +26,13 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from rich.console import Console
 from rich.table import Table
 
-from mail import _cli_repl_commands
 from mail.errors import MAILClientError
 from mail.version import __version__
 
 if TYPE_CHECKING:
-    from mail._cli_connect import Target
     from mail.client import MAILClient
 
-__all__ = ["Command", "Repl", "ReplParser", "UsageError", "history_path", "run_repl"]
+__all__ = ["Command", "Repl", "ReplParser", "UsageError", "history_path"]
 
 #: Lines of history kept in ``~/.mail_history``.
 HISTORY_LENGTH = 1000
@@ -93,7 +91,8 @@ def _import_readline() -> ModuleType | None:
 
 
 class Repl:
-    """The REPL over ``client``, printing to ``console``.
+    """The REPL over ``client``, printing to ``console``; it starts with no command (see
+    :meth:`add`; ``mail.cli._repl_commands.define`` adds them all).
 
     Attributes:
         identity: ``"role:id"`` from ``GET /whoami`` (``None``: unknown, prompt ``mail> ``).
@@ -110,7 +109,6 @@ class Repl:
         self.commands: list[Command] = []
         self.lookup: dict[str, Command] = {}
         self._readline: ModuleType | None = None
-        _cli_repl_commands.define(self)
 
     # --- command table -----------------------------------------------------------------
 
@@ -302,16 +300,3 @@ class Repl:
                 with suppress(OSError):  # a read-only home must not make leaving fail
                     readline.write_history_file(path)
                     path.chmod(0o600)  # lines may hold tokens (interswarm, swarm-register)
-
-
-def run_repl(target: Target, console: Console | None = None) -> int:
-    """Run the REPL against ``target`` until the user leaves; returns the exit status."""
-    from mail.client import MAILClient  # noqa: PLC0415
-
-    console = console or Console(highlight=False)
-    with asyncio.Runner() as runner:
-        client = MAILClient(target.url, target.api_key, config=target.config)
-        try:
-            return Repl(client, console).loop(runner)
-        finally:
-            runner.run(client.aclose())

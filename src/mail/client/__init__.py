@@ -29,10 +29,10 @@ from urllib.parse import quote
 
 import aiohttp
 
-from mail._client_config import default_api_key, load_client_config
-from mail._client_sse import ServerSentEvent
-from mail._client_stream import EventStream, new_task_id, transport_error
-from mail._client_types import (
+from mail.client._config import default_api_key, load_client_config
+from mail.client._sse import ServerSentEvent
+from mail.client._stream import EventStream, new_task_id, transport_error
+from mail.client._types import (
     DumpResult,
     HealthInfo,
     InterswarmAck,

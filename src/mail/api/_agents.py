@@ -7,7 +7,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from mail._api_actions import MAILAction
+from mail.api._actions import MAILAction
 from mail.core.agents import AgentCore, AgentOutput
 from mail.errors import SwarmDefinitionError
 from mail.swarms_json import AgentShape, did_you_mean, parse_agent
@@ -18,7 +18,7 @@ from mail.utils.parsing import (
     resolve_prefixed_string_references,
 )
 
-__all__ = ["MAILAgent", "MAILAgentTemplate", "describe_contacts"]
+__all__ = ["MAILAgent", "MAILAgentTemplate", "describe_contacts", "refresh_contacts"]
 
 logger = logging.getLogger("mail.api")
 
@@ -344,3 +344,12 @@ def with_contacts(system: str, contacts: str) -> str:
     """Replace (or add) the contacts block at the end of a system prompt."""
     head = system.split(_CONTACTS_HEADER, 1)[0].rstrip()
     return f"{head}\n\n{contacts}" if head else contacts
+
+
+def refresh_contacts(agents: Sequence[MAILAgent], peers: Mapping[str, Any]) -> None:
+    """Rebuild the contacts block of each agent function's ``system`` prompt (if it has one)."""
+    for agent in agents:
+        system = getattr(agent.function, "system", None)
+        if isinstance(system, str):
+            contacts = describe_contacts(agent.name, peers)
+            setattr(agent.function, "system", with_contacts(system, contacts))  # noqa: B010  # duck-typed agent functions

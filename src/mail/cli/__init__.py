@@ -4,9 +4,10 @@
 Importing this module is cheap on purpose (``mail --help`` and ``mail client --help`` must
 answer at once): it loads only the standard library and :mod:`mail.version`. The
 configuration models, the server, the client and everything they need are imported inside
-the command that uses them; the client-side commands live in :mod:`mail._cli_oneshot` and
-never import the server, FastAPI, LiteLLM or the runtime; the task store commands
-(``db-init``, ``db-migrate``, ``db-prune``) live in :mod:`mail._cli_db`.
+the command that uses them; the client-side commands live in
+:mod:`mail.cli._oneshot_commands` and never import the server, FastAPI, LiteLLM or the
+runtime; the task store commands (``db-init``, ``db-migrate``, ``db-prune``) live in
+:mod:`mail.cli._db_commands`.
 
 ``mail server`` reads ``mail.toml`` and the environment through
 :func:`mail.config.load_config`; a flag overrides the configuration only when it is given
@@ -164,9 +165,9 @@ def _add_db_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def _db(name: str) -> Any:
     def run(args: argparse.Namespace) -> int:
         _configure_logging()
-        from mail import _cli_db  # noqa: PLC0415  # config, stores: only when it runs
+        from mail.cli import _db_commands  # noqa: PLC0415  # config, stores: only when it runs
 
-        status: int = getattr(_cli_db, f"run_{name}")(args)
+        status: int = getattr(_db_commands, f"run_{name}")(args)
         return status
 
     return run
@@ -217,9 +218,9 @@ def _add_connection_flags(parser: argparse.ArgumentParser) -> None:
 
 def _oneshot(name: str) -> Any:
     def run(args: argparse.Namespace) -> int:
-        from mail import _cli_oneshot  # noqa: PLC0415  # aiohttp, rich: only when it runs
+        from mail.cli import _oneshot_commands  # noqa: PLC0415  # aiohttp, rich: only when it runs
 
-        status: int = getattr(_cli_oneshot, f"run_{name}")(args)
+        status: int = getattr(_oneshot_commands, f"run_{name}")(args)
         return status
 
     return run
@@ -429,7 +430,7 @@ def _run_server(args: argparse.Namespace) -> int:
 def _run_doctor(args: argparse.Namespace) -> int:
     import logging  # noqa: PLC0415
 
-    from mail._doctor import render, run_checks  # noqa: PLC0415  # keep `mail --help` fast
+    from mail.cli._doctor import render, run_checks  # noqa: PLC0415  # keep `mail --help` fast
 
     logging.basicConfig(level=logging.ERROR, stream=sys.stderr)  # the checks report warnings
     checks = run_checks(args.config, os.environ)
@@ -465,7 +466,3 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     status: int = handler(args)
     return status
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

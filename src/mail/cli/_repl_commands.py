@@ -1,26 +1,32 @@
 """The commands of the ``mail client`` REPL (CONTRACT 10.2), their arguments and output.
 
-:func:`define` registers each command with :meth:`mail._repl.Repl.add`: the original's
+:func:`define` registers each command with :meth:`mail.cli._repl.Repl.add`: the original's
 names and aliases, the seed CLI doc's names (``post-message``, ``get-health``, ...) as
-further aliases, and ``task-events``. Two of the original's slips are fixed here:
-``message-interswarm`` reads TARGETS as a comma-separated list (it split the argument into
-characters), and ``swarm-register`` registers a volatile swarm unless ``--persistent`` is
-given, as the API does (the original defaulted to persistent).
+further aliases, and ``task-events``; :func:`run_repl` runs a REPL with them. Two of the
+original's slips are fixed here: ``message-interswarm`` reads TARGETS as a comma-separated
+list (it split the argument into characters), and ``swarm-register`` registers a volatile
+swarm unless ``--persistent`` is given, as the API does (the original defaulted to
+persistent).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mail import _cli_render as render
+from rich.console import Console
+
+from mail.cli import _render as render
+from mail.cli._repl import Repl
 
 if TYPE_CHECKING:
-    from mail._repl import Repl, ReplParser
+    from mail.cli._connect import Target
+    from mail.cli._repl import ReplParser
 
-__all__ = ["define", "json_object", "json_value", "split_targets"]
+__all__ = ["define", "json_object", "json_value", "run_repl", "split_targets"]
 
 RESUME_CHOICES = ("user_response", "breakpoint_tool_call")
 #: The order of ``help``.
@@ -289,6 +295,21 @@ def define(repl: Repl) -> None:
     _define_swarms(repl, c)
     _define_tasks(repl, c)
     repl.commands.sort(key=lambda command: ORDER.index(command.name))
+
+
+def run_repl(target: Target, console: Console | None = None) -> int:
+    """Run the REPL against ``target`` until the user leaves; returns the exit status."""
+    from mail.client import MAILClient  # noqa: PLC0415
+
+    console = console or Console(highlight=False)
+    with asyncio.Runner() as runner:
+        client = MAILClient(target.url, target.api_key, config=target.config)
+        try:
+            repl = Repl(client, console)
+            define(repl)
+            return repl.loop(runner)
+        finally:
+            runner.run(client.aclose())
 
 
 def _define_simple(repl: Repl, c: _Commands) -> None:

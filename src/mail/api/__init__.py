@@ -10,10 +10,9 @@ Templates load from ``swarms.json`` with :meth:`MAILSwarmTemplate.from_swarm_jso
 
 from __future__ import annotations
 
-from mail._api_actions import MAILAction, action
-from mail._api_agents import MAILAgent, MAILAgentTemplate
-from mail._api_swarm import MAILSwarm
-from mail._api_template import MAILSwarmTemplate
+from mail.api._actions import MAILAction, action
+from mail.api._agents import MAILAgent, MAILAgentTemplate
+from mail.api._swarm import MAILSwarm, MAILSwarmTemplate
 
 __all__ = [
     "MAILAction",

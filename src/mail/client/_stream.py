@@ -2,7 +2,7 @@
 
 :func:`transport_error` is the one translation of an aiohttp failure into
 :class:`~mail.errors.MAILClientError`. :class:`EventStream` reads one task's server-sent
-events from an open response with :class:`~mail._client_sse.SSEParser`. When the
+events from an open response with :class:`~mail.client._sse.SSEParser`. When the
 connection drops before the task's final ``task_complete``/``task_error`` event, it asks
 its ``reopen`` callback for ``GET /tasks/{task_id}/events`` after the id of the last
 stored event it yielded (``Last-Event-ID``), so each event is yielded exactly once.
@@ -22,7 +22,7 @@ from types import TracebackType
 
 import aiohttp
 
-from mail._client_sse import ServerSentEvent, SSEParser
+from mail.client._sse import ServerSentEvent, SSEParser
 from mail.errors import MAILClientError
 
 __all__ = ["DROPS", "FINAL_EVENTS", "EventStream", "Reopen", "new_task_id", "transport_error"]

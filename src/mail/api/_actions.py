@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from mail._schema_models import model_from_json_schema
+from mail.api._schema_models import model_from_json_schema
 from mail.core.actions import ActionCore
 from mail.core.tools import json_schema_tool
 from mail.errors import SwarmDefinitionError
 from mail.swarms_json import parse_action
 from mail.utils.parsing import DEFAULT_POLICY, ReferencePolicy, read_python_string
 
-__all__ = ["MAILAction", "action"]
+__all__ = ["MAILAction", "action", "load_swarm_actions"]
 
 ActionCallable = Callable[[dict[str, Any]], "Awaitable[str] | str"]
 
@@ -224,3 +224,44 @@ def _first_param_model(fn: Callable[..., Any]) -> type[BaseModel] | None:
     return (
         annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
     )
+
+
+def load_swarm_actions(
+    inline: Sequence[Mapping[str, Any]], imports: Sequence[str], swarm: str, policy: ReferencePolicy
+) -> list[MAILAction]:
+    """A swarm's actions: those defined inline and those ``action_imports`` names."""
+    actions: dict[str, MAILAction] = {}
+    for item in inline:
+        try:
+            created = MAILAction(
+                item["name"],
+                item["description"],
+                item["parameters"],
+                item["function"],
+                policy=policy,
+            )
+        except SwarmDefinitionError as e:
+            raise e.located(swarm=swarm) from e
+        _add_action(actions, created, swarm)
+    for ref in imports:
+        try:
+            imported = read_python_string(ref, policy)
+        except SwarmDefinitionError as e:
+            raise SwarmDefinitionError(e.reason, swarm=swarm, field="action_imports") from e
+        if not isinstance(imported, MAILAction):
+            raise SwarmDefinitionError(
+                f"{ref!r} is a {type(imported).__name__}, not a MAILAction",
+                swarm=swarm,
+                field="action_imports",
+            )
+        _add_action(actions, imported, swarm)
+    return list(actions.values())
+
+
+def _add_action(actions: dict[str, MAILAction], new: MAILAction, swarm: str) -> None:
+    old = actions.get(new.name)
+    if old is not None and old is not new and old.function is not new.function:
+        raise SwarmDefinitionError(
+            f"action '{new.name}' is defined twice", swarm=swarm, field="actions"
+        )
+    actions[new.name] = new

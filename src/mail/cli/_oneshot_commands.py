@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
-from mail._cli_connect import Target, resolve, swarm_link
+from mail.cli._connect import Target, resolve, swarm_link
 
 if TYPE_CHECKING:
     from mail.client import MAILClient
@@ -90,14 +90,14 @@ def run_client(args: argparse.Namespace) -> int:
     target = _target("client", args)
     if isinstance(target, int):
         return target
-    from mail._repl import run_repl  # noqa: PLC0415
+    from mail.cli._repl_commands import run_repl  # noqa: PLC0415
 
     return run_repl(target)
 
 
 def run_message(args: argparse.Namespace) -> int:
     """``mail message BODY``: send, print the answer; 0 when the task completed."""
-    from mail import _cli_render as render  # noqa: PLC0415
+    from mail.cli import _render as render  # noqa: PLC0415
     from mail.errors import MAILClientError  # noqa: PLC0415
 
     target = _target("message", args)
@@ -143,7 +143,7 @@ async def _stream_message(
 ) -> int:
     from rich.console import Console  # noqa: PLC0415
 
-    from mail import _cli_render as render  # noqa: PLC0415
+    from mail.cli import _render as render  # noqa: PLC0415
 
     events = await client.post_message_stream(args.body, **common)
     async with events:
@@ -155,7 +155,7 @@ def run_tasks(args: argparse.Namespace) -> int:
     """``mail tasks``: the caller's tasks as a table (or JSON)."""
     from rich.console import Console  # noqa: PLC0415
 
-    from mail import _cli_render as render  # noqa: PLC0415
+    from mail.cli import _render as render  # noqa: PLC0415
     from mail.errors import MAILClientError  # noqa: PLC0415
 
     target = _target("tasks", args)
