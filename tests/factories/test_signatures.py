@@ -1,4 +1,4 @@
-"""The signatures of the factory classes and functions.
+"""The signatures of the factory classes and functions, and of the example agents built on them.
 
 Each public constructor and deprecated function takes the parameters v1.3.6 documented, in
 its positional order (a positional call written for v1.3.6 binds the same way), with the
@@ -40,6 +40,7 @@ _LLM_SUBCLASS = (
     f"name, comm_targets, tools, llm, system, {_LLM_HEAD}, _debug_include_mail_tools=…, "
     "stream_tokens=…, print_llm_streams=…, default_tool_choice=…"
 )
+_EXAMPLE = f"name, comm_targets, tools, llm, system, {_LLM_HEAD}, _debug_include_mail_tools=…"
 _FACTORY_HEAD = (
     f"comm_targets, tools, user_token, llm, system, name=…, {_LLM_HEAD.split(', ', 1)[1]}"
 )
@@ -67,6 +68,14 @@ DOCUMENTED: dict[str, str] = {
     "mail.factories.action:action_agent_factory": (
         f"{_FACTORY_HEAD}, _debug_include_mail_tools=…, print_llm_streams=…"
     ),
+    **{
+        f"mail.examples.{kind}_dummy.agent:LiteLLM{kind.title()}Function": _EXAMPLE
+        for kind in ("weather", "math", "consultant", "analyst")
+    },
+    **{
+        f"mail.examples.{kind}_dummy.agent:factory_{kind}_dummy": _FACTORY_HEAD
+        for kind in ("weather", "math", "consultant", "analyst")
+    },
 }
 
 # Parameters v1.3.6 required that now have a default: calls written for v1.3.6 still bind.
@@ -74,6 +83,15 @@ RELAXED: dict[str, set[str]] = {
     # a supervisor or action agent without a prompt works like LiteLLMAgentFunction's
     "mail.factories.supervisor:LiteLLMSupervisorFunction": {"system"},
     "mail.factories.action:LiteLLMActionAgentFunction": {"system"},
+    # the example agents default to the example model and their prompt
+    **{
+        f"mail.examples.{kind}_dummy.agent:LiteLLM{kind.title()}Function": {"llm", "system"}
+        for kind in ("weather", "math", "consultant", "analyst")
+    },
+    **{
+        f"mail.examples.{kind}_dummy.agent:factory_{kind}_dummy": {"user_token", "llm", "system"}
+        for kind in ("weather", "math", "consultant", "analyst")
+    },
 }
 
 # CONTRACT 6.2's defaults of the LLM agent classes (exclude_tools=[] is an empty sequence).
@@ -149,6 +167,7 @@ def test_deprecated_functions_default_names() -> None:
     assert default(supervisor_factory, "name") == "supervisor"
     assert default(supervisor_factory, "enable_entrypoint") is True
     assert default(action_agent_factory, "name") == "action"
+    assert default(load("mail.examples.math_dummy.agent:factory_math_dummy"), "name") == "math"
 
 
 # one distinct value per positional slot, up to use_proxy
@@ -184,6 +203,24 @@ def test_a_v1_positional_call_binds_by_the_class_order() -> None:
     assert (base.can_complete_tasks, sup.can_complete_tasks, action.can_complete_tasks) == (
         True,
         True,
+        False,
+    )
+
+
+def test_an_example_agent_binds_v1_positional_calls() -> None:
+    math = load("mail.examples.math_dummy.agent:LiteLLMMathFunction")
+
+    agent = math("m", ["b"], [], "openai/x", "sys", *_HEAD_VALUES, False)
+
+    assert (agent.llm, agent.system, agent.user_token, agent.max_tokens) == (
+        "openai/x",
+        "sys",
+        "tok",
+        900,
+    )
+    assert (agent.use_proxy, agent._debug_include_mail_tools, agent.stream_tokens) == (
+        False,
+        False,
         False,
     )
 
