@@ -291,3 +291,24 @@ def test_abstract_bases_keep_their_checks() -> None:
     assert Sup("s", [], [], False, True).can_complete_tasks is True
     assert Sup("s", [], [], False, True).enable_entrypoint is True
     assert Act("a", [], [], False, False, True).can_complete_tasks is False
+
+
+def test_example_agents_can_be_subclassed() -> None:
+    from mail.examples.math_dummy.agent import LiteLLMMathFunction
+
+    class Tutor(LiteLLMMathFunction):
+        pass
+
+    class Poet(LiteLLMMathFunction, prompt="Answer in verse."):
+        pass
+
+    tutor, poet = Tutor("t", [], []), Poet("p", [], [], "openai/x")
+
+    assert isinstance(tutor, LiteLLMMathFunction)
+    assert isinstance(poet, LiteLLMAgentFunction)
+    assert inspect.signature(Tutor) == inspect.signature(LiteLLMMathFunction)
+    assert (tutor.llm, tutor.system) == (
+        "openai/gpt-5-mini",
+        LiteLLMMathFunction("m", [], []).system,
+    )
+    assert (poet.llm, poet.system) == ("openai/x", "Answer in verse.")

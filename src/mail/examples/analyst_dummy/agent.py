@@ -6,15 +6,14 @@ swarms.json. LiteLLM is imported only when the agent first runs.
 
 from __future__ import annotations
 
-from mail.examples._agents import example_agent, example_factory
+from mail.examples._agents import ExampleAgent, example_factory
 from mail.examples.analyst_dummy.prompts import SYSPROMPT
 from mail.factories.base import LiteLLMAgentFunction
 
 __all__ = ["LiteLLMAnalystFunction", "factory_analyst_dummy"]
 
 
-@example_agent(SYSPROMPT)
-class LiteLLMAnalystFunction(LiteLLMAgentFunction):
+class LiteLLMAnalystFunction(ExampleAgent, LiteLLMAgentFunction, prompt=SYSPROMPT):
     """An agent that reports what the figures it is sent show.
 
     Takes the parameters of :class:`~mail.factories.base.LiteLLMAgentFunction`, with

@@ -6,15 +6,14 @@ swarms.json. LiteLLM is imported only when the agent first runs.
 
 from __future__ import annotations
 
-from mail.examples._agents import example_agent, example_factory
+from mail.examples._agents import ExampleAgent, example_factory
 from mail.examples.consultant_dummy.prompts import SYSPROMPT
 from mail.factories.base import LiteLLMAgentFunction
 
 __all__ = ["LiteLLMConsultantFunction", "factory_consultant_dummy"]
 
 
-@example_agent(SYSPROMPT)
-class LiteLLMConsultantFunction(LiteLLMAgentFunction):
+class LiteLLMConsultantFunction(ExampleAgent, LiteLLMAgentFunction, prompt=SYSPROMPT):
     """An agent that answers open questions with a recommendation and its reasons.
 
     Takes the parameters of :class:`~mail.factories.base.LiteLLMAgentFunction`, with

@@ -6,15 +6,14 @@ LiteLLM is imported only when the agent first runs.
 
 from __future__ import annotations
 
-from mail.examples._agents import example_agent, example_factory
+from mail.examples._agents import ExampleAgent, example_factory
 from mail.examples.math_dummy.prompts import SYSPROMPT
 from mail.factories.base import LiteLLMAgentFunction
 
 __all__ = ["LiteLLMMathFunction", "factory_math_dummy"]
 
 
-@example_agent(SYSPROMPT)
-class LiteLLMMathFunction(LiteLLMAgentFunction):
+class LiteLLMMathFunction(ExampleAgent, LiteLLMAgentFunction, prompt=SYSPROMPT):
     """An agent that answers arithmetic requests with ``calculate_expression``.
 
     Takes the parameters of :class:`~mail.factories.base.LiteLLMAgentFunction`, with

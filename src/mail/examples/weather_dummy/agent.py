@@ -6,15 +6,14 @@ swarms.json. LiteLLM is imported only when the agent first runs.
 
 from __future__ import annotations
 
-from mail.examples._agents import example_agent, example_factory
+from mail.examples._agents import ExampleAgent, example_factory
 from mail.examples.weather_dummy.prompts import SYSPROMPT
 from mail.factories.action import LiteLLMActionAgentFunction
 
 __all__ = ["LiteLLMWeatherFunction", "factory_weather_dummy"]
 
 
-@example_agent(SYSPROMPT)
-class LiteLLMWeatherFunction(LiteLLMActionAgentFunction):
+class LiteLLMWeatherFunction(ExampleAgent, LiteLLMActionAgentFunction, prompt=SYSPROMPT):
     """An action agent that answers forecast requests with ``get_weather_forecast``.
 
     Takes the parameters of :class:`~mail.factories.action.LiteLLMActionAgentFunction`,
