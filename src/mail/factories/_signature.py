@@ -81,7 +81,7 @@ def rebind(*, move: Mapping[str, str] | None = None, **defaults: Any) -> Callabl
 
         __init__.__qualname__ = f"{cls.__qualname__}.__init__"
         __init__.__module__ = cls.__module__
-        __init__.__dict__["__signature__"] = signature
+        __init__.__dict__["__signature__"] = signature  # read by inspect.signature
         setattr(cls, "__init__", __init__)  # noqa: B010  # mypy rejects assigning a method
         return cls
 
@@ -119,7 +119,7 @@ def deprecated_factory(
         f"Deprecated: build a :class:`{replacement}` (warns ``DeprecationWarning``); "
         "returns the instance, which is itself the agent function."
     )
-    factory.__dict__["__signature__"] = signature
+    factory.__dict__["__signature__"] = signature  # read by inspect.signature
     return factory
 
 
