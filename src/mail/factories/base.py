@@ -22,7 +22,6 @@ import copy
 import importlib
 import logging
 import os
-import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, ClassVar, Literal, TypeAlias, TypeVar
@@ -37,6 +36,7 @@ from mail.factories._shared import (
     normalize_tool,
     normalize_tool_choice,
 )
+from mail.factories._signature import REQUIRED, deprecated_factory
 
 __all__ = [
     "MAILAgentFunction",
@@ -106,6 +106,9 @@ class MAILAgentFunction(ABC):
 
     #: Supervisor-family classes also get ``send_interrupt``/``send_broadcast`` (CONTRACT 5.4).
     supervisor_tools: ClassVar[bool] = False
+    #: True or False when every agent of the class can or cannot complete tasks, whatever
+    #: ``can_complete_tasks`` says (supervisors can, action agents cannot).
+    completes_tasks: ClassVar[bool | None] = None
 
     def __init__(
         self,
@@ -130,7 +133,15 @@ class MAILAgentFunction(ABC):
         self.tools = [normalize_tool(t, tool_format, name) for t in tools]
         self.enable_entrypoint = enable_entrypoint
         self.enable_interswarm = enable_interswarm
-        self.can_complete_tasks = can_complete_tasks
+        forced = self.completes_tasks
+        if forced is not None and can_complete_tasks != forced:
+            logger.debug(
+                "agent %s: can_complete_tasks is always %s for %s; ignoring the flag",
+                name,
+                forced,
+                type(self).__name__,
+            )
+        self.can_complete_tasks = can_complete_tasks if forced is None else forced
         self.tool_format: ToolFormat = tool_format
         self.exclude_tools = list(exclude_tools)
         self.kwargs = dict(kwargs)
@@ -198,6 +209,10 @@ class LiteLLMAgentFunction(MAILAgentFunction):
     request), ``parallel_tool_calls``, ``max_retries`` (retries of timeouts, connection
     errors, 429 and 5xx), ``retry_backoff`` (first retry delay in seconds, doubling),
     ``extra_headers``. Other keyword arguments are ignored (logged at DEBUG).
+
+    This ``__init__`` is the one declaration of these parameters: the supervisor, action
+    and example classes and the deprecated functions derive theirs from it
+    (:mod:`mail.factories._signature`).
 
     Calling raises :class:`AgentOutputError` (unusable answer), :class:`LLMCallError`
     (failed call) or :class:`ConfigurationError` (litellm missing).
@@ -457,32 +472,19 @@ def _check_llm_params(
         raise bad("max_retries", f"must be 0 or more, got {max_retries!r}")
 
 
-def base_agent_factory(
-    comm_targets: Sequence[str],
-    tools: Sequence[Any],
-    user_token: str,
-    llm: str,
-    system: str,
-    name: str = "base_agent",
-    **kwargs: Any,
-) -> LiteLLMAgentFunction:
-    """Deprecated: build a :class:`LiteLLMAgentFunction` (warns ``DeprecationWarning``).
-
-    Takes the parameters of :class:`LiteLLMAgentFunction` and returns the instance,
-    which is itself the agent function.
-    """
-    warnings.warn(
-        "mail.factories.base:base_agent_factory is deprecated; "
-        "use mail.factories.base:LiteLLMAgentFunction instead",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return LiteLLMAgentFunction(
-        name=name,
-        comm_targets=comm_targets,
-        tools=tools,
-        llm=llm,
-        system=system,
-        user_token=user_token,
-        **kwargs,
-    )
+#: Deprecated: ``base_agent_factory(comm_targets, tools, user_token, llm, system,
+#: name="base_agent", ...)`` warns ``DeprecationWarning`` and returns a
+#: :class:`LiteLLMAgentFunction`.
+base_agent_factory = deprecated_factory(
+    LiteLLMAgentFunction,
+    "base_agent_factory",
+    extra=(
+        "stream_tokens",
+        "print_llm_streams",
+        "_debug_include_mail_tools",
+        "default_tool_choice",
+    ),
+    name="base_agent",
+    user_token=REQUIRED,
+    system=REQUIRED,
+)

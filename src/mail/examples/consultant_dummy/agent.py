@@ -1,45 +1,27 @@
 """The consultant agent of the example swarms, driven by an LLM.
 
-``python::mail.examples.consultant_dummy.agent:LiteLLMConsultantFunction`` names this class in swarms.json. It is
-built on :class:`~mail.factories.base.LiteLLMAgentFunction`, which imports LiteLLM only when
-the agent first runs.
+``python::mail.examples.consultant_dummy.agent:LiteLLMConsultantFunction`` names this class in
+swarms.json. LiteLLM is imported only when the agent first runs.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from mail.examples._deprecated import deprecated_factory
-from mail.examples._params import DEFAULT_LLM
+from mail.examples._agents import ExampleAgent, example_factory
 from mail.examples.consultant_dummy.prompts import SYSPROMPT
 from mail.factories.base import LiteLLMAgentFunction
 
 __all__ = ["LiteLLMConsultantFunction", "factory_consultant_dummy"]
 
 
-class LiteLLMConsultantFunction(LiteLLMAgentFunction):
+class LiteLLMConsultantFunction(ExampleAgent, LiteLLMAgentFunction, prompt=SYSPROMPT):
     """An agent that answers open questions with a recommendation and its reasons.
 
-    Takes the parameters of :class:`~mail.factories.base.LiteLLMAgentFunction`;
-    ``llm`` defaults to ``"openai/gpt-5-mini"`` and ``system`` to
+    Takes the parameters of :class:`~mail.factories.base.LiteLLMAgentFunction`, with
+    ``_debug_include_mail_tools`` right after ``use_proxy`` as in v1.3.6; ``llm`` defaults
+    to ``"openai/gpt-5-mini"`` and ``system`` to
     :data:`mail.examples.consultant_dummy.prompts.SYSPROMPT`.
     """
 
-    def __init__(
-        self,
-        name: str,
-        comm_targets: list[str],
-        tools: list[dict[str, Any]],
-        llm: str = DEFAULT_LLM,
-        system: str = SYSPROMPT,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(
-            name=name, comm_targets=comm_targets, tools=tools, llm=llm, system=system, **kwargs
-        )
-
 
 #: Deprecated (the original's function): builds a :class:`LiteLLMConsultantFunction`.
-factory_consultant_dummy = deprecated_factory(
-    LiteLLMConsultantFunction, "factory_consultant_dummy", "consultant"
-)
+factory_consultant_dummy = example_factory(LiteLLMConsultantFunction, "consultant")
