@@ -9,13 +9,14 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import Response
+from sse_starlette import EventSourceResponse
 
 from mail.api import MAILSwarm
 from mail.core.events import EventName, MAILEvent
 from mail.core.tasks import MAILTask, TaskState
 from mail.errors import InvalidMessageError, PermissionDeniedError, TaskNotFoundError
 from mail.server._deps import caller_with, read_json, state_of, ui_caller
-from mail.server._sse import EventStreamResponse, compact_json, event_response, stored_event
+from mail.server._sse import compact_json, event_response, stored_event
 from mail.server.auth import Caller
 from mail.server.models import ERROR_RESPONSES, EVENT_STREAM, UIAgentsResponse
 
@@ -90,7 +91,7 @@ async def _replay_then_follow(task: MAILTask, after: int, ping: float) -> AsyncI
 @router.get(
     "/tasks/{task_id}/events",
     summary="The task's events as server-sent events: replay after a sequence number, then live",
-    response_class=EventStreamResponse,
+    response_class=EventSourceResponse,
     responses={200: {"description": "The task's events", "content": EVENT_STREAM}},
 )
 async def task_events(

@@ -77,8 +77,8 @@ EVENT_STREAM: dict[str, Any] = {
     "text/event-stream": {
         "schema": {
             "type": "object",
-            "description": "One server-sent event: `event: <name>`, one compact JSON `data:` "
-            "line and, for stored events, `id: <sequence number>` (for `Last-Event-ID`); "
+            "description": "One server-sent event: for stored events `id: <sequence number>` "
+            "(for `Last-Event-ID`), then `event: <name>` and one compact JSON `data:` line; "
             "every line ends with CRLF. The stream ends with `task_complete` or `task_error` "
             "(data `{timestamp, task_id, response}`); `ping` events keep it alive.",
             "required": ["event", "data"],
