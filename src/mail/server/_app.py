@@ -12,9 +12,10 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, HTTPException, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mail._gc import raise_young_threshold, settle_gc
@@ -35,7 +36,7 @@ from mail.server import (
     _routes_responses,
     _routes_tasks,
 )
-from mail.server._deps import authenticate_for_route
+from mail.server._deps import check_gates
 from mail.server._reload import APP, reload_environment, uvicorn_options, worker_config
 from mail.server._state import ServerState, every
 from mail.server.models import not_an_object
@@ -81,11 +82,12 @@ async def _mail_error(_request: Request, error: Exception) -> JSONResponse:
     return JSONResponse({"detail": detail}, status_code=status)
 
 
-async def _validation_error(request: Request, error: Exception) -> JSONResponse:
+async def _validation_error(request: Request, error: Exception) -> Response:
     """A request that fails validation: 400 ``{"detail": ...}``, its problems joined by "; ".
 
-    - JSON that does not parse: ``error parsing request: <what json says>`` (once the
-      caller is authenticated: FastAPI parses the body before it solves dependencies);
+    - JSON that does not parse: ``error parsing request: <what json says>``, once the
+      route's gates let the request through (FastAPI parses the body before it solves the
+      dependencies that authenticate the caller);
     - a body that is not a JSON object: ``error parsing request: expected a JSON object,
       got list``; a JSON object sent as another media type: ``error parsing request: send
       the body as application/json``;
@@ -102,9 +104,11 @@ async def _validation_error(request: Request, error: Exception) -> JSONResponse:
     body = error.body
     if problems and problems[0].get("type") == "json_invalid":
         try:
-            await authenticate_for_route(request)
+            await check_gates(request)
         except MAILError as e:
             return await _mail_error(request, e)
+        except HTTPException as e:
+            return await http_exception_handler(request, e)
         first = problems[0]  # the only one
         parsed = json.JSONDecodeError(first["ctx"]["error"], body, first["loc"][-1])
         detail = f"error parsing request: {parsed}"

@@ -25,8 +25,8 @@ __all__ = [
     "AppState",
     "DebugOnly",
     "UICaller",
-    "authenticate_for_route",
     "caller_with",
+    "check_gates",
     "debug_only",
     "state_of",
     "ui_caller",
@@ -86,16 +86,19 @@ async def ui_caller(request: Request, _credentials: _Credentials) -> Caller:
 _ROLES[ui_caller] = _UI
 
 
-async def authenticate_for_route(request: Request) -> None:
-    """Authenticate ``request`` as the caller dependency of its route does, if it has one.
+async def check_gates(request: Request) -> None:
+    """Run the gates of ``request``'s route as its dependencies do: the caller and its
+    role, debug mode.
 
     FastAPI parses a JSON body before it solves the route's dependencies; the app's
-    validation handler calls this when the JSON does not parse, so that a request without
-    a valid key or role is still refused as such first (CONTRACT 1.5: auth, then the
-    body). Raises as the dependency does.
+    validation handler calls this when the JSON does not parse, so that a request the
+    route would refuse (no valid key, the wrong role, no debug mode) is still refused as
+    such first (CONTRACT 1.5: auth, then the body). Raises as the dependencies do.
     """
     dependant = getattr(request.scope.get("route"), "dependant", None)
     for dependency in dependant.dependencies if dependant is not None else ():
+        if dependency.call is debug_only:
+            await debug_only(state_of(request))
         roles = _ROLES.get(dependency.call) if dependency.call is not None else None
         if roles is not None:
             await _authorize(request, roles)
