@@ -79,14 +79,14 @@ def live_server(data_dir: Path) -> Iterator[str]:
     failure: list[BaseException] = []
 
     def run() -> None:
-        loop = asyncio.new_event_loop()
-        _confine(loop)
-        try:
-            loop.run_until_complete(server.serve())
-        except BaseException as e:  # noqa: BLE001  # reported by the main thread
-            failure.append(e)
-        finally:
-            loop.close()
+        # a Runner cancels what is left on its loop when it closes (sse-starlette's
+        # shutdown watcher, for one)
+        with asyncio.Runner() as runner:
+            _confine(runner.get_loop())
+            try:
+                runner.run(server.serve())
+            except BaseException as e:  # noqa: BLE001  # reported by the main thread
+                failure.append(e)
 
     thread = threading.Thread(target=run, name="mail-server", daemon=True)
     thread.start()

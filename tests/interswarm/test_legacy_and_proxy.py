@@ -171,11 +171,15 @@ async def test_a_protocol_1_1_peer_can_stream_the_exchange(cluster: Cluster) -> 
         assert response.headers["content-type"].startswith("text/event-stream")
         raw = await within(response.aread())
 
-    frames = [f for f in raw.decode().split("\r\n\r\n") if f]
-    events = [f.split("\r\n")[0].removeprefix("event: ") for f in frames]
+    frames = [
+        dict(line.split(": ", 1) for line in f.split("\r\n"))
+        for f in raw.decode().split("\r\n\r\n")
+        if f
+    ]
+    events = [f["event"] for f in frames]
     assert events[0] == "interswarm_message_received"
     assert events[-1] == "task_complete"
-    final = json.loads(frames[-1].split("\r\n")[1].removeprefix("data: "))
+    final = json.loads(frames[-1]["data"])
     assert final["response"] == "sunny in Tokyo"
     assert "ping" not in events
 

@@ -293,7 +293,7 @@ def gated_swarm(gate: asyncio.Event) -> tuple[MAILSwarmTemplate, ScriptedAgent]:
 
 # --- server-sent events --------------------------------------------------------------------
 
-_FRAME = re.compile(rb"event: ([a-z_]+)\r\ndata: ([^\r\n]*)\r\n(?:id: (\d+)\r\n)?")
+_FRAME = re.compile(rb"(?:id: (\d+)\r\n)?event: ([a-z_]+)\r\ndata: ([^\r\n]*)\r\n")
 
 
 @dataclass(frozen=True)
@@ -310,10 +310,10 @@ def parse_frame(raw: bytes) -> Frame:
     """Parse one frame (without its terminating blank line), insisting on the exact framing."""
     match = _FRAME.fullmatch(raw + b"\r\n") if not raw.endswith(b"\r\n") else None
     assert match is not None, f"malformed SSE frame: {raw!r}"
-    data = json.loads(match.group(2))
+    seq, name, text = match.groups()
+    data = json.loads(text)
     assert isinstance(data, dict), raw
-    seq = match.group(3)
-    return Frame(match.group(1).decode(), data, int(seq) if seq else None, raw)
+    return Frame(name.decode(), data, int(seq) if seq else None, raw)
 
 
 async def frames(response: httpx.Response) -> AsyncIterator[Frame]:

@@ -194,6 +194,45 @@ async def test_body_that_is_not_an_object_is_400(
 
 
 @shared
+@pytest.mark.parametrize(
+    ("who", "detail"), [("anon", "no API key provided"), ("agent", "invalid role")]
+)
+async def test_malformed_json_without_a_valid_caller_is_401(
+    shared_offline: Running, who: str, detail: str
+) -> None:
+    # FastAPI parses the body before the caller dependency runs; the caller still comes first
+    client = await (shared_offline.anon() if who == "anon" else shared_offline.agent())
+
+    response = await client.post(
+        "/message", content=b"{bad", headers={"Content-Type": "application/json"}
+    )
+
+    assert (response.status_code, response.json()) == (401, {"detail": detail})
+
+
+@shared
+async def test_a_json_object_of_another_media_type_is_400(shared_offline: Running) -> None:
+    response = await (await shared_offline.user()).post(
+        "/message", content=b'{"body": "hi"}', headers={"Content-Type": "text/plain"}
+    )
+
+    assert response.status_code == 400
+    assert response.json() == {"detail": "error parsing request: send the body as application/json"}
+
+
+@shared
+async def test_every_problem_of_a_body_is_named(shared_offline: Running) -> None:
+    response = await (await shared_offline.user()).post(
+        "/message", json={"body": 5, "stream": "yes"}
+    )
+
+    assert response.status_code == 400
+    assert response.json() == {
+        "detail": 'body must be a string, got int; stream must be true or false, got "yes"'
+    }
+
+
+@shared
 async def test_resuming_an_unknown_task_is_404(shared_offline: Running) -> None:
     response = await (await shared_offline.user()).post(
         "/message", json={"body": "more", "task_id": "nope", "resume_from": "user_response"}

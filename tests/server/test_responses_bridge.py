@@ -193,3 +193,12 @@ async def test_not_served_outside_debug_mode(offline: Running) -> None:
     response = await (await offline.user()).post("/responses", json=ask("hi"))
 
     assert (response.status_code, response.json()) == (404, {"detail": "Not found"})
+
+
+async def test_not_served_outside_debug_mode_whatever_the_body(offline: Running) -> None:
+    # FastAPI parses the body before the route's dependencies; the debug gate still comes first
+    response = await (await offline.user()).post(
+        "/responses", content=b"{bad", headers={"Content-Type": "application/json"}
+    )
+
+    assert (response.status_code, response.json()) == (404, {"detail": "Not found"})

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mail._gc import raise_young_threshold, settle_gc
@@ -34,9 +36,10 @@ from mail.server import (
     _routes_responses,
     _routes_tasks,
 )
+from mail.server._deps import check_gates
 from mail.server._reload import APP, reload_environment, uvicorn_options, worker_config
 from mail.server._state import ServerState, every
-from mail.server.models import expand_body_schemas
+from mail.server.models import not_an_object
 from mail.version import PROTOCOL_VERSION, __version__
 
 if TYPE_CHECKING:
@@ -79,13 +82,81 @@ async def _mail_error(_request: Request, error: Exception) -> JSONResponse:
     return JSONResponse({"detail": detail}, status_code=status)
 
 
-async def _validation_error(_request: Request, error: Exception) -> JSONResponse:
+async def _validation_error(request: Request, error: Exception) -> Response:
+    """A request that fails validation: 400 ``{"detail": ...}``, its problems joined by "; ".
+
+    - JSON that does not parse: ``error parsing request: <what json says>``, once the
+      route's gates let the request through (FastAPI parses the body before it solves the
+      dependencies that authenticate the caller);
+    - a body that is not a JSON object: ``error parsing request: expected a JSON object,
+      got list``; a JSON object sent as another media type: ``error parsing request: send
+      the body as application/json``;
+    - a validator's ``ValueError``: its text as it is (the request models write the
+      protocol's texts whole, naming their fields);
+    - pydantic's own errors name the field by its path in the body (``kwargs.timeout``;
+      query and header parameters as ``query.after``, ``header.last-event-id``):
+      ``<field> is required``, ``<field> must be a string, got int``, ``... must be true or
+      false, got "yes"``, ``... must be an object, got list``, ``... must be a list, got
+      dict``, else ``<field>: <pydantic's message>``.
+    """
     assert isinstance(error, RequestValidationError)  # noqa: S101  # registered for it only
-    problems = [
-        f"{'.'.join(str(p) for p in e.get('loc', ()) if p != 'body') or 'request'}: {e.get('msg', 'invalid')}"
-        for e in error.errors()
-    ]
-    return JSONResponse({"detail": "; ".join(problems)}, status_code=400)
+    problems = error.errors()
+    body = error.body
+    if problems and problems[0].get("type") == "json_invalid":
+        try:
+            await check_gates(request)
+        except MAILError as e:
+            return await _mail_error(request, e)
+        except HTTPException as e:
+            return await http_exception_handler(request, e)
+        first = problems[0]  # the only one
+        parsed = json.JSONDecodeError(first["ctx"]["error"], body, first["loc"][-1])
+        detail = f"error parsing request: {parsed}"
+    elif isinstance(body, bytes):  # not sent as JSON: FastAPI did not parse it
+        detail = _not_json(body)
+    else:
+        detail = "; ".join(_problem(p) for p in problems)
+    return JSONResponse({"detail": detail}, status_code=400)
+
+
+def _not_json(raw: bytes) -> str:
+    try:
+        value = json.loads(raw)
+    except ValueError as e:
+        return f"error parsing request: {e}"
+    if not isinstance(value, dict):
+        return not_an_object(value)
+    return "error parsing request: send the body as application/json"
+
+
+#: pydantic's type errors -> what the field must be, and how its value is shown
+_MUST_BE: dict[str, tuple[str, Callable[[Any], str]]] = {
+    "string_type": ("a string", lambda v: type(v).__name__),
+    "bool_type": ("true or false", lambda v: json.dumps(v, default=repr)),
+    "dict_type": ("an object", lambda v: type(v).__name__),
+    "list_type": ("a list", lambda v: type(v).__name__),
+}
+
+
+def _problem(problem: Any) -> str:
+    kind = problem.get("type")
+    if kind == "value_error":
+        return str(problem["ctx"]["error"])
+    if kind in ("model_type", "model_attributes_type") and tuple(problem["loc"]) == ("body",):
+        return not_an_object(problem.get("input"))
+    field = _field(problem.get("loc", ()))
+    if kind == "missing":
+        return f"{field} is required"
+    if kind in _MUST_BE:
+        must_be, shown = _MUST_BE[kind]
+        return f"{field} must be {must_be}, got {shown(problem.get('input'))}"
+    return f"{field or 'request'}: {problem.get('msg', 'invalid')}"
+
+
+def _field(loc: Sequence[str | int]) -> str:
+    """``loc`` as a dotted path, without the ``body`` that starts those in the body."""
+    parts = tuple(loc)
+    return ".".join(str(part) for part in (parts[1:] if parts[:1] == ("body",) else parts))
 
 
 async def _unexpected(_request: Request, error: Exception) -> JSONResponse:
@@ -118,7 +189,7 @@ class _BodyLimit:
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > limit:
-                    raise _TooLargeError
+                    raise _TooLargeError(limit)
             return message
 
         try:
@@ -127,14 +198,20 @@ class _BodyLimit:
             await _too_large(send, limit)
 
 
-class _TooLargeError(Exception):
-    pass
+class _TooLargeError(HTTPException):
+    """A streamed body over the limit. An ``HTTPException``: FastAPI passes it on when it
+    reads the body, and the app's handler for those answers 413 with its detail."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, _too_large_detail(limit))
+
+
+def _too_large_detail(limit: int) -> str:
+    return f"request body is larger than {limit} bytes"
 
 
 async def _too_large(send: Send, limit: int) -> None:
-    body = JSONResponse(
-        {"detail": f"request body is larger than {limit} bytes"}, status_code=413
-    ).body
+    body = JSONResponse({"detail": _too_large_detail(limit)}, status_code=413).body
     await send(
         {
             "type": "http.response.start",
@@ -210,23 +287,14 @@ def create_app(
         version=__version__,
         summary="Multi-Agent Interface Layer: send tasks to a swarm of agents and watch them work.",
         lifespan=lifespan,
+        # a body without a Content-Type is read as JSON, as before; one declared as another
+        # media type is not (see _validation_error)
+        strict_content_type=False,
     )
-    default_openapi = app.openapi
-
-    def openapi() -> dict[str, Any]:
-        # request bodies are documented when the document is first built, not at start-up
-        for module in _ROUTES:
-            expand_body_schemas(module.router.routes)
-        return default_openapi()
-
-    app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented override
     app.add_exception_handler(MAILError, _mail_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(Exception, _unexpected)
-    # The message routes are the app's own (not an included router's): the busiest
-    # requests are matched and served without the included routers' bookkeeping.
-    app.router.routes.extend(_routes_message.router.routes)
-    for module in _ROUTES[1:]:
+    for module in _ROUTES:
         app.include_router(module.router)
     app.add_middleware(
         CORSMiddleware,

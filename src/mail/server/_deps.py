@@ -1,88 +1,59 @@
-"""Request-time helpers shared by the routes: the caller, the state, JSON bodies."""
+"""The routes' dependencies: the server state, the caller and its role, the debug gate.
+
+A route's parameters say what it needs: ``state: AppState``; ``caller: AdminOrUser`` (or
+``Admin``, ``Agent``, ``AnyCaller``, ``UICaller``: the ``/ui/*`` rule, see
+:meth:`~mail.server.auth.AuthGate.require_ui`), which authenticates the request, refuses
+other roles and declares the bearer scheme in the OpenAPI document; ``_debug: DebugOnly``.
+"""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any
 
-from fastapi import Depends, Request
-from fastapi.routing import APIRoute
+from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from starlette.responses import Response
-from starlette.routing import request_response
 
-from mail.errors import InvalidMessageError
 from mail.server._state import ServerState
 from mail.server.auth import Caller
 
 __all__ = [
-    "BEARER_SECURITY",
-    "DirectRoute",
-    "as_bool",
-    "as_str",
-    "authorize",
+    "Admin",
+    "AdminOrUser",
+    "Agent",
+    "AnyCaller",
+    "AppState",
+    "DebugOnly",
+    "UICaller",
     "caller_with",
-    "read_json",
+    "check_gates",
+    "debug_only",
     "state_of",
     "ui_caller",
 ]
 
 # Declares the bearer scheme in the OpenAPI document; the gate does the checking.
 _bearer = HTTPBearer(auto_error=False, description="An API key: `Authorization: Bearer <key>`")
-
-
-class DirectRoute(APIRoute):
-    """A route whose endpoint takes the ``Request`` and returns a ``Response`` itself.
-
-    Such an endpoint leaves FastAPI's request handler (solving dependencies, reading the
-    body, serializing a return value) nothing to do, so the endpoint serves as the handler
-    (FastAPI's documented ``get_route_handler`` override). As one of the app's own routes
-    it is served as a Starlette route is (``request_response``: the app's exception
-    handlers, without the exit stacks FastAPI opens for dependencies with ``yield``, which
-    it has none of). The OpenAPI operation is built from the route as for any other. The
-    busiest routes use it.
-    """
-
-    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
-        super().__init__(path, endpoint, **kwargs)
-        self.app = request_response(self.get_route_handler())
-
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        d = self.dependant
-        if (
-            d.dependencies
-            or d.path_params
-            or d.query_params
-            or d.header_params
-            or d.cookie_params
-            or d.body_params
-            or d.request_param_name is None
-        ):
-            raise TypeError(f"{self.path}: a DirectRoute endpoint takes only the Request")
-        handler: Callable[[Request], Coroutine[Any, Any, Response]] = self.endpoint
-        return handler
+_Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+_UI = ("ui",)
 
 
 def state_of(request: Request) -> ServerState:
+    """What the app's lifespan keeps while it runs."""
     state: ServerState = request.app.state.mail
     return state
 
 
-#: What a route that calls :func:`authorize` itself adds to its OpenAPI operation, as the
-#: ``_bearer`` dependency would.
-BEARER_SECURITY: dict[str, Any] = {"security": [{"HTTPBearer": []}]}
-
-_UI = ("ui",)
+async def _state(request: Request) -> ServerState:
+    # async: FastAPI runs plain functions as dependencies in a worker thread
+    return state_of(request)
 
 
-async def authorize(request: Request, roles: tuple[str, ...]) -> Caller:
-    """Authenticate the request and require one of ``roles`` (``("ui",)``: the ``/ui/*``
-    rule: in debug mode, loopback clients may omit the key).
+AppState = Annotated[ServerState, Depends(_state)]
 
-    The busiest routes call this directly instead of through a dependency: FastAPI's
-    dependency resolution costs more per request than the check itself.
-    """
+
+async def _authorize(request: Request, roles: tuple[str, ...]) -> Caller:
+    # the gate's checks are built once per role set (the gate is the lifespan's)
     state = state_of(request)
     check = state.dependencies.get(roles)
     if check is None:
@@ -93,53 +64,58 @@ async def authorize(request: Request, roles: tuple[str, ...]) -> Caller:
     return caller
 
 
+#: the caller dependencies (of :func:`caller_with` and :func:`ui_caller`) -> their roles
+_ROLES: dict[Callable[..., Any], tuple[str, ...]] = {}
+
+
 def caller_with(*roles: str) -> Callable[..., Awaitable[Caller]]:
     """A dependency that authenticates the request and requires one of ``roles``."""
 
-    async def dependency(
-        request: Request, _credentials: HTTPAuthorizationCredentials | None = Depends(_bearer)
-    ) -> Caller:
-        return await authorize(request, roles)
+    async def dependency(request: Request, _credentials: _Credentials) -> Caller:
+        return await _authorize(request, roles)
 
+    _ROLES[dependency] = roles
     return dependency
 
 
-async def ui_caller(
-    request: Request, _credentials: HTTPAuthorizationCredentials | None = Depends(_bearer)
-) -> Caller:
+async def ui_caller(request: Request, _credentials: _Credentials) -> Caller:
     """Bearer auth for ``/ui/*``; in debug mode, loopback clients may omit it."""
-    return await authorize(request, _UI)
+    return await _authorize(request, _UI)
 
 
-async def read_json(request: Request) -> dict[str, Any]:
-    """The request body as a JSON object. Raises :class:`InvalidMessageError` (400)."""
-    raw = await request.body()
-    if not raw:
-        return {}
-    try:
-        data = json.loads(raw)
-    except ValueError as e:
-        raise InvalidMessageError(f"error parsing request: {e}") from None
-    if not isinstance(data, dict):
-        raise InvalidMessageError(
-            f"error parsing request: expected a JSON object, got {type(data).__name__}"
-        )
-    return data
+_ROLES[ui_caller] = _UI
 
 
-def as_str(data: dict[str, Any], name: str, default: str = "") -> str:
-    value = data.get(name)
-    if value is None:
-        return default
-    if not isinstance(value, str):
-        raise InvalidMessageError(f"{name} must be a string, got {type(value).__name__}")
-    return value
+async def check_gates(request: Request) -> None:
+    """Run the gates of ``request``'s route as its dependencies do: the caller and its
+    role, debug mode.
+
+    FastAPI parses a JSON body before it solves the route's dependencies; the app's
+    validation handler calls this when the JSON does not parse, so that a request the
+    route would refuse (no valid key, the wrong role, no debug mode) is still refused as
+    such first (CONTRACT 1.5: auth, then the body). Raises as the dependencies do.
+    """
+    dependant = getattr(request.scope.get("route"), "dependant", None)
+    for dependency in dependant.dependencies if dependant is not None else ():
+        if dependency.call is debug_only:
+            await debug_only(state_of(request))
+        roles = _ROLES.get(dependency.call) if dependency.call is not None else None
+        if roles is not None:
+            await _authorize(request, roles)
 
 
-def as_bool(data: dict[str, Any], name: str, default: bool = False) -> bool:
-    value = data.get(name)
-    if value is None:
-        return default
-    if not isinstance(value, bool):
-        raise InvalidMessageError(f"{name} must be true or false, got {json.dumps(value)}")
-    return value
+Admin = Annotated[Caller, Depends(caller_with("admin"))]
+AdminOrUser = Annotated[Caller, Depends(caller_with("admin", "user"))]
+Agent = Annotated[Caller, Depends(caller_with("agent"))]
+AnyCaller = Annotated[Caller, Depends(caller_with("admin", "user", "agent"))]
+UICaller = Annotated[Caller, Depends(ui_caller)]
+
+
+async def debug_only(state: AppState) -> None:
+    """404 ``Not found`` unless the server runs in debug mode (CONTRACT 1.3)."""
+    if not state.config.server.debug:
+        raise HTTPException(status_code=404, detail="Not found")
+
+
+#: A route served in debug mode only (after its caller is authenticated, when it has one).
+DebugOnly = Annotated[None, Depends(debug_only)]

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, Self, cast
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, field_validator, model_validator
 
 from mail.api import MAILSwarm
 from mail.core.events import EventName, MAILEvent
@@ -48,18 +48,15 @@ from mail.errors import (
     TaskTimeoutError,
 )
 from mail.net.router import legacy_task_owner
-from mail.server._deps import as_str, caller_with, read_json, state_of
+from mail.server._deps import AdminOrUser, Agent, AnyCaller, AppState
 from mail.server._sse import event_response
 from mail.server._state import ServerState
 from mail.server.auth import Caller
-from mail.server.models import ERROR_RESPONSES, body_schema
+from mail.server.models import ERROR_RESPONSES, JSONBody, RequestModel, not_an_object, validated
 
 __all__ = ["router"]
 
 router = APIRouter(responses=ERROR_RESPONSES)
-agent_only = caller_with("agent")
-admin_or_user = caller_with("admin", "user")
-any_caller = caller_with("admin", "user", "agent")
 
 #: role in a ``role:id@swarm`` contributor -> role of the caller whose runtime it is
 _RUNTIME_ROLES = {"admin": "admin", "user": "user", "swarm": "agent", "agent": "agent"}
@@ -67,7 +64,7 @@ _SENDABLE = ("request", "broadcast")
 _PING_SECONDS = 15.0
 
 
-# --- documentation models ---------------------------------------------------------------
+# --- bodies -------------------------------------------------------------------------------
 
 
 class _Open(BaseModel):
@@ -77,7 +74,6 @@ class _Open(BaseModel):
 class InterswarmMessageBody(_Open):
     """A ``MAILInterswarmMessage`` (``spec/MAIL-interswarm.schema.json``)."""
 
-    model_config = ConfigDict(defer_build=True)  # documents a request body only
     message_id: str
     source_swarm: str
     target_swarm: str
@@ -90,28 +86,69 @@ class InterswarmMessageBody(_Open):
     metadata: dict[str, Any] | None = None
 
 
-class InterswarmEnvelope(BaseModel):
+class MAILMessageBody(_Open):
+    """A ``MAILMessage`` envelope (``spec/MAIL-core.schema.json``)."""
+
+    id: str
+    timestamp: str
+    message: dict[str, Any]
+    msg_type: str
+
+
+def _interswarm_message(value: Any) -> MAILInterswarmMessage:
+    try:
+        return validate_interswarm_message(value)
+    except InvalidMessageError as e:
+        raise ValueError(f"invalid interswarm message: {e}") from None
+
+
+def _mail_message(value: Any) -> MAILMessage:
+    if not isinstance(value, dict):
+        raise ValueError(not_an_object(value))  # noqa: TRY004  # what pydantic reports
+    try:
+        return validate_message(value)
+    except InvalidMessageError as e:
+        raise ValueError(f"invalid MAIL message: {e}") from None
+
+
+# The protocol's messages are checked by its own validators (mail.core.message), which name
+# the offending field; the models above describe them in the OpenAPI document. (Typed as
+# plain dicts: pydantic cannot build schemas of typing.TypedDict on Python 3.11.)
+_InterswarmMessage = Annotated[
+    dict[str, Any],
+    PlainValidator(_interswarm_message, json_schema_input_type=InterswarmMessageBody),
+]
+_MAILMessage = Annotated[
+    dict[str, Any], PlainValidator(_mail_message, json_schema_input_type=MAILMessageBody)
+]
+
+
+class InterswarmEnvelope(RequestModel):
     """``POST /interswarm/forward`` and ``/interswarm/back``."""
 
-    model_config = ConfigDict(defer_build=True)  # documents a request body only
-    message: InterswarmMessageBody
+    message: _InterswarmMessage
+
+    @model_validator(mode="before")
+    @classmethod
+    def _given(cls, data: Any) -> Any:
+        if isinstance(data, dict) and not data.get("message"):
+            raise ValueError("parameter 'message' is required")
+        return data
+
+    @property
+    def interswarm(self) -> MAILInterswarmMessage:
+        return cast(MAILInterswarmMessage, self.message)
 
 
-class InterswarmAck(_Open):
-    swarm: str
-    task_id: str
-    status: Literal["success"]
-    local_runner: str = Field(description="role:id@swarm of the runtime that took the message")
+class InterswarmSendRequest(RequestModel):
+    """A proxy send (admin/user): ``user_token``, ``targets`` and ``body`` are required."""
 
-
-class InterswarmSendRequest(_Open):
-    """A proxy send (admin/user); agents send a bare ``MAILInterswarmMessage`` instead."""
-
-    model_config = ConfigDict(defer_build=True)  # documents a request body only
-    user_token: str = Field(description="Required by protocol 1.3 clients; not forwarded")
-    targets: list[str] = Field(description="agent@swarm addresses, all in one remote swarm")
-    body: str
-    subject: str = "Interswarm Message"
+    user_token: str = Field(description="The caller's key, as protocol 1.3 sends it; not forwarded")
+    targets: list[str] | None = Field(
+        None, description="agent@swarm addresses, all in one remote swarm"
+    )
+    body: str | None = Field(None, description="The message (other JSON values are sent as text)")
+    subject: str | None = Field(None, description="Default: `Interswarm Message`")
     msg_type: Literal["request", "broadcast"] = "request"
     task_id: str | None = None
     routing_info: dict[str, Any] | None = None
@@ -119,6 +156,96 @@ class InterswarmSendRequest(_Open):
     ignore_stream_pings: bool | None = None
     message: str | None = Field(None, description="Protocol 1.1 name of body")
     target_agent: str | None = Field(None, description="Protocol 1.1: one target")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _token(cls, data: Any) -> Any:
+        # a credential: without it the request is refused as unauthenticated, before the
+        # rest of the body is looked at (AuthenticationError passes through pydantic)
+        if isinstance(data, dict):
+            token = data.get("user_token")
+            if not isinstance(token, str) or not token:
+                raise AuthenticationError("user token is required")
+        return data
+
+    @field_validator("targets", mode="before")
+    @classmethod
+    def _addresses(cls, value: Any) -> Any:
+        if value and (not isinstance(value, list) or not all(isinstance(t, str) for t in value)):
+            raise ValueError("targets must be a list of agent@swarm addresses")
+        return value or None
+
+    @field_validator("body", "message", mode="before")
+    @classmethod
+    def _as_text(cls, value: Any) -> Any:
+        return value if value is None or isinstance(value, str) else str(value)
+
+    @field_validator("msg_type", mode="before")
+    @classmethod
+    def _sendable(cls, value: Any) -> Any:
+        if value and value not in _SENDABLE:
+            raise ValueError(f"msg_type '{value}' is not supported for interswarm send")
+        return value or "request"
+
+    @field_validator("task_id", mode="before")
+    @classmethod
+    def _task(cls, value: Any) -> Any:
+        return value if isinstance(value, str) and value.strip() else None
+
+    @field_validator("routing_info", mode="before")
+    @classmethod
+    def _object(cls, value: Any) -> Any:
+        if value and not isinstance(value, dict):
+            raise ValueError("routing_info must be an object")
+        return value or None
+
+    @model_validator(mode="after")
+    def _addressed(self) -> Self:
+        if self.targets is None and self.target_agent is not None:
+            self.targets = [self.target_agent]
+        if not self.targets or not self.text:
+            raise ValueError("'targets' and 'body' are required")
+        if self.msg_type == "request" and len(self.targets) != 1:
+            raise ValueError("'request' messages require exactly one target")
+        return self
+
+    @property
+    def text(self) -> str:
+        return self.body if self.body is not None else self.message or ""
+
+    @property
+    def routing(self) -> dict[str, Any]:
+        """``routing_info`` with the ``stream`` and ``ignore_stream_pings`` flags in it."""
+        routing = dict(self.routing_info or {})
+        for flag in ("stream", "ignore_stream_pings"):
+            value = getattr(self, flag)
+            if value is not None:
+                routing[flag] = value
+        return routing
+
+
+def _an_object(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ValueError(not_an_object(value))  # noqa: TRY004  # what pydantic reports
+    return value
+
+
+#: ``POST /interswarm/message``: a proxy send (admin/user), or a protocol 1.1 peer's bare
+#: message (agent). Which one depends on the caller's role, so the route validates the
+#: object once it knows it.
+_InterswarmPost = Annotated[
+    dict[str, Any],
+    PlainValidator(
+        _an_object, json_schema_input_type=InterswarmSendRequest | InterswarmMessageBody
+    ),
+]
+
+
+class InterswarmAck(_Open):
+    swarm: str
+    task_id: str
+    status: Literal["success"]
+    local_runner: str = Field(description="role:id@swarm of the runtime that took the message")
 
 
 class InterswarmSendResponse(_Open):
@@ -132,31 +259,7 @@ class LegacyResponseAck(_Open):
     task_id: str
 
 
-class MAILMessageBody(_Open):
-    """A ``MAILMessage`` envelope (``spec/MAIL-core.schema.json``)."""
-
-    id: str
-    timestamp: str
-    message: dict[str, Any]
-    msg_type: str
-
-
 # --- protocol 1.3: forward and back -------------------------------------------------------
-
-
-def _validated(message: Any) -> MAILInterswarmMessage:
-    try:
-        return validate_interswarm_message(message)
-    except InvalidMessageError as e:
-        raise InvalidMessageError(f"invalid interswarm message: {e}") from e
-
-
-async def _envelope_message(request: Request) -> MAILInterswarmMessage:
-    data = await read_json(request)
-    message = data.get("message")
-    if not message:
-        raise InvalidMessageError("parameter 'message' is required")
-    return _validated(message)
 
 
 def _ack(state: ServerState, swarm: MAILSwarm, task: MAILTask) -> dict[str, Any]:
@@ -172,13 +275,12 @@ def _ack(state: ServerState, swarm: MAILSwarm, task: MAILTask) -> dict[str, Any]
     "/interswarm/forward",
     response_model=InterswarmAck,
     summary="A peer swarm starts or continues a task here (protocol 1.3)",
-    openapi_extra=body_schema(InterswarmEnvelope),
 )
-async def forward(request: Request, caller: Caller = Depends(agent_only)) -> dict[str, Any]:
-    state = state_of(request)
-    message = await _envelope_message(request)
+async def forward(
+    state: AppState, caller: Agent, body: JSONBody[InterswarmEnvelope]
+) -> dict[str, Any]:
     swarm = await state.swarms.get(caller)
-    return _ack(state, swarm, swarm.runtime.receive_interswarm(message, "forward"))
+    return _ack(state, swarm, swarm.runtime.receive_interswarm(body.interswarm, "forward"))
 
 
 def _contributor_swarm(state: ServerState, message: MAILInterswarmMessage) -> MAILSwarm:
@@ -202,102 +304,71 @@ def _contributor_swarm(state: ServerState, message: MAILInterswarmMessage) -> MA
     "/interswarm/back",
     response_model=InterswarmAck,
     summary="A peer swarm returns work for a task that runs here (protocol 1.3)",
-    openapi_extra=body_schema(InterswarmEnvelope),
 )
-async def back(request: Request, _caller: Caller = Depends(agent_only)) -> dict[str, Any]:
-    state = state_of(request)
-    message = await _envelope_message(request)
-    swarm = _contributor_swarm(state, message)
-    return _ack(state, swarm, swarm.runtime.receive_interswarm(message, "back"))
+async def back(
+    state: AppState, _caller: Agent, body: JSONBody[InterswarmEnvelope]
+) -> dict[str, Any]:
+    swarm = _contributor_swarm(state, body.interswarm)
+    return _ack(state, swarm, swarm.runtime.receive_interswarm(body.interswarm, "back"))
 
 
 # --- proxy send (admin/user) --------------------------------------------------------------
 
 
-class _ProxySend:
-    """A proxy-send body, checked field by field with the protocol's error texts."""
-
-    def __init__(self, data: dict[str, Any]) -> None:
-        token = data.get("user_token")
-        if not isinstance(token, str) or not token:
-            raise AuthenticationError("user token is required")
-        targets = data.get("targets")
-        if targets is None and isinstance(data.get("target_agent"), str):
-            targets = [data["target_agent"]]
-        body = data.get("body", data.get("message"))
-        if not targets or body is None or body == "":
-            raise InvalidMessageError("'targets' and 'body' are required")
-        if not isinstance(targets, list) or not all(isinstance(t, str) for t in targets):
-            raise InvalidMessageError("targets must be a list of agent@swarm addresses")
-        msg_type = data.get("msg_type") or "request"
-        if msg_type not in _SENDABLE:
-            raise InvalidMessageError(f"msg_type '{msg_type}' is not supported for interswarm send")
-        if msg_type == "request" and len(targets) != 1:
-            raise InvalidMessageError("'request' messages require exactly one target")
-        routing = data.get("routing_info") or {}
-        if not isinstance(routing, dict):
-            raise InvalidMessageError("routing_info must be an object")
-        for flag in ("stream", "ignore_stream_pings"):
-            if data.get(flag) is not None:
-                routing[flag] = data[flag]
-        task_id = data.get("task_id")
-        self.targets: list[str] = targets
-        self.body = body if isinstance(body, str) else str(body)
-        self.subject = as_str(data, "subject") or "Interswarm Message"
-        self.msg_type: str = msg_type
-        self.task_id = task_id if isinstance(task_id, str) and task_id.strip() else new_task_id()
-        self.routing_info: dict[str, Any] = routing
-
-    def target_swarm(self, state: ServerState) -> str:
-        local = state.registry.local_swarm_name
-        swarms: set[str] = set()
-        for target in self.targets:
-            _, swarm = parse_agent_address(target)
-            if swarm is None or swarm == local:
-                raise InvalidMessageError(
-                    f"target '{target}' is not in a remote swarm; write agent@swarm"
-                )
-            swarms.add(swarm)
-        if len(swarms) != 1:
-            raise InvalidMessageError("all targets must be in one swarm")
-        swarm = swarms.pop()
-        if state.registry.get_swarm_endpoint(swarm) is None:
-            raise InvalidMessageError(f"swarm '{swarm}' is not registered (see POST /swarms)")
-        return swarm
-
-    def message(self, caller: Caller) -> MAILMessage:
-        sender = create_address(caller.id, "admin" if caller.role == "admin" else "user")
-        if self.msg_type == "request":
-            return make_request(
-                task_id=self.task_id,
-                sender=sender,
-                recipient=create_agent_address(self.targets[0]),
-                subject=self.subject,
-                body=self.body,
-                routing_info=self.routing_info,
+def _target_swarm(state: ServerState, send: InterswarmSendRequest) -> str:
+    local = state.registry.local_swarm_name
+    swarms: set[str] = set()
+    for target in send.targets or ():
+        _, swarm = parse_agent_address(target)
+        if swarm is None or swarm == local:
+            raise InvalidMessageError(
+                f"target '{target}' is not in a remote swarm; write agent@swarm"
             )
-        return make_broadcast(
-            task_id=self.task_id,
+        swarms.add(swarm)
+    if len(swarms) != 1:
+        raise InvalidMessageError("all targets must be in one swarm")
+    swarm = swarms.pop()
+    if state.registry.get_swarm_endpoint(swarm) is None:
+        raise InvalidMessageError(f"swarm '{swarm}' is not registered (see POST /swarms)")
+    return swarm
+
+
+def _outgoing(send: InterswarmSendRequest, caller: Caller, task_id: str) -> MAILMessage:
+    sender = create_address(caller.id, "admin" if caller.role == "admin" else "user")
+    targets = send.targets or []
+    subject = send.subject or "Interswarm Message"
+    if send.msg_type == "request":
+        return make_request(
+            task_id=task_id,
             sender=sender,
-            recipients=[create_agent_address(t) for t in self.targets],
-            subject=self.subject,
-            body=self.body,
-            routing_info=self.routing_info,
+            recipient=create_agent_address(targets[0]),
+            subject=subject,
+            body=send.text,
+            routing_info=send.routing,
         )
+    return make_broadcast(
+        task_id=task_id,
+        sender=sender,
+        recipients=[create_agent_address(t) for t in targets],
+        subject=subject,
+        body=send.text,
+        routing_info=send.routing,
+    )
 
 
 async def _proxy_send(
-    state: ServerState, caller: Caller, data: dict[str, Any], *, wait: bool
+    state: ServerState, caller: Caller, send: InterswarmSendRequest, *, wait: bool
 ) -> Response:
-    send = _ProxySend(data)
     swarm = await state.swarms.get(caller)
     runtime = swarm.runtime
     if not runtime.enable_interswarm:
         raise InvalidMessageError(f"interswarm messaging is not enabled in swarm {swarm.name}")
-    target = send.target_swarm(state)
-    task = runtime.open_remote_task(send.task_id, target)
+    target = _target_swarm(state, send)
+    task = runtime.open_remote_task(send.task_id or new_task_id(), target)
     try:
-        answer = await state.router.deliver(runtime, task, send.message(caller), target)
+        answer = await state.router.deliver(
+            runtime, task, _outgoing(send, caller, task.task_id), target
+        )
     except RemoteSwarmUnavailableError as e:
         runtime.end_task(task.task_id, str(e), failed=True)
         raise
@@ -317,43 +388,48 @@ async def _proxy_send(
     summary="Send to a remote agent (admin/user), or a protocol 1.1 peer's message (agent)",
     response_description="admin/user: the peer's acknowledgement; agent (protocol 1.1): the "
     "answer as a MAILMessage, or its events with metadata.stream",
-    openapi_extra=body_schema(InterswarmSendRequest),
 )
-async def interswarm_message(request: Request, caller: Caller = Depends(any_caller)) -> Response:
-    state = state_of(request)
-    data = await read_json(request)
-    if caller.role == "agent":
-        return await _legacy_exchange(state, caller, data)
-    return await _proxy_send(state, caller, data, wait=False)
+async def interswarm_message(
+    state: AppState, caller: AnyCaller, body: JSONBody[_InterswarmPost]
+) -> Response:
+    if caller.role != "agent":
+        return await _proxy_send(state, caller, validated(InterswarmSendRequest, body), wait=False)
+    if "payload" not in body:
+        raise InvalidMessageError(
+            "agents send a MAILInterswarmMessage here (protocol 1.1); "
+            "protocol 1.3 peers use /interswarm/forward"
+        )
+    return await _legacy_exchange(state, caller, _legacy_message(body))
 
 
 @router.post(
     "/interswarm/send",
     response_model=InterswarmSendResponse,
     summary="Send to a remote agent and wait for its reply (protocol 1.1 name)",
-    openapi_extra=body_schema(InterswarmSendRequest),
 )
-async def interswarm_send(request: Request, caller: Caller = Depends(admin_or_user)) -> Response:
-    state = state_of(request)
-    return await _proxy_send(state, caller, await read_json(request), wait=True)
+async def interswarm_send(
+    state: AppState,
+    caller: AdminOrUser,
+    body: JSONBody[InterswarmSendRequest],
+) -> Response:
+    return await _proxy_send(state, caller, body, wait=True)
 
 
 # --- protocol 1.1: synchronous exchange, answers -----------------------------------------
 
 
 def _legacy_message(data: dict[str, Any]) -> MAILInterswarmMessage:
-    if "payload" not in data:
-        raise InvalidMessageError(
-            "agents send a MAILInterswarmMessage here (protocol 1.1); "
-            "protocol 1.3 peers use /interswarm/forward"
-        )
+    """A protocol 1.1 peer's message: ``task_owner`` and ``task_contributors`` may be absent."""
     message = dict(data)
     source = message.get("source_swarm")
     if isinstance(source, str) and source and "task_owner" not in message:
         message["task_owner"] = legacy_task_owner(source)
     if "task_contributors" not in message and isinstance(message.get("task_owner"), str):
         message["task_contributors"] = [message["task_owner"]]
-    return _validated(message)
+    try:
+        return validate_interswarm_message(message)
+    except InvalidMessageError as e:
+        raise InvalidMessageError(f"invalid interswarm message: {e}") from e
 
 
 def _reply(answer: MAILMessage, inbound: MAILInterswarmMessage, local: str) -> MAILMessage:
@@ -371,8 +447,9 @@ def _reply(answer: MAILMessage, inbound: MAILInterswarmMessage, local: str) -> M
     )
 
 
-async def _legacy_exchange(state: ServerState, caller: Caller, data: dict[str, Any]) -> Response:
-    inbound = _legacy_message(data)
+async def _legacy_exchange(
+    state: ServerState, caller: Caller, inbound: MAILInterswarmMessage
+) -> Response:
     runtime = (await state.swarms.get(caller)).runtime
     task = runtime.receive_interswarm(inbound, "forward")
     reply = state.router.expect_reply(runtime, task.task_id, inbound["source_swarm"])
@@ -429,16 +506,11 @@ async def _legacy_events(
     "/interswarm/response",
     response_model=LegacyResponseAck,
     summary="A protocol 1.1 peer's answer for a task running here",
-    openapi_extra=body_schema(MAILMessageBody),
 )
 async def interswarm_response(
-    request: Request, _caller: Caller = Depends(agent_only)
+    state: AppState, _caller: Agent, body: JSONBody[_MAILMessage]
 ) -> dict[str, Any]:
-    state = state_of(request)
-    try:
-        message = validate_message(await read_json(request))
-    except InvalidMessageError as e:
-        raise InvalidMessageError(f"invalid MAIL message: {e}") from e
+    message = cast(MAILMessage, body)
     payload = message["message"]
     task_id = payload["task_id"]
     source = payload.get("sender_swarm") or parse_agent_address(payload["sender"]["address"])[1]

@@ -12,14 +12,15 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter
 from fastapi.responses import JSONResponse
+from pydantic import model_validator
 
 from mail.core._system_messages import Subject
 from mail.core.message import MAILMessage, new_id, new_task_id
 from mail.errors import InvalidMessageError, TaskNotFoundError
-from mail.server._deps import caller_with, read_json, state_of
-from mail.server.auth import Caller
+from mail.server._deps import AdminOrUser, AppState, DebugOnly
+from mail.server.models import JSONBody, RequestModel
 
 if TYPE_CHECKING:
     from mail.api import MAILSwarm
@@ -27,7 +28,31 @@ if TYPE_CHECKING:
 __all__ = ["router"]
 
 router = APIRouter()
-admin_or_user = caller_with("admin", "user")
+
+
+class ResponsesRequest(RequestModel):
+    """The parts of an OpenAI Responses request the swarm reads (``tools`` are its own)."""
+
+    input: list[Any]
+    tools: list[Any]
+    previous_response_id: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _parameters(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        for name in ("input", "tools"):
+            if name not in data:
+                raise ValueError(f"parameter '{name}' is required")
+            if not isinstance(data[name], list):
+                raise ValueError(  # noqa: TRY004  # what pydantic reports
+                    f"parameter '{name}' must be a list, got {type(data[name]).__name__}"
+                )
+        previous = data.get("previous_response_id")
+        if previous is not None and not isinstance(previous, str):
+            raise ValueError("parameter 'previous_response_id' must be a string")
+        return data
 
 
 def _text(item: dict[str, Any]) -> str:
@@ -96,22 +121,14 @@ def _response(task_id: str, model: str, final: MAILMessage) -> dict[str, Any]:
 
 
 @router.post("/responses", include_in_schema=False)
-async def responses(request: Request, caller: Caller = Depends(admin_or_user)) -> JSONResponse:
-    state = state_of(request)
-    if not state.config.server.debug:
-        return JSONResponse({"detail": "Not found"}, status_code=404)
-    data = await read_json(request)
-    for name in ("input", "tools"):
-        if name not in data:
-            raise InvalidMessageError(f"parameter '{name}' is required")
-        if not isinstance(data[name], list):
-            raise InvalidMessageError(
-                f"parameter '{name}' must be a list, got {type(data[name]).__name__}"
-            )
-    previous = data.get("previous_response_id")
-    if previous is not None and not isinstance(previous, str):
-        raise InvalidMessageError("parameter 'previous_response_id' must be a string")
-    outputs = _trailing(data["input"], "function_call_output")
+async def responses(
+    state: AppState,
+    caller: AdminOrUser,
+    _debug: DebugOnly,
+    body: JSONBody[ResponsesRequest],
+) -> JSONResponse:
+    previous = body.previous_response_id
+    outputs = _trailing(body.input, "function_call_output")
     # held: an idle-runtime sweep cannot shut the swarm down under this request
     async with state.swarms.hold(caller) as swarm:
         known = previous is not None and swarm.get_task_by_id(previous) is not None
@@ -120,7 +137,7 @@ async def responses(request: Request, caller: Caller = Depends(admin_or_user)) -
             raise TaskNotFoundError(previous or "<no previous_response_id>")
         task_id = previous or new_task_id()
         timeout = state.config.server.settings.task_timeout
-        final = await _run(swarm, data["input"], outputs, task_id, timeout, resume=known)
+        final = await _run(swarm, body.input, outputs, task_id, timeout, resume=known)
     return JSONResponse(json.dumps(_response(task_id, state.template.name, final)))
 
 

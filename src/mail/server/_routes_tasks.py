@@ -7,22 +7,28 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter, Depends, Header, Query, Request
-from fastapi.responses import Response
+from fastapi import APIRouter, Header, Query
+from sse_starlette import EventSourceResponse
 
 from mail.api import MAILSwarm
 from mail.core.events import EventName, MAILEvent
 from mail.core.tasks import MAILTask, TaskState
 from mail.errors import InvalidMessageError, PermissionDeniedError, TaskNotFoundError
-from mail.server._deps import caller_with, read_json, state_of, ui_caller
-from mail.server._sse import EventStreamResponse, compact_json, event_response, stored_event
+from mail.server._deps import AdminOrUser, AppState, UICaller
+from mail.server._sse import compact_json, event_response, stored_event
+from mail.server._state import ServerState
 from mail.server.auth import Caller
-from mail.server.models import ERROR_RESPONSES, EVENT_STREAM, UIAgentsResponse
+from mail.server.models import (
+    ERROR_RESPONSES,
+    EVENT_STREAM,
+    JSONBody,
+    TaskQuery,
+    UIAgentsResponse,
+)
 
 __all__ = ["router", "task_record"]
 
 router = APIRouter(responses=ERROR_RESPONSES)
-admin_or_user = caller_with("admin", "user")
 _TITLE_LENGTH = 60
 _FAILED = frozenset({TaskState.FAILED, TaskState.CANCELLED, TaskState.INTERRUPTED})
 
@@ -45,9 +51,9 @@ def task_record(task: MAILTask) -> dict[str, Any]:
     }
 
 
-async def _task_of(request: Request, caller: Caller, task_id: str) -> tuple[MAILSwarm, MAILTask]:
+async def _task_of(state: ServerState, caller: Caller, task_id: str) -> tuple[MAILSwarm, MAILTask]:
     # Another caller's task is reported exactly like an unknown one.
-    swarm = await state_of(request).swarms.resolve(caller)
+    swarm = await state.swarms.resolve(caller)
     task = swarm.get_task_by_id(task_id) if swarm is not None else None
     if swarm is None or task is None:
         raise TaskNotFoundError(task_id)
@@ -55,8 +61,8 @@ async def _task_of(request: Request, caller: Caller, task_id: str) -> tuple[MAIL
 
 
 @router.get("/tasks", summary="All tasks of the caller, by id")
-async def list_tasks(request: Request, caller: Caller = Depends(admin_or_user)) -> dict[str, Any]:
-    swarm = await state_of(request).swarms.resolve(caller)
+async def list_tasks(state: AppState, caller: AdminOrUser) -> dict[str, Any]:
+    swarm = await state.swarms.resolve(caller)
     tasks: list[MAILTask] = list(swarm.runtime.tasks) if swarm is not None else []
     return {t.task_id: task_record(t) for t in tasks}
 
@@ -66,16 +72,16 @@ async def list_tasks(request: Request, caller: Caller = Depends(admin_or_user)) 
     summary="One task of the caller (task_id as a query parameter, or in a JSON body)",
 )
 async def get_task(
-    request: Request, task_id: str | None = Query(None), caller: Caller = Depends(admin_or_user)
+    state: AppState,
+    caller: AdminOrUser,
+    body: JSONBody[TaskQuery],
+    task_id: str | None = Query(None),
 ) -> dict[str, Any]:
     if task_id is None:
-        value = (await read_json(request)).get("task_id")
-        if value is None:
-            raise InvalidMessageError("task_id is required")
-        if not isinstance(value, str):
-            raise InvalidMessageError("task_id must be a string")
-        task_id = value
-    return task_record((await _task_of(request, caller, task_id))[1])
+        task_id = body.task_id
+    if task_id is None:
+        raise InvalidMessageError("task_id is required")
+    return task_record((await _task_of(state, caller, task_id))[1])
 
 
 async def _replay_then_follow(task: MAILTask, after: int, ping: float) -> AsyncIterator[MAILEvent]:
@@ -90,17 +96,17 @@ async def _replay_then_follow(task: MAILTask, after: int, ping: float) -> AsyncI
 @router.get(
     "/tasks/{task_id}/events",
     summary="The task's events as server-sent events: replay after a sequence number, then live",
-    response_class=EventStreamResponse,
+    response_class=EventSourceResponse,
     responses={200: {"description": "The task's events", "content": EVENT_STREAM}},
 )
 async def task_events(
-    request: Request,
+    state: AppState,
+    caller: AdminOrUser,
     task_id: str,
     after: int | None = Query(None, ge=0, description="Replay events after this sequence number"),
     last_event_id: str | None = Header(None),
-    caller: Caller = Depends(admin_or_user),
-) -> Response:
-    _, task = await _task_of(request, caller, task_id)
+) -> EventSourceResponse:
+    _, task = await _task_of(state, caller, task_id)
     cursor = after if after is not None else 0
     if after is None and last_event_id:
         if not last_event_id.isdigit():
@@ -108,15 +114,15 @@ async def task_events(
                 f"Last-Event-ID must be a sequence number, got {last_event_id!r}"
             )
         cursor = int(last_event_id)
-    return event_response(_replay_then_follow(task, cursor, ping=state_of(request).ping_interval))
+    return event_response(_replay_then_follow(task, cursor, ping=state.ping_interval))
 
 
 # --- /ui -------------------------------------------------------------------------------------
 
 
 @router.get("/ui/agents", response_model=UIAgentsResponse, summary="The swarm's agents, for a UI")
-async def ui_agents(request: Request, _caller: Caller = Depends(ui_caller)) -> dict[str, Any]:
-    template = state_of(request).template
+async def ui_agents(state: AppState, _caller: UICaller) -> dict[str, Any]:
+    template = state.template
     return {
         "agents": [
             {
@@ -158,17 +164,15 @@ def _summary(task: MAILTask) -> dict[str, Any]:
 
 
 @router.get("/ui/tasks", summary="The caller's tasks, newest first")
-async def ui_tasks(request: Request, caller: Caller = Depends(ui_caller)) -> list[dict[str, Any]]:
-    swarm = await state_of(request).swarms.resolve(caller)
+async def ui_tasks(state: AppState, caller: UICaller) -> list[dict[str, Any]]:
+    swarm = await state.swarms.resolve(caller)
     tasks = sorted(swarm.runtime.tasks, key=lambda t: t.start_time, reverse=True) if swarm else []
     return [_summary(t) for t in tasks]
 
 
 @router.get("/ui/task/{task_id}", summary="One task with its events")
-async def ui_task(
-    request: Request, task_id: str, caller: Caller = Depends(ui_caller)
-) -> dict[str, Any]:
-    _, task = await _task_of(request, caller, task_id)
+async def ui_task(state: AppState, caller: UICaller, task_id: str) -> dict[str, Any]:
+    _, task = await _task_of(state, caller, task_id)
     record = _summary(task)
     del record["event_count"]
     record["events"] = [
@@ -179,9 +183,9 @@ async def ui_task(
 
 @router.get("/ui/task-summary/{task_id}", summary="A short title for a task")
 async def ui_task_summary(
-    request: Request, task_id: str, force_regen: bool = False, caller: Caller = Depends(ui_caller)
+    state: AppState, caller: UICaller, task_id: str, force_regen: bool = False
 ) -> dict[str, Any]:
-    _, task = await _task_of(request, caller, task_id)
+    _, task = await _task_of(state, caller, task_id)
     if force_regen:
         task.title = None
     task.title = _title(task)
@@ -192,8 +196,7 @@ async def ui_task_summary(
     "/ui/dump-events",
     summary="Write the caller's events to a JSON-lines file in the data directory",
 )
-async def ui_dump_events(request: Request, caller: Caller = Depends(ui_caller)) -> dict[str, Any]:
-    state = state_of(request)
+async def ui_dump_events(state: AppState, caller: UICaller) -> dict[str, Any]:
     # a file written on the server: only admins may ask for it in production (CONTRACT 1.3
     # gates the route behind debug mode; decision 5 keeps /ui/* closed in production)
     if caller.role != "admin" and not state.config.server.debug:

@@ -1,39 +1,34 @@
 """Server-sent events as the protocol frames them, and the JSON shapes of stored events.
 
-Every line ends with CRLF; an event is ``event: <name>``, one compact JSON ``data:`` line
-(``/`` written ``\\/`` and non-ASCII as ``\\uXXXX``, as the reference server does) and, for
-stored events, ``id: <sequence number>`` so a client can resume with ``Last-Event-ID``.
+Streams are ``sse_starlette`` responses. Every line ends with CRLF; an event is, for stored
+events, ``id: <sequence number>`` (so a client can resume with ``Last-Event-ID``), then
+``event: <name>`` and one compact JSON ``data:`` line (``/`` written ``\\/`` and non-ASCII
+as ``\\uXXXX``, as the reference server does). sse-starlette's comment pings are off: a
+stream's ``ping`` events are MAIL's own.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from starlette.responses import StreamingResponse
-from starlette.types import Receive, Scope, Send
+from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from mail.core.events import MAILEvent
 
 __all__ = [
     "SSE_HEADERS",
-    "EventStreamResponse",
     "compact_json",
-    "encode_event",
     "event_response",
+    "server_sent_event",
     "sse_object",
     "stored_event",
 ]
 
+#: Headers of every stream besides ``Content-Type`` (CONTRACT 2.1).
 SSE_HEADERS = {"Cache-Control": "no-cache", "Connection": "keep-alive", "X-Accel-Buffering": "no"}
-
-
-class EventStreamResponse(StreamingResponse):
-    """A streaming ``text/event-stream`` answer (names the media type for the OpenAPI document)."""
-
-    media_type = "text/event-stream"
+_CRLF = "\r\n"
 
 
 def compact_json(value: Any) -> str:
@@ -41,71 +36,39 @@ def compact_json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=True).replace("/", "\\/")
 
 
-def encode_event(event: MAILEvent) -> bytes:
-    """One SSE frame for ``event``."""
-    frame = f"event: {event.event}\r\ndata: {compact_json(event.data())}\r\n"
-    if event.seq is not None:
-        frame += f"id: {event.seq}\r\n"
-    return (frame + "\r\n").encode("ascii")
+def server_sent_event(event: MAILEvent) -> ServerSentEvent:
+    """``event`` as a server-sent event (``id`` only for stored events)."""
+    return ServerSentEvent(
+        compact_json(event.data()),
+        event=event.event,
+        id=None if event.seq is None else str(event.seq),
+        sep=_CRLF,
+    )
 
 
-async def _frames(events: AsyncIterator[MAILEvent]) -> AsyncIterator[bytes]:
+async def _framed(
+    events: AsyncIterator[MAILEvent], first: MAILEvent | None
+) -> AsyncIterator[ServerSentEvent]:
     try:
+        if first is not None:
+            yield server_sent_event(first)
         async for event in events:
-            yield encode_event(event)
+            yield server_sent_event(event)
     finally:
         close = getattr(events, "aclose", None)
         if close is not None:
             await close()
 
 
-class _FramedEvents(StreamingResponse):
-    """An event stream served with asyncio alone, its first frame sent at once.
-
-    Starlette's ``StreamingResponse`` streams from an anyio task group, whose asyncio
-    backend costs 50 to 170 ms to import on the first stream a process serves, and whose
-    streaming task starts only after whatever the event loop had queued (such as the agent
-    turns of the task being streamed). Here the head and the frame already in hand go out
-    inline; then one task streams the rest while another watches for the client leaving,
-    and whichever ends first cancels the other (closing the event iterator).
-    """
-
-    def __init__(self, frames: AsyncIterator[bytes], first: bytes | None) -> None:
-        super().__init__(frames, media_type="text/event-stream; charset=utf-8", headers=SSE_HEADERS)
-        self._first = first
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await send(
-            {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
-        )
-        if self._first is not None:
-            await send({"type": "http.response.body", "body": self._first, "more_body": True})
-        streaming = asyncio.ensure_future(self._stream(send))
-        watching = asyncio.ensure_future(self.listen_for_disconnect(receive))
-        try:
-            await asyncio.wait((streaming, watching), return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            streaming.cancel()
-            watching.cancel()
-            outcome, _ = await asyncio.gather(streaming, watching, return_exceptions=True)
-        if isinstance(outcome, Exception):
-            raise outcome
-
-    async def _stream(self, send: Send) -> None:
-        async for chunk in self.body_iterator:
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
-
-
 def event_response(
     events: AsyncIterator[MAILEvent], first: MAILEvent | None = None
-) -> StreamingResponse:
+) -> EventSourceResponse:
     """A ``text/event-stream`` response over ``events`` (``first`` already fetched).
 
-    When the client disconnects, Starlette stops iterating and the iterator is closed,
-    which ends the reader: nothing of the stream outlives the connection.
+    When the client disconnects, the stream is cancelled and ``events`` closed, which ends
+    the reader: nothing of the stream outlives the connection.
     """
-    return _FramedEvents(_frames(events), None if first is None else encode_event(first))
+    return EventSourceResponse(_framed(events, first), headers=SSE_HEADERS, ping=0, sep=_CRLF)
 
 
 def sse_object(event: MAILEvent) -> dict[str, Any]:
@@ -116,7 +79,7 @@ def sse_object(event: MAILEvent) -> dict[str, Any]:
         "id": None if event.seq is None else str(event.seq),
         "retry": None,
         "comment": None,
-        "_sep": "\r\n",
+        "_sep": _CRLF,
     }
 
 
@@ -128,5 +91,5 @@ def stored_event(event: MAILEvent) -> dict[str, Any]:
         "id": None if event.seq is None else str(event.seq),
         "retry": None,
         "comment": None,
-        "_sep": "\r\n",
+        "_sep": _CRLF,
     }

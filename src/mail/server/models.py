@@ -1,18 +1,30 @@
-"""Request and response bodies of the HTTP API, as documented in the OpenAPI description.
+"""Request and response bodies of the HTTP API.
 
-Request bodies are read by the routes themselves so that bad input gets the protocol's
-error texts; these models describe them for clients and for ``spec/openapi.yaml``.
+The request models are what the routes validate their JSON bodies with and what the OpenAPI
+document describes. A validator that raises ``ValueError`` writes the whole ``detail`` of
+the 400 answer, naming its field (see ``mail.server._app``'s validation handler, which
+renders pydantic's own errors as ``<field> is required``, ``<field> must be a string, got
+int`` and so on).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Literal
+import json
+from typing import Annotated, Any, Literal, Self, TypeVar
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field
+from fastapi import Body
+from fastapi.exceptions import RequestValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-if TYPE_CHECKING:
-    from starlette.routing import BaseRoute
+from mail.core.message import MAIL_MESSAGE_TYPES
 
 __all__ = [
     "DumpResponse",
@@ -21,12 +33,14 @@ __all__ = [
     "ErrorResponse",
     "HealthResponse",
     "HealthUpdate",
+    "JSONBody",
     "LoadSwarmRequest",
     "LoadSwarmResponse",
     "MessageRequest",
     "MessageResponse",
     "RegisterSwarmRequest",
     "RegisterSwarmResponse",
+    "RequestModel",
     "RootResponse",
     "RootSwarm",
     "StatusResponse",
@@ -35,18 +49,43 @@ __all__ = [
     "TaskQuery",
     "UIAgentsResponse",
     "WhoamiResponse",
-    "body_schema",
-    "expand_body_schemas",
+    "not_an_object",
+    "validated",
 ]
-
-
-#: Config of the models that only document a request body (see :func:`body_schema`): their
-#: validators are built if ever needed, not at import.
-_DOC_ONLY = ConfigDict(defer_build=True)
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="allow")
+
+
+class RequestModel(BaseModel):
+    """A JSON request body: no coercion (``"yes"`` is not ``true``), unknown keys ignored."""
+
+    model_config = ConfigDict(strict=True)
+
+
+_T = TypeVar("_T")
+#: A route's JSON request body of type ``_T`` (``body: JSONBody[MessageRequest]``). An empty
+#: body is read as ``{}``: the model's own rules say what is missing.
+JSONBody = Annotated[_T, Body(default_factory=dict, validate_default=True)]
+
+
+def not_an_object(value: Any) -> str:
+    """The ``detail`` for a request body that is JSON but not an object."""
+    return f"error parsing request: expected a JSON object, got {type(value).__name__}"
+
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def validated(model: type[_M], body: Any) -> _M:
+    """``body`` validated by ``model`` in the route, for a body whose shape depends on the
+    caller: a failure is answered as the body's validation by FastAPI would be."""
+    try:
+        return model.model_validate(body)
+    except ValidationError as e:
+        problems = [{**problem, "loc": ("body", *problem["loc"])} for problem in e.errors()]
+        raise RequestValidationError(problems, body=body) from None
 
 
 class ErrorResponse(BaseModel):
@@ -77,8 +116,8 @@ EVENT_STREAM: dict[str, Any] = {
     "text/event-stream": {
         "schema": {
             "type": "object",
-            "description": "One server-sent event: `event: <name>`, one compact JSON `data:` "
-            "line and, for stored events, `id: <sequence number>` (for `Last-Event-ID`); "
+            "description": "One server-sent event: for stored events `id: <sequence number>` "
+            "(for `Last-Event-ID`), then `event: <name>` and one compact JSON `data:` line; "
             "every line ends with CRLF. The stream ends with `task_complete` or `task_error` "
             "(data `{timestamp, task_id, response}`); `ping` events keep it alive.",
             "required": ["event", "data"],
@@ -137,12 +176,6 @@ class HealthResponse(_Model):
     )
 
 
-class HealthUpdate(BaseModel):
-    model_config = _DOC_ONLY
-
-    status: str = Field(min_length=1)
-
-
 class WhoamiResponse(_Model):
     id: str
     role: str
@@ -159,26 +192,6 @@ class StatusResponse(_Model):
     active_users: int
     user_mail_ready: bool
     user_task_running: bool
-
-
-class MessageRequest(BaseModel):
-    """``POST /message``: send a message to the swarm (a new task or a follow-up)."""
-
-    model_config = _DOC_ONLY
-    body: str = Field("", description="The message; required unless resuming from a breakpoint")
-    subject: str = Field("New Message")
-    msg_type: Literal["request", "broadcast"] = Field("request")
-    entrypoint: str | None = Field(
-        None, description="An agent with enable_entrypoint; default: the swarm's"
-    )
-    task_id: str | None = Field(None, description="Omit for a new task; give it to continue one")
-    resume_from: Literal["user_response", "breakpoint_tool_call"] | None = None
-    kwargs: dict[str, Any] = Field(
-        default_factory=dict,
-        description="breakpoint_tool_call_result, breakpoint_tool_caller, max_steps, timeout (seconds)",
-    )
-    show_events: bool = Field(False, description="Include the task's events in the answer")
-    stream: bool = Field(False, description="Answer with server-sent events")
 
 
 class MessageResponse(_Model):
@@ -204,20 +217,6 @@ class SwarmsResponse(_Model):
     swarms: list[SwarmEntry]
 
 
-class RegisterSwarmRequest(BaseModel):
-    model_config = _DOC_ONLY
-
-    name: str = Field(min_length=1)
-    base_url: str = Field(
-        min_length=1,
-        description="The peer's http(s) base URL; its `GET /` is read to register it",
-        examples=["http://localhost:8001"],
-    )
-    auth_token: str | None = None
-    volatile: bool = True
-    metadata: dict[str, Any] | None = None
-
-
 class RegisterSwarmResponse(_Model):
     status: Literal["registered"]
     swarm_name: str
@@ -228,21 +227,9 @@ class DumpResponse(_Model):
     swarm_name: str
 
 
-class LoadSwarmRequest(BaseModel):
-    model_config = _DOC_ONLY
-
-    json_text: str = Field(alias="json", description="The JSON text of one swarm object")
-
-
 class LoadSwarmResponse(_Model):
     status: Literal["success"]
     swarm_name: str
-
-
-class TaskQuery(BaseModel):
-    model_config = _DOC_ONLY
-
-    task_id: str
 
 
 class UIAgent(_Model):
@@ -258,59 +245,208 @@ class UIAgentsResponse(_Model):
     entrypoint: str
 
 
-#: ``openapi_extra`` key standing for a request body until the OpenAPI document is built.
-_DEFERRED_BODY = "x-mail-deferred-body"
+# --- request bodies ---------------------------------------------------------------------------
 
 
-def body_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """``openapi_extra`` documenting ``model`` as a route's JSON request body.
+class HealthUpdate(RequestModel):
+    """``POST /health``: the new health status."""
 
-    The schema is written when the OpenAPI document is first built (by
-    :func:`expand_body_schemas`, which ``create_app`` runs then), not when the route is
-    declared: a JSON schema per body is work that serving requests never needs.
-    """
-    return {_DEFERRED_BODY: model}
+    status: str = Field(description="Any non-blank text; peers read `healthy`")
 
-
-def expand_body_schemas(routes: Iterable[BaseRoute]) -> None:
-    """Write the request bodies :func:`body_schema` left in ``routes``' ``openapi_extra``.
-
-    Each dict is rewritten in place, keys in their order: FastAPI hands the same dict to
-    the routes it derives when a router is included in an app.
-    """
-    for route in routes:
-        extra = getattr(route, "openapi_extra", None)
-        if not extra or _DEFERRED_BODY not in extra:
-            continue
-        items = list(extra.items())
-        extra.clear()
-        for key, value in items:
-            extra.update(_request_body(value) if key == _DEFERRED_BODY else {key: value})
+    @field_validator("status", mode="before")
+    @classmethod
+    def _given(cls, value: Any) -> Any:
+        if value is None or (isinstance(value, str) and not value.strip()):
+            raise ValueError("status is required")
+        return value
 
 
-def _request_body(model: type[BaseModel]) -> dict[str, Any]:
-    # Nested models are written in place: in an OpenAPI document a ``#/$defs/...``
-    # reference would point at the document's root, not at the body schema.
-    schema = model.model_json_schema(by_alias=True)
-    definitions: dict[str, Any] = schema.pop("$defs", {})
-    return {
-        "requestBody": {
-            "required": True,
-            "content": {"application/json": {"schema": _inline(schema, definitions, ())}},
-        }
+_SENDABLE = ("request", "broadcast")
+_RESUMABLE = ("user_response", "breakpoint_tool_call")
+#: kwargs the route interprets itself or that would collide with named arguments
+_RESERVED_KWARGS = frozenset(
+    {
+        "body",
+        "subject",
+        "msg_type",
+        "entrypoint",
+        "task_id",
+        "resume_from",
+        "show_events",
+        "stream",
+        "message",
+        "ping_interval",
     }
+)
 
 
-def _inline(node: Any, definitions: dict[str, Any], seen: tuple[str, ...]) -> Any:
-    if isinstance(node, list):
-        return [_inline(item, definitions, seen) for item in node]
-    if not isinstance(node, dict):
-        return node
-    ref = node.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        name = ref.removeprefix("#/$defs/")
-        if name in seen:
-            raise ValueError(f"recursive model {name} cannot be inlined")
-        siblings = {k: v for k, v in node.items() if k != "$ref"}
-        return {**_inline(definitions[name], definitions, (*seen, name)), **siblings}
-    return {key: _inline(value, definitions, seen) for key, value in node.items()}
+class MessageRequest(RequestModel):
+    """``POST /message`` (and ``/chat``, ``/ui/message``): send a message to the swarm, as a
+    new task or a follow-up."""
+
+    body: str | None = Field(
+        None, description="The message; required unless resuming from a breakpoint"
+    )
+    message: str | None = Field(None, description="Protocol 0.1 name of `body`")
+    subject: str | None = Field(None, description="Default: `New Message`")
+    msg_type: Literal["request", "broadcast"] = "request"
+    entrypoint: str | None = Field(
+        None, description="An agent with enable_entrypoint; default: the swarm's"
+    )
+    task_id: str | None = Field(None, description="Omit for a new task; give it to continue one")
+    resume_from: Literal["user_response", "breakpoint_tool_call"] | None = None
+    kwargs: dict[str, Any] = Field(
+        default_factory=dict,
+        description="breakpoint_tool_call_result, breakpoint_tool_caller, max_steps, timeout (seconds)",
+    )
+    show_events: bool | None = Field(
+        None,
+        description="Include the task's events in the answer (default: false; /ui/message: true)",
+    )
+    stream: bool | None = Field(
+        None, description="Answer with server-sent events (default: false; /ui/message: true)"
+    )
+
+    @field_validator("msg_type", mode="before")
+    @classmethod
+    def _sendable(cls, value: Any) -> Any:
+        if not value:
+            return "request"
+        if not isinstance(value, str):
+            raise ValueError(f"msg_type must be a string, got {type(value).__name__}")  # noqa: TRY004  # what pydantic reports
+        if value not in MAIL_MESSAGE_TYPES:
+            raise ValueError(f"invalid message type: {value}")
+        if value not in _SENDABLE:
+            raise ValueError(
+                f"msg_type '{value}' cannot be sent to /message; use request or broadcast"
+            )
+        return value
+
+    @field_validator("entrypoint")
+    @classmethod
+    def _stripped(cls, value: str | None) -> str | None:
+        return value.strip() or None if value is not None else None
+
+    @field_validator("task_id", mode="before")
+    @classmethod
+    def _task(cls, value: Any) -> Any:
+        # anything but a non-blank string asks for a new task
+        return value if isinstance(value, str) and value.strip() else None
+
+    @field_validator("resume_from", mode="before")
+    @classmethod
+    def _resumable(cls, value: Any) -> Any:
+        if value is not None and value not in _RESUMABLE:
+            raise ValueError(
+                "resume_from must be 'user_response', 'breakpoint_tool_call' or null, "
+                f"got {json.dumps(value)}"
+            )
+        return value
+
+    @field_validator("kwargs", mode="before")
+    @classmethod
+    def _absent_is_empty(cls, value: Any) -> Any:
+        return value or {}
+
+    @field_validator("kwargs")
+    @classmethod
+    def _kwargs(cls, value: dict[str, Any]) -> dict[str, Any]:
+        clash = sorted(_RESERVED_KWARGS.intersection(value))
+        if clash:
+            raise ValueError(
+                f"kwargs may not contain {', '.join(clash)}: send them as top-level fields"
+            )
+        timeout = value.get("timeout")
+        if "timeout" in value and (
+            isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
+        ):
+            raise ValueError(
+                f"kwargs.timeout must be a positive number of seconds, got {json.dumps(timeout)}"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _has_text(self) -> Self:
+        if not self.text and self.resume_from != "breakpoint_tool_call":
+            raise ValueError("no message provided")
+        return self
+
+    @property
+    def text(self) -> str:
+        """The message: ``body``, or its protocol 0.1 name ``message``."""
+        return self.body or self.message or ""
+
+
+def _is_http_url(value: str) -> bool:
+    try:
+        parts = urlsplit(value)
+    except ValueError:  # e.g. an unclosed IPv6 bracket
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
+
+
+class RegisterSwarmRequest(RequestModel):
+    """``POST /swarms``: register a remote swarm (``name`` and ``base_url`` are required)."""
+
+    name: str | None = None
+    swarm_name: str | None = Field(None, description="Protocol 1.1 name of `name`")
+    base_url: str | None = Field(
+        None,
+        description="The peer's http(s) base URL; its `GET /` is read to register it",
+        examples=["http://localhost:8001"],
+    )
+    auth_token: str | None = None
+    volatile: bool | None = Field(None, description="Forget the peer at shutdown (default: true)")
+    metadata: dict[str, Any] | None = None
+
+    @field_validator("metadata", mode="before")
+    @classmethod
+    def _object(cls, value: Any) -> Any:
+        if value is not None and not isinstance(value, dict):
+            raise ValueError("metadata must be an object")
+        return value
+
+    @model_validator(mode="after")
+    def _peer(self) -> Self:
+        if not self.peer_name or not self.peer_url:
+            raise ValueError("name and base_url are required")
+        if not _is_http_url(self.peer_url):
+            raise ValueError(f"base_url must be an http(s) URL, got {self.base_url!r}")
+        return self
+
+    @property
+    def peer_name(self) -> str:
+        return (self.name or self.swarm_name or "").strip()
+
+    @property
+    def peer_url(self) -> str:
+        """``base_url`` without surrounding spaces and trailing slashes."""
+        return (self.base_url or "").strip().rstrip("/")
+
+
+class LoadSwarmRequest(RequestModel):
+    """``POST /swarms/load``: the swarm new callers get."""
+
+    json_text: str = Field(alias="json", description="The JSON text of one swarm object")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _text(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            text = data.get("json")
+            if not isinstance(text, str) or not text.strip():
+                raise ValueError("json is required: the JSON text of one swarm object")
+        return data
+
+
+class TaskQuery(RequestModel):
+    """``GET /task``'s optional body (protocol 1.3 sends the task id this way)."""
+
+    task_id: str | None = None
+
+    @field_validator("task_id", mode="before")
+    @classmethod
+    def _text(cls, value: Any) -> Any:
+        if value is not None and not isinstance(value, str):
+            raise ValueError("task_id must be a string")
+        return value
