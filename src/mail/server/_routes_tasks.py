@@ -52,19 +52,24 @@ def task_record(task: MAILTask) -> dict[str, Any]:
 
 
 async def _task_of(state: ServerState, caller: Caller, task_id: str) -> tuple[MAILSwarm, MAILTask]:
+    """The caller's task; a finished one once the store has it as it is shown."""
     # Another caller's task is reported exactly like an unknown one.
     swarm = await state.swarms.resolve(caller)
     task = swarm.get_task_by_id(task_id) if swarm is not None else None
     if swarm is None or task is None:
         raise TaskNotFoundError(task_id)
+    if not task.is_running:
+        await swarm.runtime.persisted()
     return swarm, task
 
 
 @router.get("/tasks", summary="All tasks of the caller, by id")
 async def list_tasks(state: AppState, caller: AdminOrUser) -> dict[str, Any]:
     swarm = await state.swarms.resolve(caller)
-    tasks: list[MAILTask] = list(swarm.runtime.tasks) if swarm is not None else []
-    return {t.task_id: task_record(t) for t in tasks}
+    if swarm is None:
+        return {}
+    await swarm.runtime.persisted()  # what is shown finished is stored
+    return {t.task_id: task_record(t) for t in swarm.runtime.tasks}
 
 
 @router.get(
@@ -84,10 +89,13 @@ async def get_task(
     return task_record((await _task_of(state, caller, task_id))[1])
 
 
-async def _replay_then_follow(task: MAILTask, after: int, ping: float) -> AsyncIterator[MAILEvent]:
+async def _replay_then_follow(
+    swarm: MAILSwarm, task: MAILTask, after: int, ping: float
+) -> AsyncIterator[MAILEvent]:
     # every end of a turn is logged first, so the log's cursor sees it
     async for event in task.log.follow(after, heartbeat=ping, until=lambda: not task.is_running):
         yield event
+    await swarm.runtime.persisted()  # the end of the turn is stored before it is told
     name = EventName.TASK_ERROR if task.state in _FAILED else EventName.TASK_COMPLETE
     body = task.response["message"]["body"] if task.response is not None else ""
     yield MAILEvent.stream_final(name, task.task_id, body)
@@ -106,7 +114,7 @@ async def task_events(
     after: int | None = Query(None, ge=0, description="Replay events after this sequence number"),
     last_event_id: str | None = Header(None),
 ) -> EventSourceResponse:
-    _, task = await _task_of(state, caller, task_id)
+    swarm, task = await _task_of(state, caller, task_id)
     cursor = after if after is not None else 0
     if after is None and last_event_id:
         if not last_event_id.isdigit():
@@ -114,7 +122,7 @@ async def task_events(
                 f"Last-Event-ID must be a sequence number, got {last_event_id!r}"
             )
         cursor = int(last_event_id)
-    return event_response(_replay_then_follow(task, cursor, ping=state.ping_interval))
+    return event_response(_replay_then_follow(swarm, task, cursor, ping=state.ping_interval))
 
 
 # --- /ui -------------------------------------------------------------------------------------
