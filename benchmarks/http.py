@@ -54,7 +54,7 @@ import uvicorn
 
 from mail import MAILAgentTemplate, MAILSwarmTemplate
 from mail.config import load_config
-from mail.server import create_app, settle_gc
+from mail.server import create_app
 from mail.testing import Incoming, ScriptedAgent, StaticAuth, tc
 from mail.testing.server import ServerProcess, start
 
@@ -112,7 +112,6 @@ def build_server(data_dir: Path) -> uvicorn.Server:
     app = create_app(
         config, template=_template(), authenticator=StaticAuth({API_KEY: ("user", "bench")})
     )
-    settle_gc()  # as `mail server` does once its app is built
     # The event loop is the one running serve() (see _run), not uvicorn's choice.
     return uvicorn.Server(
         uvicorn.Config(

@@ -41,7 +41,7 @@ import uvicorn
 
 from mail import MAILAgentTemplate, MAILSwarmTemplate
 from mail.config import load_config
-from mail.server import create_app, settle_gc
+from mail.server import create_app
 from mail.testing import Incoming, ScriptedAgent, StaticAuth, tc
 from mail.testing.server import ServerProcess, start
 
@@ -116,7 +116,6 @@ def build_server(name: str, data_dir: Path) -> uvicorn.Server:
         }
     )
     app = create_app(config, template=template(name), authenticator=auth)
-    settle_gc()  # as `mail server` does once its app is built
     return uvicorn.Server(
         uvicorn.Config(
             app,

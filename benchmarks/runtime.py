@@ -4,7 +4,18 @@ Workload per task: user -> supervisor (send_request) -> worker (send_response) -
 supervisor (task_complete). Every answer is checked. Prints tasks/s, agent turns/s and
 p50/p99 task latency for sequential and concurrent submission, then RSS figures.
 
+With ``--turn-delay-ms D`` every agent turn first waits D ms, as a call to an LLM would,
+and the measured phase keeps ``--in-flight`` tasks running at all times: the ideal rate is
+``in_flight / (3 * D)`` tasks/s, and the script prints the share of it reached. With
+``--store sqlite`` (or ``memory``) the runtime keeps its tasks in that store, and every
+answer waits until its task is stored, as the server's do.
+
     uv run python benchmarks/runtime.py [--tasks 1000] [--loop uvloop] [--api]
+        [--turn-delay-ms 200 --in-flight 500] [--store sqlite]
+
+The script runs against whichever checkout's ``mail`` its Python imports: run it with
+another checkout's environment (``cd OTHER && uv run python PATH/benchmarks/runtime.py``)
+to compare two versions in one session.
 """
 
 from __future__ import annotations
@@ -15,6 +26,7 @@ import gc
 import resource
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -25,6 +37,10 @@ from mail.core.runtime import MAILRuntime
 from mail.testing import Incoming, ScriptedAgent, tc
 
 TURNS_PER_TASK = 3
+#: seconds each agent turn waits before answering (--turn-delay-ms)
+TURN_DELAY = 0.0
+#: where runtimes keep their tasks (--store): None, or an opened store
+STORE: Any = None
 
 
 def _supervisor(incoming: Incoming):  # type: ignore[no-untyped-def]
@@ -44,7 +60,7 @@ class ApiRunner:
         from mail import MAILAgentTemplate, MAILSwarmTemplate
 
         def factory(rule: Any) -> Any:
-            return lambda **_params: ScriptedAgent(rule=rule, record=False)
+            return lambda **_params: agent(rule)
 
         template = MAILSwarmTemplate(
             "bench",
@@ -64,7 +80,9 @@ class ApiRunner:
             [],
             "supervisor",
         )
-        self.swarm = template.instantiate({}, user_id="bench", max_finished_tasks=max_finished)
+        self.swarm = template.instantiate(
+            {}, user_id="bench", max_finished_tasks=max_finished, **store_argument("bench")
+        )
 
     def start(self) -> None:
         pass
@@ -109,15 +127,39 @@ class RuntimeRunner:
 RUNNER: type[ApiRunner] | type[RuntimeRunner] = RuntimeRunner
 
 
+def agent(rule: Any) -> Any:
+    """A scripted agent whose turns wait TURN_DELAY seconds first (none: no wait)."""
+    scripted = ScriptedAgent(rule=rule, record=False)
+    if not TURN_DELAY:
+        return scripted
+
+    async def turn(history: Any, tool_choice: Any) -> Any:
+        await asyncio.sleep(TURN_DELAY)
+        return await scripted(history, tool_choice)
+
+    return turn
+
+
+def store_argument(swarm: str) -> dict[str, Any]:
+    """The ``store=`` argument of a runtime of ``swarm`` for the caller ``bench``: the
+    store itself, or (before the store interface became public) an adapter to it."""
+    if STORE is None:
+        return {}
+    try:
+        from mail._api_store import StoreSink  # an older checkout
+
+        from mail.db import CallerKey
+    except ImportError:
+        return {"store": STORE}
+    return {"store": StoreSink(STORE, CallerKey(swarm=swarm, role="user", id="bench"))}
+
+
 def build_runtime(max_finished: int = 1000) -> MAILRuntime:
     agents = {
         "supervisor": AgentCore(
-            ScriptedAgent(rule=_supervisor, record=False),
-            ["worker"],
-            enable_entrypoint=True,
-            can_complete_tasks=True,
+            agent(_supervisor), ["worker"], enable_entrypoint=True, can_complete_tasks=True
         ),
-        "worker": AgentCore(ScriptedAgent(rule=_worker, record=False), ["supervisor"]),
+        "worker": AgentCore(agent(_worker), ["supervisor"]),
     }
     return MAILRuntime(
         agents,
@@ -126,6 +168,7 @@ def build_runtime(max_finished: int = 1000) -> MAILRuntime:
         swarm_name="bench",
         entrypoint="supervisor",
         max_finished_tasks=max_finished,
+        **store_argument("bench"),
     )
 
 
@@ -190,6 +233,34 @@ async def concurrent(n: int, in_flight: int, offset: int) -> float:
     return report(f"{in_flight} in flight ({n})", n, wall, latencies)
 
 
+async def steady(n: int, in_flight: int, offset: int) -> float:
+    """``n`` tasks with ``in_flight`` of them running at all times."""
+    gc.collect()
+    rt = RUNNER()
+    rt.start()
+    room = asyncio.Semaphore(in_flight)
+
+    async def one(i: int) -> float:
+        async with room:
+            return await rt.run_one(offset + i)
+
+    start = time.perf_counter()
+    latencies = list(await asyncio.gather(*(one(i) for i in range(n))))
+    wall = time.perf_counter() - start
+    await rt.shutdown()
+    return report(f"{in_flight} in flight, steady ({n})", n, wall, latencies)
+
+
+async def realistic(n: int, in_flight: int) -> None:
+    """Turns that wait: the share of the ideal rate reached."""
+    ideal = in_flight / (TURNS_PER_TASK * TURN_DELAY)
+    print("warm-up:")
+    await steady(min(n, in_flight), in_flight, 0)
+    print("measured:")
+    rate = await steady(n, in_flight, 1_000_000)
+    print(f"ideal {ideal:,.0f} tasks/s; reached {rate / ideal:.1%} of it")
+
+
 async def memory(total: int, checkpoint: int) -> None:
     rt = RUNNER()
     rt.start()
@@ -215,6 +286,16 @@ async def memory(total: int, checkpoint: int) -> None:
     )
 
 
+async def open_store(kind: str, data_dir: str) -> Any:
+    if kind == "none":
+        return None
+    from mail.db import MemoryStore, SQLiteStore
+
+    store = MemoryStore() if kind == "memory" else SQLiteStore(Path(data_dir) / "mail.db")
+    await store.open()
+    return store
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tasks", type=int, default=1000)
@@ -224,35 +305,40 @@ async def main() -> None:
         "--api", action="store_true", help="go through MAILSwarmTemplate/post_message"
     )
     parser.add_argument(
-        "--gc",
-        choices=["default", "server"],
-        default="default",
-        help="Python's collector policy, or the one of `mail server` (mail.settle_gc)",
+        "--turn-delay-ms", type=float, default=0.0, help="each agent turn waits this long first"
     )
+    parser.add_argument("--in-flight", type=int, default=500, help="with --turn-delay-ms")
+    parser.add_argument("--store", choices=["none", "memory", "sqlite"], default="none")
     args = parser.parse_args()
-    global RUNNER  # noqa: PLW0603  # chosen once, before any phase runs
+    global RUNNER, TURN_DELAY, STORE  # noqa: PLW0603  # chosen once, before any phase runs
     RUNNER = ApiRunner if args.api else RuntimeRunner
-    if args.gc == "server":
-        from mail import settle_gc
-
-        settle_gc()
-    print(
-        f"# {'public API (MAILSwarm.post_message)' if args.api else 'MAILRuntime'}, "
-        f"loop {args.loop}, gc {args.gc}"
-    )
-    n = args.tasks
-    # Warm-up: a process's first thousands of tasks run slower (the allocator's arenas,
-    # the interpreter's specialised instructions, the collector's generations settling).
-    print("warm-up:")
-    await sequential(n, 0)
-    await concurrent(n, 1000, 50_000)
-    print("measured:")
-    await sequential(n, 100_000)
-    ten = await concurrent(n, 10, 200_000)
-    await concurrent(n, 200, 300_000)
-    thousand = await concurrent(n, 1000, 400_000)
-    print(f"1000 in flight / 10 in flight: {thousand / ten:.2f}x")
-    await memory(args.memory_tasks, args.memory_tasks // 10)
+    TURN_DELAY = args.turn_delay_ms / 1000
+    with tempfile.TemporaryDirectory(prefix="mail-bench-") as data_dir:
+        STORE = await open_store(args.store, data_dir)
+        print(
+            f"# {'public API (MAILSwarm.post_message)' if args.api else 'MAILRuntime'}, "
+            f"loop {args.loop}, store {args.store}, turn delay {args.turn_delay_ms:g} ms"
+        )
+        try:
+            if TURN_DELAY:
+                await realistic(args.tasks, args.in_flight)
+                return
+            n = args.tasks
+            # Warm-up: a process's first thousands of tasks run slower (the allocator's
+            # arenas, the interpreter's specialised instructions).
+            print("warm-up:")
+            await sequential(n, 0)
+            await concurrent(n, 1000, 50_000)
+            print("measured:")
+            await sequential(n, 100_000)
+            ten = await concurrent(n, 10, 200_000)
+            await concurrent(n, 200, 300_000)
+            thousand = await concurrent(n, 1000, 400_000)
+            print(f"1000 in flight / 10 in flight: {thousand / ten:.2f}x")
+            await memory(args.memory_tasks, args.memory_tasks // 10)
+        finally:
+            if STORE is not None:
+                await STORE.close()
 
 
 if __name__ == "__main__":

@@ -1,26 +1,27 @@
-"""The HTTP benchmark's workload against servers with different stores, interleaved.
+"""The HTTP benchmark's workload against several servers, interleaved: stores, or two
+versions of the code.
 
-benchmarks/http.py measures one server at a time: on a VM whose speed drifts by a third
-within minutes, two runs a minute apart compare the VM's states as much as the stores.
-This script starts one server per store and drives them in turns: a chunk of tasks
-to each server in a rotating order, each chunk timed until the server's ``/health``
-reports no unsaved tasks (the store's catch-up counts), for many rounds. Every store
-sees the same mix of the VM's states, so the ratios to the memory store hold still.
+On a VM whose speed drifts within minutes, two runs a minute apart compare the VM's states
+as much as the servers. This script starts every server first and drives them in turns:
+a chunk of tasks to each server in a rotating order, each chunk timed until the server's
+``/health`` reports no unsaved tasks (the store's catch-up counts), for many rounds. Every
+server sees the same mix of the VM's states, so their ratios hold still.
 
-The servers run in this process, on the client's event loop, as ``benchmarks/http.py``
-runs by default: client and server share one core, and a store's own processes (the
-SQLite writer, PostgreSQL's backends) have the other. ``--server-process`` runs each in a
-child process instead (as ``benchmarks/http.py --server-process``): the load generator
-then shares the second core with the store's processes.
+``--stores`` picks the stores (``memory``, ``sqlite``, ``postgres``); ``--against PATH``
+adds, for each store, a server of another checkout (a ``git worktree`` of an earlier
+commit, say, with its own ``.venv``: ``uv sync`` there first), run by that checkout's
+Python and ``benchmarks/http.py --serve``. Servers run in this process, on the client's
+event loop (as ``benchmarks/http.py`` runs by default), or each in a child process with
+``--server-process`` (always with ``--against``: both versions alike).
 
 Phases: sequential ``POST /message`` (one client), then ``--clients`` concurrent clients
-on one API key. Prints tasks/s per store and phase, the ratio to the memory store (with
-the spread of the per-round ratios) and, with ``--server-process``, the server's CPU per
-task.
+on one API key. Prints tasks/s per server and phase, the ratio to the first server (and,
+with ``--against``, of each store's server to the other checkout's) with the spread of the
+per-round ratios, and, for child processes, the server's CPU per task.
 
     uv run python benchmarks/stores.py [--stores memory,sqlite,postgres] [--rounds 12]
         [--chunk 250] [--clients 20] [--postgres postgresql://postgres@127.0.0.1/postgres]
-        [--server-process]
+        [--server-process] [--against ../other-checkout]
 
 PostgreSQL: ``--postgres ADMIN_URL`` creates a throwaway database there (dropped at the
 end); ``MAIL_BENCH_DATABASE_URL`` names an existing one instead.
@@ -77,10 +78,13 @@ def _store_env(store: str, database_url: str | None) -> dict[str, str]:
 
 class Server:
     """One benchmark server with ``store``: in this process, on its event loop (as
-    ``benchmarks/http.py`` runs by default), or in a child process (``--serve``)."""
+    ``benchmarks/http.py`` runs by default), or in a child process (``--serve``) of this
+    checkout or of ``tree``."""
 
-    def __init__(self, store: str) -> None:
+    def __init__(self, store: str, tree: Path | None = None) -> None:
         self.store = store
+        self.tree = tree
+        self.label = store if tree is None else f"{store}@{tree.name}"
         self.url = ""
         #: the server process's CPU seconds so far (``None`` in process)
         self.cpu: Callable[[], float] | None = None
@@ -93,7 +97,7 @@ class Server:
     async def open(self, loop: str, database_url: str | None, *, in_process: bool) -> None:
         # build_server (and the server process) read the store from the environment
         with mock.patch.dict(os.environ, _store_env(self.store, database_url)):
-            if in_process:
+            if in_process and self.tree is None:
                 data = tempfile.TemporaryDirectory(prefix="mail-bench-")
                 server = bench_http.build_server(Path(data.name))
                 task, self.url = await bench_http.start(server, bench_http.WAIT)
@@ -105,7 +109,7 @@ class Server:
 
                 self._close = close
                 return
-            process, data = bench_http.server_process(loop)
+            process, data = self._process(loop)
         self.url = process.url
         self.cpu = bench_http.process_cpu(process.proc.pid)
 
@@ -114,6 +118,17 @@ class Server:
             data.cleanup()
 
         self._close = stop
+
+    def _process(self, loop: str) -> tuple[Any, tempfile.TemporaryDirectory[str]]:
+        if self.tree is None:
+            return bench_http.server_process(loop)  # type: ignore[no-any-return]
+        from mail.testing.server import ServerProcess
+
+        data = tempfile.TemporaryDirectory(prefix="mail-bench-")
+        python = self.tree / ".venv" / "bin" / "python"
+        script = self.tree / "benchmarks" / "http.py"
+        argv = [str(python), str(script), "--serve", data.name, "--loop", loop]
+        return ServerProcess(argv, timeout=bench_http.WAIT), data
 
     async def close(self) -> None:
         if self._close is not None:
@@ -131,7 +146,7 @@ async def _chunk(session: aiohttp.ClientSession, server: Server, n: int, clients
             async with session.post(server.url + "/message", json={"body": body}) as r:
                 data: dict[str, Any] = await r.json()
                 if data.get("response") != "answer:" + body or data.get("status") != "completed":
-                    raise AssertionError(f"{server.store}: {r.status} {data}")
+                    raise AssertionError(f"{server.label}: {r.status} {data}")
 
     start = time.perf_counter()
     await asyncio.gather(*(client() for _ in range(clients)))
@@ -162,23 +177,30 @@ async def _phase(
             server.rounds.setdefault(name, []).append(args.chunk / seconds)
 
 
+def _ratio(s: Server, base: Server, name: str) -> str:
+    rate, base_rate = s.tasks[name] / s.elapsed[name], base.tasks[name] / base.elapsed[name]
+    ratios = [a / b for a, b in zip(s.rounds[name], base.rounds[name], strict=True)]
+    q = statistics.quantiles(ratios, n=4)
+    return (
+        f"{rate / base_rate:.2f} of {base.label}"
+        f" (rounds: median {statistics.median(ratios):.2f}, quartiles {q[0]:.2f}-{q[2]:.2f})"
+    )
+
+
 def _report(servers: list[Server], phases: list[str]) -> None:
-    base = servers[0]
+    first = servers[0]
     for name in phases:
         print(f"{name}:")
         for s in servers:
             rate = s.tasks[name] / s.elapsed[name]
-            line = f"  {s.store:<9} {rate:>7,.0f} tasks/s"
+            line = f"  {s.label:<22} {rate:>7,.0f} tasks/s"
             if name in s.cpu_used:
                 line += f"  server CPU {s.cpu_used[name] / s.tasks[name] * 1e6:5.0f} µs/task"
-            if s is not base:
-                ratios = [a / b for a, b in zip(s.rounds[name], base.rounds[name], strict=True)]
-                q = statistics.quantiles(ratios, n=4)
-                line += (
-                    f"  ratio {rate / (base.tasks[name] / base.elapsed[name]):.2f}"
-                    f" (rounds: median {statistics.median(ratios):.2f},"
-                    f" quartiles {q[0]:.2f}-{q[2]:.2f})"
-                )
+            other = next((o for o in servers if o.store == s.store and o.tree), None)
+            if s.tree is None and other is not None:
+                line += "  " + _ratio(s, other, name)
+            elif s is not first and s.tree is None:
+                line += "  " + _ratio(s, first, name)
             print(line)
 
 
@@ -205,8 +227,7 @@ async def _throwaway_database(admin_url: str) -> tuple[str, Callable[[], Any]]:
 
 async def main(args: argparse.Namespace) -> None:
     stores = args.stores.split(",")
-    if stores[0] != "memory":
-        raise SystemExit("the first store is the one the others are compared with: memory")
+    against: Path | None = args.against
     database_url = os.environ.get("MAIL_BENCH_DATABASE_URL")
     drop = None
     if "postgres" in stores and database_url is None:
@@ -215,14 +236,17 @@ async def main(args: argparse.Namespace) -> None:
         database_url, drop = await _throwaway_database(args.postgres)
     servers: list[Server] = []
     try:
+        in_process = not (args.server_process or against)
         for store in stores:
-            server = Server(store)
-            servers.append(server)
-            url = database_url if store == "postgres" else None
-            await server.open(args.loop, url, in_process=not args.server_process)
-        where = "child processes" if args.server_process else "this process"
+            for tree in (None, against) if against else (None,):
+                server = Server(store, tree)
+                servers.append(server)
+                url = database_url if store == "postgres" else None
+                await server.open(args.loop, url, in_process=in_process)
+        where = "this process" if in_process else "child processes"
+        labels = ", ".join(s.label for s in servers)
         print(
-            f"# {len(servers)} servers ({', '.join(stores)}) in {where}, loop {args.loop}, "
+            f"# {len(servers)} servers ({labels}) in {where}, loop {args.loop}, "
             f"{args.rounds} rounds of {args.chunk} tasks each; Python "
             f"{sys.version.split()[0]}, {os.cpu_count()} CPUs"
         )
@@ -251,12 +275,17 @@ if __name__ == "__main__":
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--loop", choices=["asyncio", "uvloop"], default="uvloop")
     parser.add_argument("--postgres", metavar="ADMIN_URL", help="create a throwaway database")
+    parser.add_argument("--against", metavar="PATH", help="also run another checkout's servers")
     parser.add_argument(
         "--server-process",
         action="store_true",
         help="each server in a child process (default: in this process, as benchmarks/http.py)",
     )
     arguments = parser.parse_args()
+    if arguments.against:
+        arguments.against = Path(arguments.against).resolve()
+        if not (arguments.against / ".venv" / "bin" / "python").exists():
+            raise SystemExit(f"{arguments.against}: no .venv (run `uv sync` there first)")
     if arguments.loop == "uvloop":
         import uvloop
 

@@ -114,16 +114,16 @@ class StoreRecorder:
         return len(self._tasks.keys() | self._logs.keys() | self._retry.keys())
 
     def _noted(self) -> None:
-        """Start the writer if need be, and its timer (or wake it when much waits)."""
-        if self._closed:
+        """Start the writer's timer (and the writer, the first time), or wake it when many
+        notes wait."""
+        if self._timer is not None or self._closed:
+            if len(self._logs) + len(self._tasks) >= self.max_pending:
+                self._wake.set()
             return
         loop = asyncio.get_running_loop()
         if self._writer is None:
             self._writer = loop.create_task(self._run(), name="mail-store-recorder")
-        if len(self._logs) + len(self._tasks) >= self.max_pending:
-            self._wake.set()
-        elif self._timer is None:
-            self._timer = loop.call_later(self.interval, self._wake.set)
+        self._timer = loop.call_later(self.interval, self._wake.set)
 
     async def persisted(self) -> None:
         """Wait until everything noted so far is in the store (or, when the store fails,
@@ -241,8 +241,9 @@ class StoreRecorder:
 
 
 def _record(task: MAILTask) -> TaskChanges:
-    """The task's record and what it waits on (its final response while not running)."""
-    return TaskChanges(
+    """The task's record; once its turn ended, its final response and what it waits on
+    (breakpoint calls, stashed messages: a resumed task's are replaced when it ends)."""
+    changes = TaskChanges(
         task_id=task.task_id,
         task=TaskRow(
             task_id=task.task_id,
@@ -254,8 +255,10 @@ def _record(task: MAILTask) -> TaskChanges:
             start_time=task.start_time,
             updated_at=task.updated_at,
         ),
-        response=None if task.is_running else cast("dict[str, Any] | None", task.response),
-        breakpoints=[
+    )
+    if not task.is_running:
+        changes.response = cast("dict[str, Any] | None", task.response)
+        changes.breakpoints = [
             BreakpointRow(
                 call_id=call_id,
                 agent=p.agent,
@@ -263,9 +266,9 @@ def _record(task: MAILTask) -> TaskChanges:
                 normalized=p.normalized,
             )
             for call_id, p in task.pending_breakpoints.items()
-        ],
-        stash=[StashRow(priority=p, seq=s, message=dict(m)) for p, s, m in task.stash],
-    )
+        ]
+        changes.stash = [StashRow(priority=p, seq=s, message=dict(m)) for p, s, m in task.stash]
+    return changes
 
 
 def _event_row(task_id: str, event: MAILEvent) -> EventRow:
@@ -323,7 +326,9 @@ async def restore(runtime: MAILRuntime, store: TaskStore, key: CallerKey) -> int
                 runtime.agent_histories[f"{row.task_id}::{agent}"] = history
                 task.agents.add(agent)
             task.response = cast("MAILMessage | None", stored.response)
-            for b in stored.breakpoints:
+            # (a task that ran again after a pause has its calls replaced when it ends)
+            paused = task.state is TaskState.WAITING_BREAKPOINT
+            for b in stored.breakpoints if paused else ():
                 call = AgentToolCall.model_validate(b.call)
                 task.pending_breakpoints[b.call_id] = PendingBreakpoint(
                     agent=b.agent, call=call, normalized=b.normalized

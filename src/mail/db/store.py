@@ -379,8 +379,10 @@ def prune_cutoff(older_than: timedelta | None, keep_last: int | None) -> datetim
 
 
 def merged(changes: Sequence[TaskChanges]) -> list[TaskChanges]:
-    """``changes`` with each task once, a task given twice merged in order (new objects:
-    the caller's lists are left as they are)."""
+    """``changes`` with each task once, a task given twice merged in order (into new
+    objects: the caller's lists are left as they are)."""
+    if len({c.task_id for c in changes}) == len(changes):
+        return list(changes)
     by_task: dict[str, TaskChanges] = {}
     for change in changes:
         by_task.setdefault(change.task_id, TaskChanges(task_id=change.task_id)).merge(change)
