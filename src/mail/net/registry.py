@@ -24,14 +24,13 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
 from mail.errors import ConfigurationError, RemoteSwarmUnavailableError, StorageError
 from mail.net._discovery import discover
-from mail.net._endpoint import SwarmEndpoint
+from mail.net._endpoint import SwarmEndpoint, utc_now
 from mail.net._health import HEALTH_TASK_NAME, HealthMonitor
 from mail.net._peer_http import PeerClient, describe
 from mail.net._registry_file import (
@@ -60,10 +59,6 @@ if TYPE_CHECKING:
 __all__ = ["HEALTH_TASK_NAME", "SwarmEndpoint", "SwarmRegistry"]
 
 logger = logging.getLogger("mail.net.registry")
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
 
 
 class SwarmRegistry:
@@ -162,7 +157,7 @@ class SwarmRegistry:
             swarm_name=self.local_swarm_name,
             base_url=self.local_base_url,
             version=self.local_version,
-            last_seen=_now(),
+            last_seen=utc_now(),
             is_active=True,
             swarm_description=self.local_swarm_description,
             keywords=list(self.local_swarm_keywords),
@@ -176,7 +171,7 @@ class SwarmRegistry:
     def _copy(self, endpoint: SwarmEndpoint) -> SwarmEndpoint:
         result = endpoint.copy()
         if endpoint.swarm_name == self.local_swarm_name:
-            result.last_seen = _now()  # we are up whenever we answer
+            result.last_seen = utc_now()  # we are up whenever we answer
         return result
 
     def _select(self, keep: Callable[[SwarmEndpoint], bool]) -> dict[str, SwarmEndpoint]:
@@ -327,7 +322,7 @@ class SwarmRegistry:
             if volatile
             else persistent_ref(swarm_name, auth_token, self._environ()),
             memory_token=None if volatile or is_env_ref(auth_token) else auth_token,
-            last_seen=_now(),
+            last_seen=utc_now(),
             is_active=True,
             latency=info.latency,
             swarm_description=info.description,
