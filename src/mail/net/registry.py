@@ -43,13 +43,13 @@ from mail.net._registry_file import (
 from mail.net._session import SessionSource
 from mail.net._tokens import (
     DEFAULT_TOKEN_PREFIX,
-    env_ref,
-    env_var_name,
+    check_variables,
+    entry_token,
     is_env_ref,
-    persistent_ref,
-    ref_variable,
-    resolve,
+    move_to_env_refs,
+    restore_raw_tokens,
     stored_ref,
+    token_to_send,
 )
 from mail.version import PROTOCOL_VERSION
 
@@ -203,6 +203,9 @@ class SwarmRegistry:
     def _environ(self) -> Mapping[str, str]:
         return self._env if self._env is not None else os.environ
 
+    def _peers(self) -> list[SwarmEndpoint]:
+        return [e for name, e in self._endpoints.items() if name != self.local_swarm_name]
+
     def get_resolved_auth_token(self, swarm_name: str) -> str | None:
         """The token to send to ``swarm_name``: ``${VAR}`` is looked up, a raw token is itself.
 
@@ -211,33 +214,14 @@ class SwarmRegistry:
         token, or its variable is unset or empty (logged as a warning).
         """
         endpoint = self._endpoints.get(swarm_name)
-        if endpoint is None:
-            return None
-        ref, env = endpoint.auth_token_ref, self._environ()
-        unset = ref is not None and is_env_ref(ref) and not env.get(ref_variable(ref))
-        if endpoint.memory_token and unset:
-            return endpoint.memory_token  # registered with it; the variable is not set yet
-        return resolve(ref, env, swarm_name)
+        return None if endpoint is None else token_to_send(endpoint, self._environ())
 
     def validate_environment_variables(self) -> dict[str, bool]:
         """Map each variable named by a peer's ``${VAR}`` reference to whether it is set.
 
         Unset or empty variables are logged as warnings.
         """
-        results: dict[str, bool] = {}
-        for endpoint in self._endpoints.values():
-            ref = endpoint.auth_token_ref
-            if endpoint.swarm_name == self.local_swarm_name or ref is None or not is_env_ref(ref):
-                continue
-            variable = ref_variable(ref)
-            results[variable] = bool(self._environ().get(variable))
-            if not results[variable]:
-                logger.warning(
-                    "environment variable %s (token of swarm %r) is not set",
-                    variable,
-                    endpoint.swarm_name,
-                )
-        return results
+        return check_variables(self._peers(), self._environ())
 
     async def migrate_auth_tokens_to_env_refs(
         self, prefix: str = DEFAULT_TOKEN_PREFIX
@@ -249,31 +233,10 @@ class SwarmRegistry:
         saves. Raises :class:`StorageError` (and restores the raw tokens) when the save
         fails.
         """
-        exported: dict[str, str] = {}
-        previous: dict[str, str] = {}
-        for name, endpoint in self._endpoints.items():
-            ref = endpoint.auth_token_ref
-            if name == self.local_swarm_name or endpoint.volatile or not ref or is_env_ref(ref):
-                continue
-            variable = env_var_name(name, prefix)
-            previous[name], exported[variable] = ref, ref
-            endpoint.auth_token_ref, endpoint.memory_token = env_ref(variable), ref
-            logger.info("swarm %r: token moved to environment variable %s", name, variable)
-            if not self._environ().get(variable):
-                logger.warning(
-                    "environment variable %s must be set to swarm %r's token", variable, name
-                )
-        if not exported:
-            return {}
-        try:
-            await self.save()
-        except StorageError:
-            for name, token in previous.items():
-                if name in self._endpoints:
-                    endpoint = self._endpoints[name]
-                    endpoint.auth_token_ref, endpoint.memory_token = token, None
-            raise
-        return exported
+        moved = move_to_env_refs(self._peers(), self._environ(), prefix)
+        if moved:
+            await self._save_or_undo(lambda: restore_raw_tokens(moved))
+        return {variable: token for _, variable, token in moved}
 
     # --- registration ----------------------------------------------------------------------
 
@@ -314,14 +277,13 @@ class SwarmRegistry:
                 info.name,
                 swarm_name,
             )
+        ref, memory = entry_token(swarm_name, auth_token, volatile=volatile, env=self._environ())
         endpoint = SwarmEndpoint(
             swarm_name=swarm_name,
             base_url=base,
             version=info.version,
-            auth_token_ref=auth_token
-            if volatile
-            else persistent_ref(swarm_name, auth_token, self._environ()),
-            memory_token=None if volatile or is_env_ref(auth_token) else auth_token,
+            auth_token_ref=ref,
+            memory_token=memory,
             last_seen=utc_now(),
             is_active=True,
             latency=info.latency,
@@ -342,7 +304,7 @@ class SwarmRegistry:
             "volatile" if volatile else "persistent",
         )
         if not volatile or (previous is not None and not previous.volatile):
-            await self._save_or_restore(swarm_name, previous)
+            await self._save_or_undo(lambda: self._put_back(swarm_name, previous))
         return self._copy(endpoint)
 
     async def unregister_swarm(self, swarm_name: str) -> bool:
@@ -358,7 +320,7 @@ class SwarmRegistry:
             return False
         logger.info("unregistered swarm %r", swarm_name)
         if not endpoint.volatile:
-            await self._save_or_restore(swarm_name, endpoint)
+            await self._save_or_undo(lambda: self._put_back(swarm_name, endpoint))
         return True
 
     def cleanup_volatile_endpoints(self) -> list[str]:
@@ -369,14 +331,17 @@ class SwarmRegistry:
         logger.info("removed %d volatile swarm(s)", len(names))
         return names
 
-    async def _save_or_restore(self, swarm_name: str, previous: SwarmEndpoint | None) -> None:
+    def _put_back(self, swarm_name: str, previous: SwarmEndpoint | None) -> None:
+        if previous is None:
+            self._endpoints.pop(swarm_name, None)
+        else:
+            self._endpoints[swarm_name] = previous
+
+    async def _save_or_undo(self, undo: Callable[[], None]) -> None:
         try:
             await self.save()
         except StorageError:
-            if previous is None:
-                self._endpoints.pop(swarm_name, None)
-            else:
-                self._endpoints[swarm_name] = previous
+            undo()  # memory and disk agree again
             raise
 
     # --- persistence -----------------------------------------------------------------------
