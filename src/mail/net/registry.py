@@ -32,13 +32,13 @@ from mail.errors import ConfigurationError, RemoteSwarmUnavailableError, Storage
 from mail.net._discovery import discover
 from mail.net._endpoint import SwarmEndpoint, utc_now
 from mail.net._health import HEALTH_TASK_NAME, HealthMonitor
-from mail.net._peer_http import PeerClient, describe
+from mail.net._peer_http import PeerClient
 from mail.net._registry_file import (
     LOCAL_KEYS,
     decode_endpoints,
     encode_endpoint,
-    read_registry,
-    write_registry,
+    load_entries,
+    save_entries,
 )
 from mail.net._session import SessionSource
 from mail.net._tokens import (
@@ -419,23 +419,9 @@ class SwarmRegistry:
         path = self.persistence_file
         if path is None:
             return 0
-        try:
-            found = await asyncio.to_thread(read_registry, path)
-        except OSError as e:
-            raise StorageError(f"could not read the swarm registry file {path}: {e}") from e
-        if found is None:
-            logger.info("no swarm registry file at %s yet", path)
+        endpoints = await load_entries(path, self._local_fields())
+        if endpoints is None:
             return 0
-        local, endpoints = found
-        ours = self._local_fields()
-        differ = [key for key, value in local.items() if value != ours[key]]
-        if differ:
-            logger.warning(
-                "swarm registry file %s differs from the configured local swarm in %s; "
-                "the configuration wins",
-                path,
-                ", ".join(differ),
-            )
         loaded = self._merge(endpoints, str(path))
         logger.info("loaded %d swarm(s) from %s", loaded, path)
         self.validate_environment_variables()
@@ -451,13 +437,7 @@ class SwarmRegistry:
         if path is None:
             return
         async with self._save_lock:  # saves land in the order they were asked for
-            try:
-                await asyncio.to_thread(write_registry, path, self.to_dict(include_volatile=False))
-            except (OSError, TypeError, ValueError) as e:
-                # The StorageError raised below carries the traceback; log where it happened.
-                logger.error("could not save the swarm registry to %s: %s", path, describe(e))  # noqa: TRY400
-                raise StorageError(f"could not save the swarm registry to {path}: {e}") from e
-        logger.debug("saved the swarm registry to %s", path)
+            await save_entries(path, self.to_dict(include_volatile=False))
 
     # Names of the original implementation.
     load_persistent_endpoints = load
