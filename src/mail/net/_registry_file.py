@@ -24,7 +24,7 @@ import json
 import logging
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -32,13 +32,16 @@ from typing import Any
 from mail.errors import ConfigurationError, StorageError
 from mail.net._endpoint import SwarmEndpoint, is_legacy_version
 from mail.net._peer_http import describe
+from mail.net._tokens import stored_ref
 
 __all__ = [
     "FILE_MODE",
     "LOCAL_KEYS",
     "decode_endpoint",
     "decode_endpoints",
+    "decode_local",
     "encode_endpoint",
+    "encode_registry",
     "load_entries",
     "read_registry",
     "save_entries",
@@ -77,6 +80,38 @@ def encode_endpoint(endpoint: SwarmEndpoint, stored_ref: str | None) -> dict[str
         "metadata": endpoint.metadata,
         "volatile": endpoint.volatile,
         "legacy": endpoint.legacy,
+    }
+
+
+def encode_registry(local: Mapping[str, Any], endpoints: Iterable[SwarmEndpoint]) -> dict[str, Any]:
+    """The file's object: the :data:`LOCAL_KEYS` fields of ``local``, and ``endpoints`` by name
+    with their tokens as :func:`~mail.net._tokens.stored_ref` (the local swarm's as none)."""
+    name = local["local_swarm_name"]
+    return {
+        **{key: local[key] for key in LOCAL_KEYS},
+        "endpoints": {
+            e.swarm_name: encode_endpoint(e, None if e.swarm_name == name else stored_ref(e))
+            for e in endpoints
+        },
+    }
+
+
+def decode_local(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The :data:`LOCAL_KEYS` fields of registry ``data``, by key.
+
+    A description, keyword list or public flag that is missing (or not of its type) gets
+    its default. Raises :class:`ConfigurationError` unless the name and base URL are strings.
+    """
+    name, base_url = data.get("local_swarm_name"), data.get("local_base_url")
+    if not isinstance(name, str) or not isinstance(base_url, str):
+        raise ConfigurationError("local_swarm_name and local_base_url must be strings")
+    keywords = data.get("local_swarm_keywords") or []
+    return {
+        "local_swarm_name": name,
+        "local_base_url": base_url,
+        "local_swarm_description": str(data.get("local_swarm_description") or ""),
+        "local_swarm_keywords": [str(k) for k in keywords] if isinstance(keywords, list) else [],
+        "local_swarm_public": data.get("local_swarm_public") is True,
     }
 
 

@@ -36,7 +36,8 @@ from mail.net._peer_http import PeerClient
 from mail.net._registry_file import (
     LOCAL_KEYS,
     decode_endpoints,
-    encode_endpoint,
+    decode_local,
+    encode_registry,
     load_entries,
     save_entries,
 )
@@ -48,7 +49,6 @@ from mail.net._tokens import (
     is_env_ref,
     move_to_env_refs,
     restore_raw_tokens,
-    stored_ref,
     token_to_send,
 )
 from mail.version import PROTOCOL_VERSION
@@ -348,16 +348,8 @@ class SwarmRegistry:
 
     def to_dict(self, *, include_volatile: bool = True) -> dict[str, Any]:
         """The registry in the file format; tokens appear only as ``${VAR}`` references."""
-        return {
-            **self._local_fields(),
-            "endpoints": {
-                name: encode_endpoint(
-                    self._copy(e), None if name == self.local_swarm_name else stored_ref(e)
-                )
-                for name, e in self._endpoints.items()
-                if include_volatile or not e.volatile
-            },
-        }
+        kept = (e for e in self._endpoints.values() if include_volatile or not e.volatile)
+        return encode_registry(self._local_fields(), map(self._copy, kept))
 
     def _local_fields(self) -> dict[str, Any]:
         values = (
@@ -376,18 +368,7 @@ class SwarmRegistry:
         ``kwargs`` go to the constructor (``persistence_file``, ``env``, ``session``...).
         Raises :class:`ConfigurationError` when ``data`` is malformed.
         """
-        name, base_url = data.get("local_swarm_name"), data.get("local_base_url")
-        if not isinstance(name, str) or not isinstance(base_url, str):
-            raise ConfigurationError("local_swarm_name and local_base_url must be strings")
-        keywords = data.get("local_swarm_keywords") or []
-        registry = cls(
-            name,
-            base_url,
-            local_swarm_description=str(data.get("local_swarm_description") or ""),
-            local_swarm_keywords=[str(k) for k in keywords] if isinstance(keywords, list) else [],
-            local_swarm_public=data.get("local_swarm_public") is True,
-            **kwargs,
-        )
+        registry = cls(**decode_local(data), **kwargs)
         registry._merge(decode_endpoints(data.get("endpoints", {}), "registry data"), "data")
         return registry
 
