@@ -1,4 +1,4 @@
-"""The registry's JSON file: record encoding and decoding, and atomic blocking I/O.
+"""The registry's JSON file: its format (the whole object and each record) and atomic I/O.
 
 The blocking functions (:func:`read_registry`, :func:`write_registry`) are meant to run in a
 worker thread: :func:`load_entries` and :func:`save_entries` run them so, and turn I/O

@@ -28,6 +28,7 @@ __all__ = [
     "restore_raw_tokens",
     "stored_ref",
     "token_to_send",
+    "warn_if_raw",
 ]
 
 logger = logging.getLogger("mail.net.registry")
@@ -125,6 +126,16 @@ def stored_ref(endpoint: SwarmEndpoint) -> str | None:
             variable,
         )
     return env_ref(variable)
+
+
+def warn_if_raw(endpoint: SwarmEndpoint, source: str) -> None:
+    """Warn that ``source`` (a file, registry data) holds a raw token for ``endpoint``."""
+    if endpoint.auth_token_ref and not is_env_ref(endpoint.auth_token_ref):
+        logger.warning(
+            "%s holds a raw token for swarm %r (see migrate_auth_tokens_to_env_refs)",
+            source,
+            endpoint.swarm_name,
+        )
 
 
 def entry_token(

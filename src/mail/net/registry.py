@@ -14,6 +14,10 @@ Saving writes a temporary file, fsyncs it and renames it over the old one, in a 
 thread; a failed save raises :class:`~mail.errors.StorageError` and undoes the change that
 needed it. Health checks run in one owned background task and back off exponentially for
 peers that stay down. Every accessor hands out copies.
+
+This class owns the entry table and the public methods; the work lives beside it in
+``mail.net``: ``_tokens`` (token references), ``_registry_file`` (the file, off the loop),
+``_health`` (the check loop), ``_discovery`` and ``_peer_http`` (requests to peers).
 """
 
 from __future__ import annotations
@@ -46,10 +50,10 @@ from mail.net._tokens import (
     DEFAULT_TOKEN_PREFIX,
     check_variables,
     entry_token,
-    is_env_ref,
     move_to_env_refs,
     restore_raw_tokens,
     token_to_send,
+    warn_if_raw,
 )
 from mail.version import PROTOCOL_VERSION
 
@@ -278,22 +282,14 @@ class SwarmRegistry:
                 swarm_name,
             )
         ref, memory = entry_token(swarm_name, auth_token, volatile=volatile, env=self._environ())
-        endpoint = SwarmEndpoint(
-            swarm_name=swarm_name,
-            base_url=base,
-            version=info.version,
+        endpoint = info.entry(
+            swarm_name,
+            base,
+            volatile=volatile,
+            next_check=self._health.clock() + self._health.interval,
+            metadata=copy.deepcopy(metadata),
             auth_token_ref=ref,
             memory_token=memory,
-            last_seen=utc_now(),
-            is_active=True,
-            latency=info.latency,
-            swarm_description=info.description,
-            keywords=info.keywords,
-            metadata=copy.deepcopy(metadata),
-            public=info.public,
-            volatile=volatile,
-            legacy=info.legacy,
-            next_check=self._health.clock() + self._health.interval,
         )
         previous = self._endpoints.get(swarm_name)
         self._endpoints[swarm_name] = endpoint
@@ -378,12 +374,7 @@ class SwarmRegistry:
             name = endpoint.swarm_name
             if name == self.local_swarm_name or name in self._endpoints:
                 continue
-            if endpoint.auth_token_ref and not is_env_ref(endpoint.auth_token_ref):
-                logger.warning(
-                    "%s holds a raw token for swarm %r (see migrate_auth_tokens_to_env_refs)",
-                    source,
-                    name,
-                )
+            warn_if_raw(endpoint, source)
             self._endpoints[name] = endpoint
             loaded += 1
         return loaded
@@ -490,15 +481,11 @@ class SwarmRegistry:
         URLs are read, and the swarms of a listing registered, concurrently. Returns the
         names added.
         """
-
-        async def register(name: str, base_url: str, metadata: dict[str, Any] | None) -> None:
-            await self.register_swarm(name, base_url, metadata=metadata)
-
         return await discover(
             discovery_urls,
             list_swarms=self._client.list_swarms,
             is_known=lambda name: name == self.local_swarm_name or name in self._endpoints,
-            register=register,
+            register=lambda name, url, metadata: self.register_swarm(name, url, metadata=metadata),
             allow_url=allow_url,
         )
 
