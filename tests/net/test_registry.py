@@ -664,6 +664,21 @@ async def test_migrate_turns_raw_tokens_into_references(tmp_path: Path) -> None:
         await registry.aclose()
 
 
+async def test_failed_migration_save_restores_the_raw_tokens(tmp_path: Path) -> None:
+    target = tmp_path / "alpha.json"
+    target.mkdir()  # the save cannot replace it
+    registry = SwarmRegistry.from_dict(_data_with_raw_tokens(), persistence_file=target, env={})
+    try:
+        with pytest.raises(StorageError):
+            await registry.migrate_auth_tokens_to_env_refs()
+        beta = registry.get_swarm_endpoint("beta")
+        assert beta is not None and beta.auth_token_ref == "beta-SECRET"
+        assert beta.memory_token is None
+        assert registry.get_resolved_auth_token("beta") == "beta-SECRET"
+    finally:
+        await registry.aclose()
+
+
 async def test_validate_environment_variables(caplog_registry: pytest.LogCaptureFixture) -> None:
     registry = SwarmRegistry.from_dict(_data_with_raw_tokens(), env={"ALREADY_A_REF": "x"})
     try:

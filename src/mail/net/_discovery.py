@@ -127,7 +127,7 @@ async def discover(
     *,
     list_swarms: Callable[[str], Awaitable[Listing]],
     is_known: Callable[[str], bool],
-    register: Callable[[str, str, dict[str, Any] | None], Awaitable[None]],
+    register: Callable[[str, str, dict[str, Any] | None], Awaitable[object]],
     allow_url: Callable[[str], bool] | None,
 ) -> list[str]:
     """The registry's discovery walk (see ``SwarmRegistry.discover_swarms``)."""

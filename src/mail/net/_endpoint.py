@@ -6,14 +6,19 @@ import copy
 import dataclasses
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
-__all__ = ["FIRST_FORWARD_BACK_VERSION", "SwarmEndpoint", "is_legacy_version"]
+__all__ = ["FIRST_FORWARD_BACK_VERSION", "SwarmEndpoint", "is_legacy_version", "utc_now"]
 
 _VERSION = re.compile(r"^\s*v?(\d+)\.(\d+)")
 #: Peers older than this speak the synchronous ``/interswarm/message`` of protocol 1.1.
 FIRST_FORWARD_BACK_VERSION = (1, 2)
+
+
+def utc_now() -> datetime:
+    """The current time in UTC (what ``last_seen`` records)."""
+    return datetime.now(UTC)
 
 
 def is_legacy_version(version: str | None) -> bool:

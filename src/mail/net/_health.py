@@ -5,9 +5,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from datetime import UTC, datetime
 
-from mail.net._endpoint import SwarmEndpoint
+from mail.net._endpoint import SwarmEndpoint, utc_now
 from mail.net._peer_http import PeerClient
 
 __all__ = ["HEALTH_TASK_NAME", "HealthMonitor"]
@@ -52,7 +51,7 @@ class HealthMonitor:
         if ok:
             if not endpoint.is_active:
                 logger.info("swarm %r is active again", endpoint.swarm_name)
-            endpoint.is_active, endpoint.last_seen, endpoint.latency = True, _now(), latency
+            endpoint.is_active, endpoint.last_seen, endpoint.latency = True, utc_now(), latency
             endpoint.failures = 0
             endpoint.next_check = self.clock() + self.interval
             return True
@@ -117,10 +116,6 @@ class HealthMonitor:
             except Exception:
                 logger.exception("swarm health check round failed")
             await asyncio.sleep(self.interval)
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
 
 
 def _log_end(task: asyncio.Task[None]) -> None:

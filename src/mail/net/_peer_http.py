@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from mail.errors import RemoteSwarmUnavailableError
-from mail.net._endpoint import is_legacy_version
+from mail.net._endpoint import SwarmEndpoint, is_legacy_version, utc_now
 from mail.net._session import SessionSource
 
 if TYPE_CHECKING:
@@ -69,6 +69,36 @@ class PeerInfo:
     def legacy(self) -> bool:
         """True when the peer speaks protocol 1.1: no ``protocol_version``, or one below 1.2."""
         return self.protocol_version is None or is_legacy_version(self.protocol_version)
+
+    def entry(
+        self,
+        swarm_name: str,
+        base_url: str,
+        *,
+        volatile: bool,
+        next_check: float,
+        metadata: dict[str, Any] | None = None,
+        auth_token_ref: str | None = None,
+        memory_token: str | None = None,
+    ) -> SwarmEndpoint:
+        """The registry entry of this peer, just contacted: active, ``last_seen`` now."""
+        return SwarmEndpoint(
+            swarm_name=swarm_name,
+            base_url=base_url,
+            version=self.version,
+            auth_token_ref=auth_token_ref,
+            memory_token=memory_token,
+            last_seen=utc_now(),
+            is_active=True,
+            latency=self.latency,
+            swarm_description=self.description,
+            keywords=list(self.keywords),
+            metadata=metadata,
+            public=self.public,
+            volatile=volatile,
+            legacy=self.legacy,
+            next_check=next_check,
+        )
 
 
 class PeerClient:

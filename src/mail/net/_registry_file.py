@@ -1,7 +1,8 @@
-"""The registry's JSON file: record encoding and decoding, and atomic blocking I/O.
+"""The registry's JSON file: its format (the whole object and each record) and atomic I/O.
 
 The blocking functions (:func:`read_registry`, :func:`write_registry`) are meant to run in a
-worker thread (``asyncio.to_thread``). Format (CONTRACT 8.5)::
+worker thread: :func:`load_entries` and :func:`save_entries` run them so, and turn I/O
+failures into :class:`~mail.errors.StorageError`. Format (CONTRACT 8.5)::
 
     {"local_swarm_name", "local_base_url", "local_swarm_description",
      "local_swarm_keywords", "local_swarm_public",
@@ -17,27 +18,38 @@ means legacy. A token is never written: persistent entries hold a ``${VAR}`` ref
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
+import logging
 import os
 import tempfile
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from mail.errors import ConfigurationError
+from mail.errors import ConfigurationError, StorageError
 from mail.net._endpoint import SwarmEndpoint, is_legacy_version
+from mail.net._peer_http import describe
+from mail.net._tokens import stored_ref
 
 __all__ = [
     "FILE_MODE",
     "LOCAL_KEYS",
     "decode_endpoint",
     "decode_endpoints",
+    "decode_local",
     "encode_endpoint",
+    "encode_registry",
+    "load_entries",
     "read_registry",
+    "save_entries",
     "write_atomic",
     "write_registry",
 ]
+
+logger = logging.getLogger("mail.net.registry")
 
 #: The registry file names which environment variables hold peers' tokens: owner only.
 FILE_MODE = 0o600
@@ -68,6 +80,38 @@ def encode_endpoint(endpoint: SwarmEndpoint, stored_ref: str | None) -> dict[str
         "metadata": endpoint.metadata,
         "volatile": endpoint.volatile,
         "legacy": endpoint.legacy,
+    }
+
+
+def encode_registry(local: Mapping[str, Any], endpoints: Iterable[SwarmEndpoint]) -> dict[str, Any]:
+    """The file's object: the :data:`LOCAL_KEYS` fields of ``local``, and ``endpoints`` by name
+    with their tokens as :func:`~mail.net._tokens.stored_ref` (the local swarm's as none)."""
+    name = local["local_swarm_name"]
+    return {
+        **{key: local[key] for key in LOCAL_KEYS},
+        "endpoints": {
+            e.swarm_name: encode_endpoint(e, None if e.swarm_name == name else stored_ref(e))
+            for e in endpoints
+        },
+    }
+
+
+def decode_local(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The :data:`LOCAL_KEYS` fields of registry ``data``, by key.
+
+    A description, keyword list or public flag that is missing (or not of its type) gets
+    its default. Raises :class:`ConfigurationError` unless the name and base URL are strings.
+    """
+    name, base_url = data.get("local_swarm_name"), data.get("local_base_url")
+    if not isinstance(name, str) or not isinstance(base_url, str):
+        raise ConfigurationError("local_swarm_name and local_base_url must be strings")
+    keywords = data.get("local_swarm_keywords") or []
+    return {
+        "local_swarm_name": name,
+        "local_base_url": base_url,
+        "local_swarm_description": str(data.get("local_swarm_description") or ""),
+        "local_swarm_keywords": [str(k) for k in keywords] if isinstance(keywords, list) else [],
+        "local_swarm_public": data.get("local_swarm_public") is True,
     }
 
 
@@ -192,6 +236,47 @@ def read_registry(path: Path) -> tuple[dict[str, Any], list[SwarmEndpoint]] | No
         raise ConfigurationError(f"swarm registry file {path} must hold a JSON object")
     local = {key: data[key] for key in LOCAL_KEYS if key in data}
     return local, decode_endpoints(data.get("endpoints", {}), f"swarm registry file {path}")
+
+
+async def load_entries(path: Path, configured: Mapping[str, Any]) -> list[SwarmEndpoint] | None:
+    """The endpoints saved in ``path``, read in a worker thread; ``None`` when it is missing.
+
+    ``local_*`` fields of the file that differ from ``configured`` (the reader's own) are
+    logged: the configuration wins. Raises :class:`StorageError` when the file cannot be
+    read, :class:`ConfigurationError` naming it when it is not a registry file.
+    """
+    try:
+        found = await asyncio.to_thread(read_registry, path)
+    except OSError as e:
+        raise StorageError(f"could not read the swarm registry file {path}: {e}") from e
+    if found is None:
+        logger.info("no swarm registry file at %s yet", path)
+        return None
+    local, endpoints = found
+    differ = [key for key, value in local.items() if value != configured[key]]
+    if differ:
+        logger.warning(
+            "swarm registry file %s differs from the configured local swarm in %s; "
+            "the configuration wins",
+            path,
+            ", ".join(differ),
+        )
+    return endpoints
+
+
+async def save_entries(path: Path, data: dict[str, Any]) -> None:
+    """Write ``data`` to ``path`` atomically, in a worker thread.
+
+    Raises :class:`StorageError` (and logs) when the file cannot be written; the previous
+    file is then left intact.
+    """
+    try:
+        await asyncio.to_thread(write_registry, path, data)
+    except (OSError, TypeError, ValueError) as e:
+        # The StorageError raised below carries the traceback; log where it happened.
+        logger.error("could not save the swarm registry to %s: %s", path, describe(e))  # noqa: TRY400
+        raise StorageError(f"could not save the swarm registry to {path}: {e}") from e
+    logger.debug("saved the swarm registry to %s", path)
 
 
 def write_registry(path: Path, data: dict[str, Any]) -> None:

@@ -14,6 +14,10 @@ Saving writes a temporary file, fsyncs it and renames it over the old one, in a 
 thread; a failed save raises :class:`~mail.errors.StorageError` and undoes the change that
 needed it. Health checks run in one owned background task and back off exponentially for
 peers that stay down. Every accessor hands out copies.
+
+This class owns the entry table and the public methods; the work lives beside it in
+``mail.net``: ``_tokens`` (token references), ``_registry_file`` (the file, off the loop),
+``_health`` (the check loop), ``_discovery`` and ``_peer_http`` (requests to peers).
 """
 
 from __future__ import annotations
@@ -24,33 +28,32 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
 from mail.errors import ConfigurationError, RemoteSwarmUnavailableError, StorageError
 from mail.net._discovery import discover
-from mail.net._endpoint import SwarmEndpoint
+from mail.net._endpoint import SwarmEndpoint, utc_now
 from mail.net._health import HEALTH_TASK_NAME, HealthMonitor
-from mail.net._peer_http import PeerClient, describe
+from mail.net._peer_http import PeerClient
 from mail.net._registry_file import (
     LOCAL_KEYS,
     decode_endpoints,
-    encode_endpoint,
-    read_registry,
-    write_registry,
+    decode_local,
+    encode_registry,
+    load_entries,
+    save_entries,
 )
 from mail.net._session import SessionSource
 from mail.net._tokens import (
     DEFAULT_TOKEN_PREFIX,
-    env_ref,
-    env_var_name,
-    is_env_ref,
-    persistent_ref,
-    ref_variable,
-    resolve,
-    stored_ref,
+    check_variables,
+    entry_token,
+    move_to_env_refs,
+    restore_raw_tokens,
+    token_to_send,
+    warn_if_raw,
 )
 from mail.version import PROTOCOL_VERSION
 
@@ -60,10 +63,6 @@ if TYPE_CHECKING:
 __all__ = ["HEALTH_TASK_NAME", "SwarmEndpoint", "SwarmRegistry"]
 
 logger = logging.getLogger("mail.net.registry")
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
 
 
 class SwarmRegistry:
@@ -162,7 +161,7 @@ class SwarmRegistry:
             swarm_name=self.local_swarm_name,
             base_url=self.local_base_url,
             version=self.local_version,
-            last_seen=_now(),
+            last_seen=utc_now(),
             is_active=True,
             swarm_description=self.local_swarm_description,
             keywords=list(self.local_swarm_keywords),
@@ -176,7 +175,7 @@ class SwarmRegistry:
     def _copy(self, endpoint: SwarmEndpoint) -> SwarmEndpoint:
         result = endpoint.copy()
         if endpoint.swarm_name == self.local_swarm_name:
-            result.last_seen = _now()  # we are up whenever we answer
+            result.last_seen = utc_now()  # we are up whenever we answer
         return result
 
     def _select(self, keep: Callable[[SwarmEndpoint], bool]) -> dict[str, SwarmEndpoint]:
@@ -208,6 +207,9 @@ class SwarmRegistry:
     def _environ(self) -> Mapping[str, str]:
         return self._env if self._env is not None else os.environ
 
+    def _peers(self) -> list[SwarmEndpoint]:
+        return [e for name, e in self._endpoints.items() if name != self.local_swarm_name]
+
     def get_resolved_auth_token(self, swarm_name: str) -> str | None:
         """The token to send to ``swarm_name``: ``${VAR}`` is looked up, a raw token is itself.
 
@@ -216,33 +218,14 @@ class SwarmRegistry:
         token, or its variable is unset or empty (logged as a warning).
         """
         endpoint = self._endpoints.get(swarm_name)
-        if endpoint is None:
-            return None
-        ref, env = endpoint.auth_token_ref, self._environ()
-        unset = ref is not None and is_env_ref(ref) and not env.get(ref_variable(ref))
-        if endpoint.memory_token and unset:
-            return endpoint.memory_token  # registered with it; the variable is not set yet
-        return resolve(ref, env, swarm_name)
+        return None if endpoint is None else token_to_send(endpoint, self._environ())
 
     def validate_environment_variables(self) -> dict[str, bool]:
         """Map each variable named by a peer's ``${VAR}`` reference to whether it is set.
 
         Unset or empty variables are logged as warnings.
         """
-        results: dict[str, bool] = {}
-        for endpoint in self._endpoints.values():
-            ref = endpoint.auth_token_ref
-            if endpoint.swarm_name == self.local_swarm_name or ref is None or not is_env_ref(ref):
-                continue
-            variable = ref_variable(ref)
-            results[variable] = bool(self._environ().get(variable))
-            if not results[variable]:
-                logger.warning(
-                    "environment variable %s (token of swarm %r) is not set",
-                    variable,
-                    endpoint.swarm_name,
-                )
-        return results
+        return check_variables(self._peers(), self._environ())
 
     async def migrate_auth_tokens_to_env_refs(
         self, prefix: str = DEFAULT_TOKEN_PREFIX
@@ -254,31 +237,10 @@ class SwarmRegistry:
         saves. Raises :class:`StorageError` (and restores the raw tokens) when the save
         fails.
         """
-        exported: dict[str, str] = {}
-        previous: dict[str, str] = {}
-        for name, endpoint in self._endpoints.items():
-            ref = endpoint.auth_token_ref
-            if name == self.local_swarm_name or endpoint.volatile or not ref or is_env_ref(ref):
-                continue
-            variable = env_var_name(name, prefix)
-            previous[name], exported[variable] = ref, ref
-            endpoint.auth_token_ref, endpoint.memory_token = env_ref(variable), ref
-            logger.info("swarm %r: token moved to environment variable %s", name, variable)
-            if not self._environ().get(variable):
-                logger.warning(
-                    "environment variable %s must be set to swarm %r's token", variable, name
-                )
-        if not exported:
-            return {}
-        try:
-            await self.save()
-        except StorageError:
-            for name, token in previous.items():
-                if name in self._endpoints:
-                    endpoint = self._endpoints[name]
-                    endpoint.auth_token_ref, endpoint.memory_token = token, None
-            raise
-        return exported
+        moved = move_to_env_refs(self._peers(), self._environ(), prefix)
+        if moved:
+            await self._save_or_undo(lambda: restore_raw_tokens(moved))
+        return {variable: token for _, variable, token in moved}
 
     # --- registration ----------------------------------------------------------------------
 
@@ -319,24 +281,15 @@ class SwarmRegistry:
                 info.name,
                 swarm_name,
             )
-        endpoint = SwarmEndpoint(
-            swarm_name=swarm_name,
-            base_url=base,
-            version=info.version,
-            auth_token_ref=auth_token
-            if volatile
-            else persistent_ref(swarm_name, auth_token, self._environ()),
-            memory_token=None if volatile or is_env_ref(auth_token) else auth_token,
-            last_seen=_now(),
-            is_active=True,
-            latency=info.latency,
-            swarm_description=info.description,
-            keywords=info.keywords,
-            metadata=copy.deepcopy(metadata),
-            public=info.public,
+        ref, memory = entry_token(swarm_name, auth_token, volatile=volatile, env=self._environ())
+        endpoint = info.entry(
+            swarm_name,
+            base,
             volatile=volatile,
-            legacy=info.legacy,
             next_check=self._health.clock() + self._health.interval,
+            metadata=copy.deepcopy(metadata),
+            auth_token_ref=ref,
+            memory_token=memory,
         )
         previous = self._endpoints.get(swarm_name)
         self._endpoints[swarm_name] = endpoint
@@ -347,7 +300,7 @@ class SwarmRegistry:
             "volatile" if volatile else "persistent",
         )
         if not volatile or (previous is not None and not previous.volatile):
-            await self._save_or_restore(swarm_name, previous)
+            await self._save_or_undo(lambda: self._put_back(swarm_name, previous))
         return self._copy(endpoint)
 
     async def unregister_swarm(self, swarm_name: str) -> bool:
@@ -363,7 +316,7 @@ class SwarmRegistry:
             return False
         logger.info("unregistered swarm %r", swarm_name)
         if not endpoint.volatile:
-            await self._save_or_restore(swarm_name, endpoint)
+            await self._save_or_undo(lambda: self._put_back(swarm_name, endpoint))
         return True
 
     def cleanup_volatile_endpoints(self) -> list[str]:
@@ -374,30 +327,25 @@ class SwarmRegistry:
         logger.info("removed %d volatile swarm(s)", len(names))
         return names
 
-    async def _save_or_restore(self, swarm_name: str, previous: SwarmEndpoint | None) -> None:
+    def _put_back(self, swarm_name: str, previous: SwarmEndpoint | None) -> None:
+        if previous is None:
+            self._endpoints.pop(swarm_name, None)
+        else:
+            self._endpoints[swarm_name] = previous
+
+    async def _save_or_undo(self, undo: Callable[[], None]) -> None:
         try:
             await self.save()
         except StorageError:
-            if previous is None:
-                self._endpoints.pop(swarm_name, None)
-            else:
-                self._endpoints[swarm_name] = previous
+            undo()  # memory and disk agree again
             raise
 
     # --- persistence -----------------------------------------------------------------------
 
     def to_dict(self, *, include_volatile: bool = True) -> dict[str, Any]:
         """The registry in the file format; tokens appear only as ``${VAR}`` references."""
-        return {
-            **self._local_fields(),
-            "endpoints": {
-                name: encode_endpoint(
-                    self._copy(e), None if name == self.local_swarm_name else stored_ref(e)
-                )
-                for name, e in self._endpoints.items()
-                if include_volatile or not e.volatile
-            },
-        }
+        kept = (e for e in self._endpoints.values() if include_volatile or not e.volatile)
+        return encode_registry(self._local_fields(), map(self._copy, kept))
 
     def _local_fields(self) -> dict[str, Any]:
         values = (
@@ -416,18 +364,7 @@ class SwarmRegistry:
         ``kwargs`` go to the constructor (``persistence_file``, ``env``, ``session``...).
         Raises :class:`ConfigurationError` when ``data`` is malformed.
         """
-        name, base_url = data.get("local_swarm_name"), data.get("local_base_url")
-        if not isinstance(name, str) or not isinstance(base_url, str):
-            raise ConfigurationError("local_swarm_name and local_base_url must be strings")
-        keywords = data.get("local_swarm_keywords") or []
-        registry = cls(
-            name,
-            base_url,
-            local_swarm_description=str(data.get("local_swarm_description") or ""),
-            local_swarm_keywords=[str(k) for k in keywords] if isinstance(keywords, list) else [],
-            local_swarm_public=data.get("local_swarm_public") is True,
-            **kwargs,
-        )
+        registry = cls(**decode_local(data), **kwargs)
         registry._merge(decode_endpoints(data.get("endpoints", {}), "registry data"), "data")
         return registry
 
@@ -437,12 +374,7 @@ class SwarmRegistry:
             name = endpoint.swarm_name
             if name == self.local_swarm_name or name in self._endpoints:
                 continue
-            if endpoint.auth_token_ref and not is_env_ref(endpoint.auth_token_ref):
-                logger.warning(
-                    "%s holds a raw token for swarm %r (see migrate_auth_tokens_to_env_refs)",
-                    source,
-                    name,
-                )
+            warn_if_raw(endpoint, source)
             self._endpoints[name] = endpoint
             loaded += 1
         return loaded
@@ -459,23 +391,9 @@ class SwarmRegistry:
         path = self.persistence_file
         if path is None:
             return 0
-        try:
-            found = await asyncio.to_thread(read_registry, path)
-        except OSError as e:
-            raise StorageError(f"could not read the swarm registry file {path}: {e}") from e
-        if found is None:
-            logger.info("no swarm registry file at %s yet", path)
+        endpoints = await load_entries(path, self._local_fields())
+        if endpoints is None:
             return 0
-        local, endpoints = found
-        ours = self._local_fields()
-        differ = [key for key, value in local.items() if value != ours[key]]
-        if differ:
-            logger.warning(
-                "swarm registry file %s differs from the configured local swarm in %s; "
-                "the configuration wins",
-                path,
-                ", ".join(differ),
-            )
         loaded = self._merge(endpoints, str(path))
         logger.info("loaded %d swarm(s) from %s", loaded, path)
         self.validate_environment_variables()
@@ -491,13 +409,7 @@ class SwarmRegistry:
         if path is None:
             return
         async with self._save_lock:  # saves land in the order they were asked for
-            try:
-                await asyncio.to_thread(write_registry, path, self.to_dict(include_volatile=False))
-            except (OSError, TypeError, ValueError) as e:
-                # The StorageError raised below carries the traceback; log where it happened.
-                logger.error("could not save the swarm registry to %s: %s", path, describe(e))  # noqa: TRY400
-                raise StorageError(f"could not save the swarm registry to {path}: {e}") from e
-        logger.debug("saved the swarm registry to %s", path)
+            await save_entries(path, self.to_dict(include_volatile=False))
 
     # Names of the original implementation.
     load_persistent_endpoints = load
@@ -569,15 +481,11 @@ class SwarmRegistry:
         URLs are read, and the swarms of a listing registered, concurrently. Returns the
         names added.
         """
-
-        async def register(name: str, base_url: str, metadata: dict[str, Any] | None) -> None:
-            await self.register_swarm(name, base_url, metadata=metadata)
-
         return await discover(
             discovery_urls,
             list_swarms=self._client.list_swarms,
             is_known=lambda name: name == self.local_swarm_name or name in self._endpoints,
-            register=register,
+            register=lambda name, url, metadata: self.register_swarm(name, url, metadata=metadata),
             allow_url=allow_url,
         )
 

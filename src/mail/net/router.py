@@ -301,15 +301,7 @@ class InterswarmRouter:
             endpoint = await self._usable_endpoint(swarm)
             token = self._token(swarm)
             legacy = endpoint.legacy
-            wire = make_interswarm_message(
-                message=outbound_message(message, self.local_swarm_name, swarm),
-                source_swarm=self.local_swarm_name,
-                target_swarm=swarm,
-                task_owner=task.task_owner,
-                task_contributors=contributors,
-                auth_token="",  # the token travels in the Authorization header only
-                metadata=_legacy_metadata(message) if legacy else {},
-            )
+            wire = self._wire(task, message, swarm, contributors, legacy=legacy)
             if legacy:
                 answer = await self._http().post_json(
                     f"{endpoint.base_url}/interswarm/message",
@@ -332,6 +324,26 @@ class InterswarmRouter:
         if legacy:
             self._queue_legacy_answer(runtime, task, answer, swarm, contributors)
         return answer
+
+    def _wire(
+        self,
+        task: MAILTask,
+        message: MAILMessage,
+        swarm: str,
+        contributors: list[str],
+        *,
+        legacy: bool = False,
+    ) -> MAILInterswarmMessage:
+        """``message`` of ``task`` wrapped for ``swarm`` (``legacy``: for a protocol 1.1 peer)."""
+        return make_interswarm_message(
+            message=outbound_message(message, self.local_swarm_name, swarm),
+            source_swarm=self.local_swarm_name,
+            target_swarm=swarm,
+            task_owner=task.task_owner,
+            task_contributors=contributors,
+            auth_token="",  # the token travels in the Authorization header only
+            metadata=_legacy_metadata(message) if legacy else {},
+        )
 
     async def _usable_endpoint(self, swarm: str) -> SwarmEndpoint:
         endpoint = self.registry.get_swarm_endpoint(swarm)
@@ -422,14 +434,8 @@ class InterswarmRouter:
         if entry is None or entry[0] != swarm or entry[1].done():
             return False
         entry[1].set_result(message)
-        wire = make_interswarm_message(
-            message=outbound_message(message, self.local_swarm_name, swarm),
-            source_swarm=self.local_swarm_name,
-            target_swarm=swarm,
-            task_owner=task.task_owner,
-            task_contributors=contributors_of(task.task_contributors, runtime.this_owner),
-        )
-        _record_sent(task, wire, "back", swarm)
+        contributors = contributors_of(task.task_contributors, runtime.this_owner)
+        _record_sent(task, self._wire(task, message, swarm, contributors), "back", swarm)
         return True
 
     # --- shutdown --------------------------------------------------------------------------
