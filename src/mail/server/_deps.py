@@ -9,10 +9,10 @@ other roles and declares the bearer scheme in the OpenAPI document; ``_debug: De
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.security import HTTPBearer
 
 from mail.server._state import ServerState
 from mail.server.auth import Caller
@@ -32,9 +32,6 @@ __all__ = [
     "ui_caller",
 ]
 
-# Declares the bearer scheme in the OpenAPI document; the gate does the checking.
-_bearer = HTTPBearer(auto_error=False, description="An API key: `Authorization: Bearer <key>`")
-_Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 _UI = ("ui",)
 
 
@@ -64,26 +61,29 @@ async def _authorize(request: Request, roles: tuple[str, ...]) -> Caller:
     return caller
 
 
-#: the caller dependencies (of :func:`caller_with` and :func:`ui_caller`) -> their roles
-_ROLES: dict[Callable[..., Any], tuple[str, ...]] = {}
+class _CallerWith(HTTPBearer):
+    """A dependency that authenticates the request and requires one of ``roles``; as an
+    ``HTTPBearer`` it declares the bearer scheme in the OpenAPI document."""
+
+    def __init__(self, roles: tuple[str, ...]) -> None:
+        super().__init__(
+            auto_error=False,
+            scheme_name="HTTPBearer",
+            description="An API key: `Authorization: Bearer <key>`",
+        )
+        self.roles = roles
+
+    async def __call__(self, request: Request) -> Caller:  # type: ignore[override]
+        return await _authorize(request, self.roles)
 
 
 def caller_with(*roles: str) -> Callable[..., Awaitable[Caller]]:
     """A dependency that authenticates the request and requires one of ``roles``."""
-
-    async def dependency(request: Request, _credentials: _Credentials) -> Caller:
-        return await _authorize(request, roles)
-
-    _ROLES[dependency] = roles
-    return dependency
+    return _CallerWith(roles)
 
 
-async def ui_caller(request: Request, _credentials: _Credentials) -> Caller:
-    """Bearer auth for ``/ui/*``; in debug mode, loopback clients may omit it."""
-    return await _authorize(request, _UI)
-
-
-_ROLES[ui_caller] = _UI
+#: Bearer auth for ``/ui/*``; in debug mode, loopback clients may omit it.
+ui_caller = _CallerWith(_UI)
 
 
 async def check_gates(request: Request) -> None:
@@ -99,9 +99,8 @@ async def check_gates(request: Request) -> None:
     for dependency in dependant.dependencies if dependant is not None else ():
         if dependency.call is debug_only:
             await debug_only(state_of(request))
-        roles = _ROLES.get(dependency.call) if dependency.call is not None else None
-        if roles is not None:
-            await _authorize(request, roles)
+        if isinstance(dependency.call, _CallerWith):
+            await _authorize(request, dependency.call.roles)
 
 
 Admin = Annotated[Caller, Depends(caller_with("admin"))]
