@@ -118,11 +118,6 @@ class MAILEvent:
         return cls(event=EventName.PING, task_id=task_id, timestamp=ts, payload=payload)
 
 
-def _expire(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_result(None)
-
-
 class LogListener(Protocol):
     """Told when a task's log gets events (the runtime's store recorder)."""
 
@@ -205,18 +200,15 @@ class EventLog:
         """Wait until an event newer than ``after`` exists; ``False`` on timeout."""
         if self.last_seq > after:
             return True
-        # A future of its own and a timer handle rather than wait_for(shield(shared)): the
-        # reader wakes in the loop iteration after the append, and cancelling one reader
-        # touches no other.
-        loop = asyncio.get_running_loop()
-        waiter: asyncio.Future[None] = loop.create_future()
+        # a future per reader: cancelling one reader touches no other
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
-        timer = loop.call_later(timeout, _expire, waiter) if timeout is not None else None
         try:
-            await waiter
+            async with asyncio.timeout(timeout):
+                await waiter
+        except TimeoutError:
+            pass  # answered below
         finally:
-            if timer is not None:
-                timer.cancel()
             if waiter in self._waiters:  # timed out or cancelled before an append
                 self._waiters.remove(waiter)
         return self.last_seq > after
