@@ -38,7 +38,7 @@ Direction = Literal["forward", "back"]
 #: Opens a task here: ``(task_id, owner, contributors)``; refused while shutting down.
 TaskOpener = Callable[[str, str, list[str]], MAILTask]
 #: Tells remote swarms that a task completed: ``(task, agent, answer, swarms)``.
-CompletionNotice = Callable[[MAILTask, str, str, Collection[str]], None]
+NoticeToSwarms = Callable[[MAILTask, str, str, Collection[str]], None]
 
 #: How many inbound message ids a runtime remembers for deduplication.
 SEEN_LIMIT = 4096
@@ -89,7 +89,7 @@ class RemoteLedger:
         scheduler: Scheduler,
         system: SystemMessages,
         open_task: TaskOpener,
-        notify_completion: CompletionNotice,
+        notify_completion: NoticeToSwarms,
         seen_limit: int = SEEN_LIMIT,
     ) -> None:
         self.swarm_name = swarm_name
