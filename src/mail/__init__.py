@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 from mail.version import PROTOCOL_VERSION, __version__
 
 if TYPE_CHECKING:
-    from mail._gc import settle_gc
     from mail.api import (
         MAILAction,
         MAILAgent,
@@ -50,12 +49,10 @@ __all__ = [
     "MAILMessage",
     "MAILRequest",
     "MAILResponse",
-    "settle_gc",
 ]
 
 # Public name -> module that defines it; loaded on first attribute access.
 _LAZY: dict[str, str] = {
-    "settle_gc": "mail._gc",
     "AgentToolCall": "mail.core.tools",
     "MAILAction": "mail.api",
     "MAILAgent": "mail.api",

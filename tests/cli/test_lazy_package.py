@@ -24,7 +24,6 @@ PUBLIC = (
     "MAILMessage",
     "MAILRequest",
     "MAILResponse",
-    "settle_gc",
 )
 
 
@@ -33,14 +32,13 @@ def test_all_is_unchanged() -> None:
 
 
 def test_every_public_name_resolves_to_its_defining_object() -> None:
-    import mail._gc
     import mail.api
     import mail.core.message
     import mail.core.tools
 
     for name in PUBLIC:
         value = getattr(mail, name)
-        for module in (mail.api, mail.core.message, mail.core.tools, mail._gc):
+        for module in (mail.api, mail.core.message, mail.core.tools):
             if name in module.__all__:
                 assert value is getattr(module, name)
 
@@ -85,13 +83,3 @@ def test_import_mail_loads_no_pydantic_until_a_name_is_used(mail_env: dict[str, 
         "print(before, 'pydantic' in sys.modules, 'mail.api' in sys.modules)"
     )
     assert _child_output(code, mail_env) == ["False", "True", "True"]
-
-
-def test_settle_gc_is_the_servers_and_loads_nothing_heavy(mail_env: dict[str, str]) -> None:
-    # for programs that embed a swarm: the policy of `mail server`, without the server
-    code = (
-        "import sys, gc, mail; mail.settle_gc(); "
-        "print(gc.get_freeze_count() > 0, gc.get_threshold()[0], "
-        "'pydantic' in sys.modules, 'fastapi' in sys.modules)"
-    )
-    assert _child_output(code, mail_env) == ["True", "10000", "False", "False"]

@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from contextlib import aclosing
 from typing import Any
 
 import pytest
 
 from mail.core.agents import AgentCore
+from mail.core.message import create_agent_address, create_user_address, make_request
 from mail.examples.weather_dummy._forecast import CONDITIONS
 from mail.testing import ScriptedAgent
 
@@ -171,14 +173,30 @@ async def test_missing_action_is_reported(offline_swarm: Any, ask: Any) -> None:
     assert "action_error" in event_names(events)
 
 
-async def test_failing_helper_ends_with_an_apology(offline_swarm: Any, ask: Any) -> None:
+async def test_failing_helper_ends_with_an_apology(offline_swarm: Any) -> None:
+    gate = asyncio.Event()  # math fails once the weather answer has reached the supervisor
     broken = AgentCore(
-        ScriptedAgent([RuntimeError("out of order")]),
+        ScriptedAgent([RuntimeError("out of order")], gate=gate),
         ["supervisor"],
         actions=["calculate_expression"],
     )
     rt = offline_swarm(agents={"math": broken})
-    final, events = await ask(rt, "Weather in Oslo and 1 + 1?")
+    question = make_request(
+        task_id="t-sorry",
+        sender=create_user_address("u1"),
+        recipient=create_agent_address("supervisor"),
+        subject="New Message",
+        body="Weather in Oslo and 1 + 1?",
+    )
+    task = await rt.submit(question)
+    async with asyncio.timeout(10), aclosing(task.log.follow()) as log:
+        async for event in log:
+            sent = event.extra_data.get("full_message", {}).get("message", {})
+            if sent.get("sender", {}).get("address") == "weather":
+                break
+    gate.set()
+    final = await rt.wait_for_task("t-sorry", timeout=10)
+    events = rt.get_events("t-sorry")
     body = final["message"]["body"]
     assert body.startswith("Sorry, I could not finish this: Agent 'math' failed")
     assert "out of order" in body
@@ -193,7 +211,6 @@ async def test_step_limit_is_respected(offline_swarm: Any, ask: Any) -> None:
 
 
 async def test_breakpoint_on_the_forecast_action() -> None:
-    from mail.core.message import create_agent_address, create_user_address, make_request
     from mail.examples.offline import offline_runtime
 
     rt = offline_runtime("u1", breakpoint_tools=["get_weather_forecast"])

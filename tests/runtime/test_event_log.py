@@ -161,3 +161,17 @@ async def test_followers_counts_readers_inside_follow() -> None:
         assert (await anext(events)).description == "one"
         assert log.followers == 1
     assert log.followers == 0
+
+
+async def test_follow_until_lost_the_events_appended_while_the_reader_held_one() -> None:
+    """Regression: a reader that ended once ``until()`` was true dropped the events
+    appended while it was handing out the previous one (a stream missed the task's end)."""
+    log = EventLog("t-until")
+    log.emit(EventName.NEW_MESSAGE, "one")
+    done = False
+    async with contextlib.aclosing(log.follow(0, until=lambda: done)) as events:
+        assert (await anext(events)).description == "one"
+        log.emit(EventName.TOOL_CALL, "two")
+        log.emit(EventName.TASK_COMPLETE_CALL, "three")
+        done = True
+        assert [e.description async for e in events] == ["two", "three"]

@@ -1,7 +1,6 @@
 """Start-up stays light: a server with no peers never imports ``aiohttp`` (about half a
 second of imports), the first call to a peer does; the runtime loads with the first
-caller's swarm; ``mail server`` raises the young collection threshold before its imports and
-``settle_gc`` hides start-up's objects from the garbage collector."""
+caller's swarm."""
 
 from __future__ import annotations
 
@@ -83,55 +82,6 @@ def test_server_imports_neither_runtime_nor_aiohttp_before_it_needs_them(
     ]
 
 
-def test_settle_gc_freezes_start_up_and_raises_the_young_threshold() -> None:
-    # in a child process: freezing the test run's own objects would keep its garbage
-    code = (
-        "import gc, mail.server; before = gc.get_freeze_count(); mail.server.settle_gc(); "
-        "print(before, gc.get_freeze_count() > 10_000, gc.get_threshold()[0])"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-    )
-    assert result.stdout.split() == ["0", "True", "10000"]
-
-
-ADAPT_PROBE = """
-import gc, mail
-older = gc.get_threshold()[1:]
-mail.settle_gc()
-seen = [gc.get_threshold()[0]]
-for _ in range(7):  # collections that free nothing: doubled each time, up to the ceiling
-    gc.collect(0)
-    seen.append(gc.get_threshold()[0])
-a = []
-a.append(a)  # a cycle: garbage only the collector frees
-del a
-gc.collect(0)
-seen.append(gc.get_threshold()[0])
-mail.settle_gc()  # again: still one callback
-print(*seen, gc.callbacks.count(gc.callbacks[-1]), gc.get_threshold()[1:] == older)
-"""
-
-
-def test_settle_gc_adapts_the_young_threshold_to_what_collections_free() -> None:
-    result = subprocess.run(
-        [sys.executable, "-c", ADAPT_PROBE], capture_output=True, text=True, timeout=60, check=True
-    )
-    assert result.stdout.split() == [
-        "10000",
-        "20000",
-        "40000",
-        "80000",
-        "160000",
-        "320000",
-        "320000",
-        "320000",
-        "10000",
-        "1",
-        "True",
-    ]
-
-
 def test_the_app_module_is_importable_by_its_dotted_name() -> None:
     import mail.server
     import mail.server._app as app_module
@@ -178,16 +128,3 @@ def test_the_document_served_after_requests_is_the_generated_one(tmp_path: Path)
     served = json.loads(result.stdout)
     committed = yaml.safe_load((ROOT / "spec" / "openapi.yaml").read_text(encoding="utf-8"))
     assert served == committed
-
-
-def test_raise_young_threshold_keeps_the_older_generations_thresholds() -> None:
-    # what `mail server` runs before its imports, in a child process like settle_gc's test
-    code = (
-        "import gc; from mail._gc import raise_young_threshold; before = gc.get_threshold(); "
-        "raise_young_threshold(); after = gc.get_threshold(); "
-        "print(after[0], after[1:] == before[1:], 'mail.server' in __import__('sys').modules)"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-    )
-    assert result.stdout.split() == ["10000", "True", "False"]

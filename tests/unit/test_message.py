@@ -21,6 +21,8 @@ from jsonschema import Draft202012Validator, ValidationError
 from jsonschema.exceptions import best_match
 
 from mail.core import message as m
+from mail.core._system_messages import Subject, SystemMessages
+from mail.db.store import dumps
 from mail.errors import InvalidMessageError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -260,7 +262,7 @@ def test_new_task_id_is_a_uuid4_that_starts_with_the_time() -> None:
 _FORK_CHECK = """
 import os
 from mail.core.message import new_task_id
-new_task_id()  # the pool holds unused random bytes now
+new_task_id()  # the parent has drawn ids before it forks
 read, write = os.pipe()
 pid = os.fork()
 if pid == 0:  # the child: report its next ids and leave at once
@@ -284,6 +286,17 @@ def test_a_forked_child_draws_task_ids_its_parent_never_gives() -> None:
         [sys.executable, "-c", _FORK_CHECK], capture_output=True, text=True, check=True
     )
     assert result.stdout.split() == ["20", "0"]
+
+
+def test_system_message_subjects_travel_as_their_plain_value() -> None:
+    msg = SystemMessages("demo").agent_error("t-1", "worker", "it broke")
+    assert msg["message"]["subject"] is Subject.AGENT_ERROR
+    for encoded in (json.dumps(msg), dumps(msg)):  # the server's JSON, the stores' JSON
+        assert json.loads(encoded)["message"]["subject"] == "::agent_error::"
+        assert '"subject":"::agent_error::"' in encoded.replace(" ", "")
+    assert "<subject>::agent_error::</subject>" in m.build_mail_xml(msg)["content"]
+    m.validate_message(msg)
+    assert CORE.is_valid(json.loads(json.dumps(msg)))
 
 
 def test_utc_timestamp_is_current_utc_with_microseconds() -> None:

@@ -397,10 +397,6 @@ def _fail(command: str, error: BaseException) -> int:
 
 
 def _run_server(args: argparse.Namespace) -> int:
-    from mail._gc import raise_young_threshold  # noqa: PLC0415  # standard library only
-
-    # The server process's collector policy before its imports (see mail._gc).
-    raise_young_threshold()
     # Logging first, so the warnings load_config logs (unknown keys) reach stderr once.
     _configure_logging()
     from mail.config import load_config  # noqa: PLC0415  # keep `mail --help` fast

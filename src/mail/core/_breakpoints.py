@@ -1,17 +1,18 @@
-"""Reading the caller's results for breakpoint tool calls."""
+"""Breakpoint tool calls: reading the caller's results, resuming the paused task with them."""
 
 from __future__ import annotations
 
 import contextlib
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from mail.errors import InvalidMessageError
+from mail.core._scheduler import Scheduler
+from mail.core._system_messages import SystemMessages
+from mail.core.events import EventName
+from mail.core.tasks import MAILTask, PendingBreakpoint, TaskState
+from mail.errors import InvalidMessageError, TaskStateError
 
-if TYPE_CHECKING:
-    from mail.core.tasks import PendingBreakpoint
-
-__all__ = ["parse_breakpoint_results"]
+__all__ = ["parse_breakpoint_results", "resume_breakpoints"]
 
 _FIELD = "kwargs.breakpoint_tool_call_result"
 
@@ -77,3 +78,54 @@ def _match(item: Any, index: int, pending: dict[str, PendingBreakpoint]) -> tupl
         waiting = ", ".join(pending) or "none"
         raise InvalidMessageError(f"unknown call_id {call_id!r}; waiting: {waiting}", field=where)
     return call_id, _content(item["content"])
+
+
+def resume_breakpoints(
+    task: MAILTask,
+    kwargs: dict[str, Any],
+    *,
+    scheduler: Scheduler,
+    histories: dict[str, list[dict[str, Any]]],
+    system: SystemMessages,
+) -> None:
+    """Answer the task's pending breakpoint calls with the caller's results (``kwargs``
+    ``breakpoint_tool_call_result`` and optionally ``breakpoint_tool_caller``).
+
+    Each agent whose calls are all answered is prompted again; while calls of other
+    agents still wait, the task pauses again and those prompts wait in its stash. Raises
+    :class:`TaskStateError` when the task is not paused on breakpoint calls and
+    :class:`InvalidMessageError` for missing or unmatched results, before anything changes.
+    """
+    if task.state is not TaskState.WAITING_BREAKPOINT or not task.pending_breakpoints:
+        raise TaskStateError(
+            f"task '{task.task_id}' has no breakpoint tool calls waiting for results"
+        )
+    if "breakpoint_tool_call_result" not in kwargs:
+        raise InvalidMessageError("is required to resume from a breakpoint tool call", field=_FIELD)
+    results = parse_breakpoint_results(
+        kwargs["breakpoint_tool_call_result"],
+        task.pending_breakpoints,
+        kwargs.get("breakpoint_tool_caller"),
+    )
+    resolved_agents: set[str] = set()
+    for call_id, content in results:
+        pending = task.pending_breakpoints.pop(call_id)
+        history = histories.setdefault(f"{task.task_id}::{pending.agent}", [])
+        history.append(pending.call.create_response_msg(content))
+        task.log.emit(
+            EventName.BREAKPOINT_ACTION_COMPLETE,
+            f"breakpoint action complete (caller = {pending.agent}):\n{content}",
+        )
+        resolved_agents.add(pending.agent)
+    still_waiting = {p.agent for p in task.pending_breakpoints.values()}
+    if still_waiting:
+        task.open_turn()  # a turn that ends below: the task pauses again
+    else:
+        scheduler.reopen(task)
+    for agent in sorted(resolved_agents - still_waiting):
+        scheduler.put(system.action_complete_broadcast(task.task_id, agent))
+    if still_waiting:
+        remaining = [p.normalized for p in task.pending_breakpoints.values()]
+        scheduler.finish(
+            task, TaskState.WAITING_BREAKPOINT, system.breakpoint_tool_call(task.task_id, remaining)
+        )

@@ -9,11 +9,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Literal, Protocol
 
-from mail.core._system_messages import Subject, build_help
+from mail.core._scheduler import Scheduler
+from mail.core._system_messages import Subject, SystemMessages, build_help
+from mail.core.actions import ActionCore, ActionOverrideFunction
+from mail.core.agents import AgentCore
 from mail.core.events import EventName
 from mail.core.message import (
     MAILMessage,
@@ -32,11 +35,7 @@ from mail.core.tools import (
 )
 from mail.errors import InvalidMessageError, MAILError
 
-if TYPE_CHECKING:
-    from mail.core.agents import AgentCore
-    from mail.core.runtime import MAILRuntime
-
-__all__ = ["HANDLERS", "TurnContext", "TurnRunner", "MAX_AGENT_RETRIES"]
+__all__ = ["HANDLERS", "MAX_AGENT_RETRIES", "SwarmDirectory", "TurnContext", "TurnRunner"]
 
 logger = logging.getLogger("mail.runtime")
 
@@ -44,17 +43,19 @@ logger = logging.getLogger("mail.runtime")
 #: before its task fails.
 MAX_AGENT_RETRIES = 1
 
-_BUILTIN_TOOLS = frozenset({"web_search_call", "code_interpreter_call"})
-# the subjects every turn compares, and the enum members the hot paths use, looked up
-# once (a class attribute of an enum goes through EnumType.__getattr__ on Python 3.11)
-_ACTION_COMPLETE_BROADCAST = str(Subject.ACTION_COMPLETE_BROADCAST)
-_MAXIMUM_STEPS_REACHED = str(Subject.MAXIMUM_STEPS_REACHED)
-_TASK_COMPLETE_SUBJECT = str(Subject.TASK_COMPLETE)  # plain: stores marshal it
-_RUNNING = TaskState.RUNNING
-_COMPLETED = TaskState.COMPLETED
-_TOOL_CALL = EventName.TOOL_CALL
-_NEW_MESSAGE = EventName.NEW_MESSAGE
-_TASK_COMPLETE_CALL = EventName.TASK_COMPLETE_CALL
+
+class SwarmDirectory(Protocol):
+    """What the interswarm tools need of the router (``mail.net.InterswarmRouter``)."""
+
+    def known_swarms(self) -> list[str]:
+        """Names of the active remote swarms."""
+
+    async def discover_swarms(self, discovery_urls: list[str]) -> list[str]:
+        """Register the swarms each URL lists; returns the names added."""
+
+
+#: Tells the remote swarms of a task that it completed here: ``(task, agent, answer)``.
+CompletionNotice = Callable[[MAILTask, str, str], None]
 
 
 @dataclass(slots=True)
@@ -78,40 +79,72 @@ class TurnContext:
     @property
     def current(self) -> bool:
         """True while the task still runs the turn this agent turn started in."""
-        task = self.task
-        return task.state is _RUNNING and self.turn == task.turn_number
+        return self.task.state is TaskState.RUNNING and self.turn == self.task.turn_number
 
 
 Handler = Callable[["TurnRunner", TurnContext, AgentToolCall], Awaitable[None]]
 
 
 class TurnRunner:
-    """Runs agent turns for one runtime."""
+    """Runs agent turns for one runtime.
 
-    def __init__(self, runtime: MAILRuntime) -> None:
-        self.rt = runtime
+    Args:
+        agents, actions: the swarm's agents and actions by name.
+        histories: ``{task_id}::{agent}`` -> that agent's history in that task.
+        swarm_name: the local swarm.
+        system: the builder of the runtime's own messages.
+        scheduler: where the messages of a turn go, and where turns end.
+        breakpoint_tools: tool names that pause the task for the caller to answer.
+        exclude_tools: MAIL tools no agent of the swarm may use.
+        interswarm: returns the router while interswarm messaging is enabled, else ``None``.
+        notify_completion: tells the remote swarms of a task that it completed here.
+    """
+
+    def __init__(
+        self,
+        *,
+        agents: Mapping[str, AgentCore],
+        actions: Mapping[str, ActionCore],
+        histories: dict[str, list[dict[str, Any]]],
+        swarm_name: str,
+        system: SystemMessages,
+        scheduler: Scheduler,
+        breakpoint_tools: frozenset[str],
+        exclude_tools: frozenset[str],
+        interswarm: Callable[[], SwarmDirectory | None],
+        notify_completion: CompletionNotice,
+    ) -> None:
+        self.agents = agents
+        self.actions = actions
+        self.histories = histories
+        self.swarm_name = swarm_name
+        self.system = system
+        self.scheduler = scheduler
+        self.breakpoint_tools = breakpoint_tools
+        self.exclude_tools = exclude_tools
+        self.interswarm = interswarm
+        self.notify_completion = notify_completion
+        #: ``manual``: agents may answer without a tool call (tool choice ``auto``)
+        self.mode: Literal["continuous", "manual"] = "continuous"
+        #: replaces every action while set
+        self.action_override: ActionOverrideFunction | None = None
+
+    def excluded_tools(self, agent: str) -> frozenset[str]:
+        """The MAIL tools ``agent`` may not use."""
+        return self.exclude_tools | self.agents[agent].exclude_tools
 
     async def run(
         self, task: MAILTask, agent: str, message: MAILMessage, xml: dict[str, str]
     ) -> None:
         """Run ``agent`` on ``message`` (already rendered as ``xml``) within ``task``."""
-        rt = self.rt
-        core = rt.agents[agent]
-        key = f"{task.task_id}::{agent}"
-        history = rt.agent_histories.get(key)
-        if history is None:
-            history = rt.agent_histories[key] = []
+        core = self.agents[agent]
+        history = self.histories.setdefault(f"{task.task_id}::{agent}", [])
         task.agents.add(agent)
-        subject = message["message"]["subject"]
-        if subject != _ACTION_COMPLETE_BROADCAST:
+        if message["message"]["subject"] != Subject.ACTION_COMPLETE_BROADCAST:
             history.append(xml)
         turn = task.turn_number
-        if subject == _MAXIMUM_STEPS_REACHED:
-            choice = self._tool_choice(core, message)
-        else:  # _tool_choice's answer for any other subject
-            choice = "auto" if rt.mode == "manual" else "required"
         try:
-            _text, calls = await core.function(history, choice)
+            _text, calls = await core.function(history, self._tool_choice(core, message))
         except asyncio.CancelledError:
             raise
         except Exception as e:  # noqa: BLE001  # an agent's failure is reported, never fatal to the loop
@@ -135,54 +168,39 @@ class TurnRunner:
     def _tool_choice(self, core: AgentCore, message: MAILMessage) -> str | dict[str, Any]:
         payload = message["message"]
         if (
-            payload["subject"] == _MAXIMUM_STEPS_REACHED
+            payload["subject"] == Subject.MAXIMUM_STEPS_REACHED
             and payload["sender"]["address_type"] == "system"
         ):
             if core.tool_format == "completions":
                 return {"type": "function", "function": {"name": "task_complete"}}
             return {"type": "function", "name": "task_complete"}
-        return "auto" if self.rt.mode == "manual" else "required"
+        return "auto" if self.mode == "manual" else "required"
 
     def _emit_tool_calls(self, task: MAILTask, agent: str, calls: list[AgentToolCall]) -> None:
         reasoning_ref: str | None = None
-        emit = task.log.emit
         for call in calls:
-            # each field read once: a pydantic model's attributes are slow to read
-            name, call_id, reasoning, preamble = (
-                call.tool_name,
-                call.tool_call_id,
-                call.reasoning,
-                call.preamble,
-            )
             extra: dict[str, Any] = {
-                "tool_name": name,
+                "tool_name": call.tool_name,
                 "tool_args": call.tool_args,
-                "tool_call_id": call_id,
+                "tool_call_id": call.tool_call_id,
             }
-            if reasoning:
-                extra["reasoning"] = "\n\n".join(reasoning)
-                reasoning_ref = call_id
+            if call.reasoning:
+                extra["reasoning"] = "\n\n".join(call.reasoning)
+                reasoning_ref = call.tool_call_id
             elif reasoning_ref is not None:
                 extra["reasoning_ref"] = reasoning_ref
-            if preamble:
-                extra["preamble"] = preamble
-            emit(_TOOL_CALL, f"agent {agent} called {name}", extra)
+            if call.preamble:
+                extra["preamble"] = call.preamble
+            task.log.emit(EventName.TOOL_CALL, f"agent {agent} called {call.tool_name}", extra)
 
     async def _process(self, ctx: TurnContext, calls: list[AgentToolCall]) -> None:
-        rt = self.rt
-        stops = rt.breakpoint_tools
-        if stops:
-            breakpoints = [c for c in calls if c.tool_name in stops]
-            rest = [c for c in calls if c.tool_name not in stops]
-        else:
-            breakpoints, rest = [], calls
-        # rt.excluded_tools(ctx.agent), inlined
-        mine, shared = ctx.core.exclude_tools, rt.exclude_tools
-        excluded = (shared | mine if mine else shared) if shared else mine
+        breakpoints = [c for c in calls if c.tool_name in self.breakpoint_tools]
+        rest = [c for c in calls if c.tool_name not in self.breakpoint_tools]
+        excluded = self.excluded_tools(ctx.agent)
         for i, call in enumerate(rest):
             name = call.tool_name
-            handler = _HANDLER_OF(name, _ACTION)
-            if excluded and name in MAIL_TOOL_NAMES and name in excluded:
+            handler = HANDLERS.get(name, TurnRunner._action)
+            if name in excluded and name in MAIL_TOOL_NAMES:
                 handler = TurnRunner._excluded
             await handler(self, ctx, call)
             if ctx.stop:
@@ -194,18 +212,18 @@ class TurnRunner:
             return
         if ctx.stop:
             return
-        task, system = ctx.task, self.rt.system
         if ctx.action_errors:
-            self.rt.scheduler.put(system.action_error(task.task_id, ctx.agent, ctx.action_errors))
+            self.scheduler.put(
+                self.system.action_error(ctx.task.task_id, ctx.agent, ctx.action_errors)
+            )
         elif ctx.action_ran:
-            self.rt.scheduler.put(system.action_complete(task.task_id, ctx.agent))
+            self.scheduler.put(self.system.action_complete(ctx.task.task_id, ctx.agent))
 
     # --- failures ----------------------------------------------------------------------
 
     def _agent_failed(
         self, task: MAILTask, agent: str, trigger: MAILMessage, turn: int, error: str
     ) -> None:
-        rt = self.rt
         task.log.emit(EventName.AGENT_ERROR, error)
         if not task.is_running or turn != task.turn_number:
             return  # the turn it belonged to is over; nobody waits on this agent any more
@@ -213,24 +231,24 @@ class TurnRunner:
         sender = payload["sender"]
         if (
             sender["address_type"] == "agent"
-            and sender["address"] in rt.agents
+            and sender["address"] in self.agents
             and sender["address"] != agent
         ):
             body = f"Agent '{agent}' failed to process your message '{payload['subject']}': {error}"
-            rt.scheduler.put(rt.system.agent_error(task.task_id, sender["address"], body))
+            self.scheduler.put(self.system.agent_error(task.task_id, sender["address"], body))
             return
         failures = task.agent_failures[agent] = task.agent_failures.get(agent, 0) + 1
         if failures <= MAX_AGENT_RETRIES:
             body = f"Your previous turn failed: {error}. Continue the task using your tools."
-            rt.scheduler.put(rt.system.agent_error(task.task_id, agent, body))
+            self.scheduler.put(self.system.agent_error(task.task_id, agent, body))
             return
         task.log.emit(EventName.TASK_ERROR, f"error for task: {error}")
-        rt.scheduler.finish(task, TaskState.FAILED, rt.system.task_error(task.task_id, error))
+        self.scheduler.finish(task, TaskState.FAILED, self.system.task_error(task.task_id, error))
 
     def _tool_error(self, ctx: TurnContext, call: AgentToolCall, error: str) -> None:
         ctx.result(call, f"ERROR: {error}")
         ctx.task.log.emit(EventName.AGENT_ERROR, f"agent {ctx.agent}: {error}")
-        self.rt.scheduler.put(self.rt.system.tool_call_error(ctx.task.task_id, ctx.agent, error))
+        self.scheduler.put(self.system.tool_call_error(ctx.task.task_id, ctx.agent, error))
 
     async def _excluded(self, ctx: TurnContext, call: AgentToolCall) -> None:
         self._tool_error(ctx, call, f"tool {call.tool_name} is not available to agent {ctx.agent}")
@@ -251,7 +269,7 @@ class TurnRunner:
             except InvalidMessageError as e:
                 self._tool_error(ctx, call, f"error sending message: {e}")
                 return
-            if swarm and swarm != self.rt.swarm_name:
+            if swarm and swarm != self.swarm_name:
                 routing = message["message"]["routing_info"]
                 if routing is not None:
                     routing["remote_swarm"] = swarm
@@ -261,15 +279,15 @@ class TurnRunner:
             task.outstanding[ctx.agent] = task.outstanding.get(ctx.agent, 0) + 1
         elif name == "send_response" and isinstance(target, str):
             task.outstanding[target] = max(task.outstanding.get(target, 0) - 1, 0)
-        self.rt.scheduler.put(message)
-        ctx.history.append(call.create_response_msg("SUCCESS: message sent"))  # ctx.result
+        self.scheduler.put(message)
+        ctx.result(call, "SUCCESS: message sent")
 
     async def _task_complete(self, ctx: TurnContext, call: AgentToolCall) -> None:
-        rt, task, agent = self.rt, ctx.task, ctx.agent
+        task, agent = ctx.task, ctx.agent
         if not ctx.core.can_complete_tasks:
             self._tool_error(ctx, call, f"agent {agent} cannot complete tasks")
             return
-        if not (task.state is _RUNNING and ctx.turn == task.turn_number):  # ctx.current
+        if not ctx.current:
             ctx.result(call, "SUCCESS: task already completed")
             task.log.emit(
                 EventName.TASK_COMPLETE_CALL_DUPLICATE,
@@ -281,23 +299,23 @@ class TurnRunner:
         final = make_broadcast_complete(
             task_id=task.task_id,
             sender=create_agent_address(agent),
-            subject=_TASK_COMPLETE_SUBJECT,
+            subject=Subject.TASK_COMPLETE,
             body=body,
-            sender_swarm=rt.swarm_name,
-            recipient_swarms=[rt.swarm_name],
+            sender_swarm=self.swarm_name,
+            recipient_swarms=[self.swarm_name],
         )
-        ctx.history.append(call.create_response_msg("SUCCESS: task completed"))  # ctx.result
+        ctx.result(call, "SUCCESS: task completed")
         task.log.emit(
-            _TASK_COMPLETE_CALL,
+            EventName.TASK_COMPLETE_CALL,
             f"agent {agent} called task_complete, full response to follow",
         )
         task.log.emit(
-            _NEW_MESSAGE,
+            EventName.NEW_MESSAGE,
             f"task_complete response from {agent}:\n" + build_mail_xml(final)["content"],
             {"full_message": final},
         )
-        rt.notify_remote_completion(task, agent, body)
-        rt.scheduler.finish(task, _COMPLETED, final)
+        self.notify_completion(task, agent, body)
+        self.scheduler.finish(task, TaskState.COMPLETED, final)
 
     async def _acknowledge_broadcast(self, ctx: TurnContext, call: AgentToolCall) -> None:
         if ctx.trigger["msg_type"] != "broadcast":
@@ -316,7 +334,7 @@ class TurnRunner:
             task.outstanding.get(agent, 0) > 0
             or task.queued > 0
             or bool(task.busy - {agent})
-            or self.rt.scheduler.waiting_for(task.task_id, agent) > 0
+            or self.scheduler.waiting_for(task.task_id, agent) > 0
         )
         if not waiting_for:
             self._tool_error(ctx, call, "no outstanding requests and message queue is empty")
@@ -335,7 +353,7 @@ class TurnRunner:
         body = build_help(
             ctx.agent,
             ctx.core,
-            self.rt.swarm_name,
+            self.swarm_name,
             get_summary=bool(args.get("get_summary", True)),
             get_identity=bool(args.get("get_identity", False)),
             get_tool_help=[str(t) for t in tool_help] if isinstance(tool_help, list) else [],
@@ -345,7 +363,7 @@ class TurnRunner:
             call, "SUCCESS: help string generated; will be sent to you in a subsequent prompt"
         )
         ctx.task.log.emit(EventName.HELP_CALLED, f"agent {ctx.agent} called help")
-        self.rt.scheduler.put(self.rt.system.help(ctx.task.task_id, ctx.agent, body))
+        self.scheduler.put(self.system.help(ctx.task.task_id, ctx.agent, body))
 
     async def _builtin(self, ctx: TurnContext, call: AgentToolCall) -> None:
         args = call.tool_args
@@ -362,9 +380,9 @@ class TurnRunner:
     async def _text_output(self, ctx: TurnContext, call: AgentToolCall) -> None:
         content = call.tool_args.get("content")
         text = content if isinstance(content, str) else ""
-        others = [a for a in self.rt.agents if a != ctx.agent]
+        others = [a for a in self.agents if a != ctx.agent]
         if others:
-            self.rt.scheduler.put(
+            self.scheduler.put(
                 make_broadcast(
                     task_id=ctx.task.task_id,
                     sender=create_agent_address(ctx.agent),
@@ -376,18 +394,17 @@ class TurnRunner:
 
     # --- interswarm tools --------------------------------------------------------------
 
-    def _interswarm_refusal(self, ctx: TurnContext) -> str | None:
-        rt = self.rt
-        if rt.router is None or not rt.enable_interswarm:
-            return f"interswarm messaging is not enabled in swarm {rt.swarm_name}"
+    def _interswarm_refusal(self, ctx: TurnContext, router: SwarmDirectory | None) -> str | None:
+        if router is None:
+            return f"interswarm messaging is not enabled in swarm {self.swarm_name}"
         if not ctx.core.enable_interswarm:
             return f"agent {ctx.agent} is not enabled for interswarm messaging"
         return None
 
     async def _interswarm_broadcast(self, ctx: TurnContext, call: AgentToolCall) -> None:
         """Broadcast to every agent of the named remote swarms (all active ones by default)."""
-        rt, args = self.rt, call.tool_args
-        refusal = self._interswarm_refusal(ctx)
+        args, router = call.tool_args, self.interswarm()
+        refusal = self._interswarm_refusal(ctx, router)
         subject, body, wanted = args.get("subject"), args.get("body"), args.get("target_swarms")
         if refusal is None and not (isinstance(subject, str) and isinstance(body, str)):
             refusal = "send_interswarm_broadcast needs string arguments subject and body"
@@ -398,9 +415,9 @@ class TurnRunner:
         if refusal is not None:
             self._tool_error(ctx, call, refusal)
             return
-        assert rt.router is not None  # noqa: S101  # checked by _interswarm_refusal
-        named = [w.strip() for w in wanted or () if w.strip() and w.strip() != rt.swarm_name]
-        swarms = list(dict.fromkeys(named)) or rt.router.known_swarms()
+        assert router is not None  # noqa: S101  # checked by _interswarm_refusal
+        named = [w.strip() for w in wanted or () if w.strip() and w.strip() != self.swarm_name]
+        swarms = list(dict.fromkeys(named)) or router.known_swarms()
         if not swarms:
             self._tool_error(
                 ctx, call, "no remote swarm is known; register one or call discover_swarms"
@@ -410,7 +427,7 @@ class TurnRunner:
         task.remote_swarms.update(swarms)
         # each swarm is expected to answer, so the agent may await_message meanwhile
         task.outstanding[ctx.agent] = task.outstanding.get(ctx.agent, 0) + len(swarms)
-        rt.scheduler.put(
+        self.scheduler.put(
             make_broadcast(
                 task_id=task.task_id,
                 sender=create_agent_address(ctx.agent),
@@ -427,8 +444,8 @@ class TurnRunner:
         Like an action, it re-prompts the agent (``::action_complete::``) with the result
         in its history.
         """
-        urls = call.tool_args.get("discovery_urls")
-        refusal = self._interswarm_refusal(ctx)
+        urls, router = call.tool_args.get("discovery_urls"), self.interswarm()
+        refusal = self._interswarm_refusal(ctx, router)
         if refusal is None and not (
             isinstance(urls, list) and urls and all(isinstance(u, str) for u in urls)
         ):
@@ -436,9 +453,9 @@ class TurnRunner:
         if refusal is not None:
             self._tool_error(ctx, call, refusal)
             return
-        assert self.rt.router is not None  # noqa: S101  # checked by _interswarm_refusal
+        assert router is not None  # noqa: S101  # checked by _interswarm_refusal
         try:
-            added = await self.rt.router.discover_swarms([str(u) for u in urls or ()])
+            added = await router.discover_swarms([str(u) for u in urls or ()])
         except MAILError as e:
             self._tool_error(ctx, call, f"swarm discovery failed: {e}")
             return
@@ -451,8 +468,8 @@ class TurnRunner:
     # --- actions -----------------------------------------------------------------------
 
     async def _action(self, ctx: TurnContext, call: AgentToolCall) -> None:
-        rt, task, name = self.rt, ctx.task, call.tool_name
-        action = rt.actions.get(name)
+        task, name = ctx.task, call.tool_name
+        action = self.actions.get(name)
         if action is None:
             error = f"action {name} not found"
         elif not ctx.core.can_access_action(name):
@@ -474,7 +491,7 @@ class TurnRunner:
             EventName.ACTION_CALL,
             f"agent {ctx.agent} executing action tool: {name} with args: {args}",
         )
-        status, content = await action.execute(call, rt.action_override)
+        status, content = await action.execute(call, self.action_override)
         ctx.result(call, ("SUCCESS: " if status == "success" else "ERROR: ") + content)
         task.log.emit(
             EventName.ACTION_COMPLETE, f"action complete (caller = {ctx.agent}):\n{content}"
@@ -504,10 +521,10 @@ class TurnRunner:
         if paused:
             return  # already paused by another agent: these calls are returned on resume
         pending = [p.normalized for p in task.pending_breakpoints.values()]
-        self.rt.scheduler.finish(
+        self.scheduler.finish(
             task,
             TaskState.WAITING_BREAKPOINT,
-            self.rt.system.breakpoint_tool_call(task.task_id, pending),
+            self.system.breakpoint_tool_call(task.task_id, pending),
         )
 
 
@@ -527,5 +544,3 @@ HANDLERS: dict[str, Handler] = {
     "send_interswarm_broadcast": TurnRunner._interswarm_broadcast,
     "discover_swarms": TurnRunner._discover_swarms,
 }
-_HANDLER_OF = HANDLERS.get
-_ACTION = TurnRunner._action

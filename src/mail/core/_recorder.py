@@ -26,11 +26,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
+from mail.core._system_messages import SystemMessages
 from mail.core.events import EventLog, EventName, MAILEvent
-from mail.core.tasks import MAILTask, PendingBreakpoint, TaskState
+from mail.core.tasks import MAILTask, PendingBreakpoint, TaskState, TaskTable
 from mail.db.store import (
     BreakpointRow,
     CallerKey,
@@ -43,7 +44,6 @@ from mail.db.store import (
 
 if TYPE_CHECKING:
     from mail.core.message import MAILMessage
-    from mail.core.runtime import MAILRuntime
 
 __all__ = ["StoreRecorder", "restore"]
 
@@ -294,16 +294,26 @@ def _kept(rows: list[TaskRow], keep_finished: int) -> list[TaskRow]:
     return [r for r in rows if r.state in _KEPT_STATES or r.task_id in newest]
 
 
-async def restore(runtime: MAILRuntime, store: TaskStore, key: CallerKey) -> int:
-    """Load the caller's stored tasks into ``runtime`` (skipping ids it already holds).
+async def restore(
+    store: TaskStore,
+    key: CallerKey,
+    *,
+    tasks: TaskTable,
+    histories: dict[str, list[dict[str, Any]]],
+    system: SystemMessages,
+    next_seq: Callable[[], int],
+) -> int:
+    """Load the caller's stored tasks into ``tasks`` (skipping ids it already holds) and
+    their agents' ``histories``; stashed messages get fresh queue numbers from ``next_seq``.
 
     Returns how many tasks were loaded. A task stored as running is marked interrupted,
-    with a ``task_interrupted`` event. Raises :class:`mail.errors.StorageError`.
+    with a ``task_interrupted`` event and a ``system`` error as its answer. Raises
+    :class:`mail.errors.StorageError`.
     """
     from mail.core.tools import AgentToolCall  # noqa: PLC0415  # pydantic model, only here
 
-    rows = _kept(await store.load_tasks(key), runtime.tasks.max_finished)
-    rows = [r for r in rows if r.task_id not in runtime.tasks]
+    rows = _kept(await store.load_tasks(key), tasks.max_finished)
+    rows = [r for r in rows if r.task_id not in tasks]
     details = await store.load_details(key, [r.task_id for r in rows])
     for row in rows:
         stored = details.get(row.task_id)
@@ -317,13 +327,13 @@ async def restore(runtime: MAILRuntime, store: TaskStore, key: CallerKey) -> int
             state=TaskState(row.state),
             title=row.title,
             remote_swarms=set(row.remote_swarms),
-            listener=runtime.recorder,
+            listener=tasks.listener,
             events=events,
         )
-        runtime.tasks.add(task, notify=False)  # as stored: nothing to write
+        tasks.add(task, notify=False)  # as stored: nothing to write
         if stored is not None:
             for agent, history in stored.histories.items():
-                runtime.agent_histories[f"{row.task_id}::{agent}"] = history
+                histories[f"{row.task_id}::{agent}"] = history
                 task.agents.add(agent)
             task.response = cast("MAILMessage | None", stored.response)
             # (a task that ran again after a pause has its calls replaced when it ends)
@@ -334,21 +344,19 @@ async def restore(runtime: MAILRuntime, store: TaskStore, key: CallerKey) -> int
                     agent=b.agent, call=call, normalized=b.normalized
                 )
             task.stash = [
-                (s.priority, runtime.scheduler.next_seq(), cast("MAILMessage", s.message))
-                for s in stored.stash
+                (s.priority, next_seq(), cast("MAILMessage", s.message)) for s in stored.stash
             ]
         if task.state is TaskState.RUNNING:
             reason = "the server stopped while this task was running"
             task.state = TaskState.INTERRUPTED
             task.touch()
-            task.response = runtime.system.task_error(task.task_id, reason)
+            task.response = system.task_error(task.task_id, reason)
             task.changed()
             task.log.emit(EventName.TASK_INTERRUPTED, reason)
         if task.response is not None:
             task.turn = asyncio.get_running_loop().create_future()
             task.turn.set_result(task.response)
-        for evicted in runtime.tasks.mark_finished(task):
-            runtime.forget(evicted)
+        tasks.mark_finished(task)
     return len(rows)
 
 

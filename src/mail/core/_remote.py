@@ -12,10 +12,12 @@ Public through :meth:`MAILRuntime.receive_interswarm
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, cast
+from typing import Literal, cast
 
-from mail.core._system_messages import Subject
+from mail.core._scheduler import Scheduler
+from mail.core._system_messages import Subject, SystemMessages
 from mail.core.events import EventName
 from mail.core.message import (
     MAILAddress,
@@ -27,15 +29,16 @@ from mail.core.message import (
     parse_agent_address,
     parse_task_contributor,
 )
-from mail.core.tasks import MAILTask, TaskState
+from mail.core.tasks import MAILTask, TaskState, TaskTable
 from mail.errors import InvalidMessageError, TaskNotFoundError, TaskStateError
-
-if TYPE_CHECKING:
-    from mail.core.runtime import MAILRuntime
 
 __all__ = ["Direction", "RemoteLedger"]
 
 Direction = Literal["forward", "back"]
+#: Opens a task here: ``(task_id, owner, contributors)``; refused while shutting down.
+TaskOpener = Callable[[str, str, list[str]], MAILTask]
+#: Tells remote swarms that a task completed: ``(task, agent, answer, swarms)``.
+NoticeToSwarms = Callable[[MAILTask, str, str, Collection[str]], None]
 
 #: How many inbound message ids a runtime remembers for deduplication.
 SEEN_LIMIT = 4096
@@ -59,10 +62,46 @@ def _swarm_of(contributor: str) -> str | None:
 
 
 class RemoteLedger:
-    """Inbound interswarm handling and cross-swarm bookkeeping for one runtime."""
+    """Inbound interswarm handling and cross-swarm bookkeeping for one runtime.
 
-    def __init__(self, runtime: MAILRuntime, seen_limit: int = SEEN_LIMIT) -> None:
-        self.rt = runtime
+    Args:
+        swarm_name: the local swarm.
+        agents: the local agents (by name).
+        user_id: the caller the runtime serves (a reply to it ends the task's turn).
+        owner: the runtime's caller as a task contributor (``role:id@swarm``).
+        entrypoint: the agent that speaks for the swarm when a notice names no agent.
+        tasks: the runtime's tasks.
+        scheduler: where inbound messages go, and where turns end.
+        system: the builder of the runtime's own messages.
+        open_task: opens a task forwarded here.
+        notify_completion: tells other swarms that a task completed.
+    """
+
+    def __init__(
+        self,
+        *,
+        swarm_name: str,
+        agents: Collection[str],
+        user_id: str,
+        owner: str,
+        entrypoint: str,
+        tasks: TaskTable,
+        scheduler: Scheduler,
+        system: SystemMessages,
+        open_task: TaskOpener,
+        notify_completion: NoticeToSwarms,
+        seen_limit: int = SEEN_LIMIT,
+    ) -> None:
+        self.swarm_name = swarm_name
+        self.agents = agents
+        self.user_id = user_id
+        self.owner = owner
+        self.entrypoint = entrypoint
+        self.tasks = tasks
+        self.scheduler = scheduler
+        self.system = system
+        self.open_task = open_task
+        self.notify_completion = notify_completion
         self._seen: OrderedDict[str, str] = OrderedDict()
         self._seen_limit = seen_limit
         self._links: dict[str, _TaskLinks] = {}
@@ -96,6 +135,27 @@ class RemoteLedger:
     def forget(self, task_id: str) -> None:
         self._links.pop(task_id, None)
 
+    def delivery_failed(self, task: MAILTask, agent: str | None, reason: str) -> None:
+        """A message for another swarm was not delivered: tell the log and the sending
+        ``agent`` (a local one, while the task runs)."""
+        task.log.emit(EventName.INTERSWARM_MESSAGE_ERROR, reason)
+        if agent is not None and agent in self.agents and task.is_running:
+            body = f"Your message was not delivered: {reason}"
+            self.scheduler.put(self.system.agent_error(task.task_id, agent, body))
+
+    def end_task(self, task_id: str, body: str, *, failed: bool = False) -> bool:
+        """End the running turn of ``task_id`` with a remote answer (or error) ``body``;
+        False when it was not running. Raises :class:`TaskNotFoundError`."""
+        task = self.tasks.get(task_id)
+        if task is None:
+            raise TaskNotFoundError(task_id)
+        if failed:
+            return self.scheduler.finish(
+                task, TaskState.FAILED, self.system.task_error(task_id, body)
+            )
+        final = self.system.complete(task_id, Subject.TASK_COMPLETE, body)
+        return self.scheduler.finish(task, TaskState.COMPLETED, final)
+
     def _remember(self, message_id: str, task_id: str) -> None:
         self._seen[message_id] = task_id
         if len(self._seen) > self._seen_limit:
@@ -105,26 +165,21 @@ class RemoteLedger:
 
     def receive(self, message: MAILInterswarmMessage, direction: Direction) -> MAILTask:
         """Queue a validated interswarm message; see ``MAILRuntime.receive_interswarm``."""
-        rt = self.rt
-        if not rt.enable_interswarm:
+        if message["target_swarm"] != self.swarm_name:
             raise InvalidMessageError(
-                f"swarm {rt.swarm_name!r} does not take interswarm messages", field="target_swarm"
-            )
-        if message["target_swarm"] != rt.swarm_name:
-            raise InvalidMessageError(
-                f"is {message['target_swarm']!r}, but this is swarm {rt.swarm_name!r}",
+                f"is {message['target_swarm']!r}, but this is swarm {self.swarm_name!r}",
                 field="target_swarm",
             )
         payload = message["payload"]
         task_id = payload["task_id"]
         known = self._seen.get(message["message_id"])
-        if known is not None and (task := rt.tasks.get(known)) is not None:
+        if known is not None and (task := self.tasks.get(known)) is not None:
             return task  # a retried delivery: the first one was queued
         source = message["source_swarm"]
         recipients, to_caller = self._local_recipients(payload)
         sender = self._sender(payload["sender"], source)
         notice = message["msg_type"] == "response" and payload["subject"] == Subject.TASK_COMPLETE
-        task = rt.tasks.get(task_id)
+        task = self.tasks.get(task_id)
         if task is None:
             if direction == "back" or notice:
                 raise TaskNotFoundError(task_id)
@@ -146,38 +201,33 @@ class RemoteLedger:
                 self._completion_notice(task, source, envelope)
         elif to_caller and not recipients:
             # a reply addressed to this runtime's caller: it is the answer of the turn
-            rt.scheduler.finish(task, TaskState.COMPLETED, envelope)
+            self.scheduler.finish(task, TaskState.COMPLETED, envelope)
         else:
-            if (
-                not task.is_running
-                and task.task_owner != rt.this_owner
-                and source == links.upstream
-            ):
-                rt.reopen(task)  # our copy of a remote task: its owner needs us again
-            rt.scheduler.put(envelope)
+            if not task.is_running and task.task_owner != self.owner and source == links.upstream:
+                self.scheduler.reopen(task)  # our copy of a remote task: its owner needs us again
+            self.scheduler.put(envelope)
         return task
 
     def _local_recipients(self, payload: MAILPayload) -> tuple[list[MAILAddress], bool]:
         """Recipients in this swarm (others are skipped), and whether the caller is one."""
-        rt = self.rt
         field = "payload.recipients" if "recipients" in payload else "payload.recipient"
         local: list[MAILAddress] = []
         to_caller = False
         for recipient in get_recipients(payload):
             name, swarm = parse_agent_address(recipient["address"])
-            if swarm != rt.swarm_name:
+            if swarm != self.swarm_name:
                 continue  # unqualified names belong to the sender's swarm
-            if name == "all" or name in rt.agents:
+            if name == "all" or name in self.agents:
                 local.append(create_agent_address(name if name == "all" else f"{name}@{swarm}"))
-            elif name == rt.user_id:
+            elif name == self.user_id:
                 to_caller = True
             else:
                 raise InvalidMessageError(
-                    f"agent {name!r} is not known to swarm {rt.swarm_name!r}", field=field
+                    f"agent {name!r} is not known to swarm {self.swarm_name!r}", field=field
                 )
         if not local and not to_caller:
             raise InvalidMessageError(
-                f"names no agent of swarm {rt.swarm_name!r} (write agent@{rt.swarm_name})",
+                f"names no agent of swarm {self.swarm_name!r} (write agent@{self.swarm_name})",
                 field=field,
             )
         return local, to_caller
@@ -190,15 +240,11 @@ class RemoteLedger:
         return create_agent_address(f"{name}@{swarm or source}")
 
     def _create(self, message: MAILInterswarmMessage) -> MAILTask:
-        rt = self.rt
-        if rt.stopping:
-            raise TaskStateError("the runtime is shutting down")
         contributors = list(message["task_contributors"])
-        if rt.this_owner not in contributors:
-            contributors.append(rt.this_owner)
+        if self.owner not in contributors:
+            contributors.append(self.owner)
         task_id = message["payload"]["task_id"]
-        task = rt.new_task(task_id, message["task_owner"], contributors)
-        task.open_turn()
+        task = self.open_task(task_id, message["task_owner"], contributors)
         self._links.setdefault(task_id, _TaskLinks()).upstream = message["source_swarm"]
         return task
 
@@ -245,20 +291,21 @@ class RemoteLedger:
 
     def _completion_notice(self, task: MAILTask, source: str, envelope: MAILMessage) -> None:
         """The task completed in ``source``: close our copy if it came from there."""
-        rt = self.rt
         if not task.is_running:
             return
-        if task.task_owner == rt.this_owner or source != self.upstream(task.task_id):
-            rt.scheduler.put(envelope)  # a helper finished its part: tell the agent
+        if task.task_owner == self.owner or source != self.upstream(task.task_id):
+            self.scheduler.put(envelope)  # a helper finished its part: tell the agent
             return
         payload = envelope["message"]
         recipients = get_recipients(payload)
         name = parse_agent_address(recipients[0]["address"])[0] if recipients else ""
-        agent = name if name in rt.agents else rt.entrypoint
+        agent = name if name in self.agents else self.entrypoint
         body = payload["body"]
         others = self.involved(task.task_id) - {source}
         if others:
-            rt.notify_remote_completion(task, agent, body, others)
-        rt.scheduler.finish(
-            task, TaskState.COMPLETED, rt.system.complete(task.task_id, Subject.TASK_COMPLETE, body)
+            self.notify_completion(task, agent, body, others)
+        self.scheduler.finish(
+            task,
+            TaskState.COMPLETED,
+            self.system.complete(task.task_id, Subject.TASK_COMPLETE, body),
         )

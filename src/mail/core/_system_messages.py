@@ -73,7 +73,7 @@ class SystemMessages:
             task_id=task_id,
             sender=create_system_address(self.swarm),
             recipient=create_agent_address(agent),
-            subject=str(subject),  # a plain str: stores marshal it (mail.db._raw)
+            subject=subject,
             body=body,
             sender_swarm=self.swarm,
             recipient_swarm=self.swarm,
@@ -87,7 +87,7 @@ class SystemMessages:
             task_id=task_id,
             sender=create_system_address(self.swarm),
             recipients=[create_agent_address(a) for a in agents],
-            subject=str(subject),  # a plain str: stores marshal it (mail.db._raw)
+            subject=subject,
             body=body,
             sender_swarm=self.swarm,
             recipient_swarms=[self.swarm],
@@ -98,7 +98,7 @@ class SystemMessages:
         return make_broadcast_complete(
             task_id=task_id,
             sender=create_system_address(self.swarm),
-            subject=str(subject),  # a plain str: stores marshal it (mail.db._raw)
+            subject=subject,
             body=body,
             sender_swarm=self.swarm,
             recipient_swarms=[self.swarm],

@@ -229,7 +229,6 @@ def parse_task_contributors(contributors: Iterable[str]) -> list[tuple[str, str,
 def single_recipient(payload: MAILPayload) -> MAILAddress | None:
     """The ``recipient`` of a request or response payload; ``None`` for the other kinds."""
     if "recipient" in payload:
-        # no typing.cast: it is a call, and this runs for every message routed
         return payload["recipient"]  # type: ignore[typeddict-item]
     return None
 

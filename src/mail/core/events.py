@@ -10,12 +10,11 @@ resumes without loss or repetition.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Callable
 from enum import StrEnum
 from typing import Any, Protocol
 
-from mail.core.message import format_utc, utc_timestamp
+from mail.core.message import utc_timestamp
 
 __all__ = [
     "EventName",
@@ -66,20 +65,11 @@ class MAILEvent:
     ``seq`` is the per-task sequence number (``None`` for stream-only events such as
     pings and the stream's final ``task_complete``/``task_error``). ``data()`` gives the
     wire ``data`` object: ``{timestamp, description, task_id, extra_data}`` for stored
-    events, or the explicit ``payload`` for stream-only ones. The timestamp is taken at
-    creation and formatted on first read.
+    events, or the explicit ``payload`` for stream-only ones. ``timestamp`` (ISO-8601
+    UTC) is the time of creation unless given.
     """
 
-    __slots__ = (
-        "_created",
-        "_timestamp",
-        "description",
-        "event",
-        "extra_data",
-        "payload",
-        "seq",
-        "task_id",
-    )
+    __slots__ = ("description", "event", "extra_data", "payload", "seq", "task_id", "timestamp")
 
     def __init__(
         self,
@@ -95,35 +85,16 @@ class MAILEvent:
         self.task_id = task_id
         self.description = description
         self.extra_data = {} if extra_data is None else extra_data
-        self._timestamp = timestamp
-        self._created = time.time()
+        self.timestamp = utc_timestamp() if timestamp is None else timestamp
         self.seq = seq
         self.payload = payload
-
-    @property
-    def timestamp(self) -> str:
-        """ISO-8601 UTC time of the event."""
-        ts = self._timestamp
-        if ts is None:
-            ts = self._timestamp = format_utc(self._created)
-        return ts
-
-    @property
-    def stamp(self) -> str | float:
-        """The timestamp if it was formatted already, else the POSIX time it formats: a
-        store's writer process formats it off the event loop (``mail.db._raw``)."""
-        ts = self._timestamp
-        return self._created if ts is None else ts
 
     def data(self) -> dict[str, Any]:
         """Return the ``data`` object sent for this event."""
         if self.payload is not None:
             return self.payload
-        ts = self._timestamp  # the timestamp property, inlined: a store reads every event
-        if ts is None:
-            ts = self._timestamp = format_utc(self._created)
         return {
-            "timestamp": ts,
+            "timestamp": self.timestamp,
             "description": self.description,
             "task_id": self.task_id,
             "extra_data": self.extra_data,
@@ -145,15 +116,6 @@ class MAILEvent:
         ts = utc_timestamp()
         payload = {"timestamp": ts, "task_id": task_id}
         return cls(event=EventName.PING, task_id=task_id, timestamp=ts, payload=payload)
-
-
-_new_event = object.__new__
-_time = time.time
-
-
-def _expire(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_result(None)
 
 
 class LogListener(Protocol):
@@ -223,27 +185,8 @@ class EventLog:
     def emit(
         self, name: str, description: str, extra_data: dict[str, Any] | None = None
     ) -> MAILEvent:
-        """Append a new stored event of this task (:meth:`append`, inlined: nine events
-        a task take this path).
-
-        The event is built here, slot by slot, as ``MAILEvent.__init__`` would build it:
-        one Python call less per event.
-        """
-        event = _new_event(MAILEvent)
-        event.event = name
-        event.task_id = self.task_id
-        event.description = description
-        event.extra_data = {} if extra_data is None else extra_data
-        event._timestamp = None
-        event._created = _time()
-        event.payload = None
-        event.seq = self._first_seq + len(self._events)
-        self._events.append(event)
-        if self.listener is not None:
-            self.listener.events_added(self)
-        if self._waiters:
-            self._wake()
-        return event
+        """Append a new stored event of this task."""
+        return self.append(MAILEvent(name, self.task_id, description, extra_data))
 
     def since(self, after: int = 0) -> list[MAILEvent]:
         """Return the events whose sequence number is greater than ``after``."""
@@ -257,18 +200,15 @@ class EventLog:
         """Wait until an event newer than ``after`` exists; ``False`` on timeout."""
         if self.last_seq > after:
             return True
-        # A future of its own and a timer handle rather than wait_for(shield(shared)): the
-        # reader wakes in the loop iteration after the append, and cancelling one reader
-        # touches no other.
-        loop = asyncio.get_running_loop()
-        waiter: asyncio.Future[None] = loop.create_future()
+        # a future per reader: cancelling one reader touches no other
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
-        timer = loop.call_later(timeout, _expire, waiter) if timeout is not None else None
         try:
-            await waiter
+            async with asyncio.timeout(timeout):
+                await waiter
+        except TimeoutError:
+            pass  # answered below
         finally:
-            if timer is not None:
-                timer.cancel()
             if waiter in self._waiters:  # timed out or cancelled before an append
                 self._waiters.remove(waiter)
         return self.last_seq > after
@@ -290,9 +230,12 @@ class EventLog:
         self.followers += 1
         try:
             while True:
-                for event in self.since(cursor):
-                    cursor = event.seq or cursor
-                    yield event
+                events = self.since(cursor)
+                if events:
+                    for event in events:
+                        cursor = event.seq or cursor
+                        yield event
+                    continue  # more may have come while the reader held an event
                 if until is not None and until():
                     return
                 if not await self.wait(cursor, heartbeat):

@@ -8,10 +8,8 @@ They are created only by the ``make_*`` constructors here, which own ``id`` and
 
 from __future__ import annotations
 
-import itertools
-import os
-import threading
 import time
+import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -84,7 +82,6 @@ __all__ = [
     # constructors
     "new_id",
     "new_task_id",
-    "format_utc",
     "utc_timestamp",
     "make_request",
     "make_response",
@@ -108,131 +105,34 @@ __all__ = [
 # constructors
 
 
-_VARIANT = "89ab"
+_LOW_80_BITS = (1 << 80) - 1
 
 
-class _RandomPool:
-    """Bytes from ``os.urandom``, drawn 4 KiB at a time and handed out once each.
-
-    ``os.urandom`` is a system call that gives the GIL up: with a store's writer thread
-    waiting for the GIL, every call cost the event loop a wait to get it back (about a
-    tenth of a ``POST /message``'s time under load). A pool refilled every 256 ids keeps
-    the same unpredictability (the kernel's CSPRNG) at one call per 256.
-    """
-
-    __slots__ = ("_buffer", "_lock", "_position")
-
-    _SIZE = 4096
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._buffer = b""
-        self._position = 0
-
-    def take(self, n: int) -> bytes:
-        with self._lock:
-            position = self._position
-            if position + n > len(self._buffer):
-                self._buffer = os.urandom(max(self._SIZE, n))
-                position = 0
-            self._position = position + n
-            return self._buffer[position : position + n]
-
-    def reseed(self) -> None:
-        """Forget the pool (in a forked child, which must not repeat its parent's ids;
-        a fresh lock, as the parent's may have been held by another thread)."""
-        self._lock = threading.Lock()
-        self._buffer = b""
-        self._position = 0
-
-
-_random = _RandomPool()
+def new_id() -> str:
+    """Return a fresh random id in uuid form (``xxxxxxxx-xxxx-4xxx-Vxxx-xxxxxxxxxxxx``)."""
+    return str(uuid.uuid4())
 
 
 def new_task_id() -> str:
     """Return a new task id: a version 4 uuid string whose first 48 bits are the time in
-    milliseconds, the rest random (74 bits from ``os.urandom``).
+    milliseconds, the rest random (74 bits).
 
     Not guessable, and ordered by creation time: the stores' indexes on task ids then
-    grow at their end instead of everywhere at once (a third less of the SQLite writer's
-    work per task, most of it page writes).
+    grow at their end instead of everywhere at once.
     """
-    h = f"{time.time_ns() // 1_000_000 & 0xFFFF_FFFF_FFFF:012x}{_random.take(10).hex()}"
-    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT[int(h[16], 16) & 3]}{h[17:20]}-{h[20:32]}"
-
-
-class _IdSource:
-    """Unique uuid-shaped ids: a random 68-bit prefix per process, then a counter.
-
-    Message ids only need to be unique (peers deduplicate deliveries by them); drawing
-    fresh randomness for each of the several ids every message carries was a measurable
-    share of the runtime's work. The prefix is drawn again in a forked child.
-    """
-
-    __slots__ = ("counter", "head", "high", "prefix")
-
-    _LOW = 1 << 48
-
-    def __init__(self) -> None:
-        self.reseed()
-
-    def reseed(self) -> None:
-        h = os.urandom(9).hex()
-        # 8-4-4-4-12 layout: version nibble 4, variant 8..b, 60 counter bits at the end
-        self.prefix = f"{h[:8]}-{h[8:12]}-4{h[12:15]}-{_VARIANT[int(h[15], 16) & 3]}"
-        self._start(int(h[16:18], 16))
-
-    def _start(self, high: int) -> None:
-        # the counter's top 12 bits end the fourth group: formatted once per 2**48 ids
-        self.high = high
-        self.head = f"{self.prefix}{high:03x}-"
-        self.counter = itertools.count()
-
-    def next_id(self) -> str:
-        """The next id: the fixed head, then the counter's low 48 bits as the fifth group."""
-        low = next(self.counter)
-        if low >= self._LOW:  # 2**48 ids later: carry into the top bits
-            self._start((self.high + 1) & 0xFFF)
-            low = next(self.counter)
-        return "%s%012x" % (self.head, low)  # noqa: UP031
-
-
-_ids = _IdSource()
-#: Return a fresh unique id in uuid form (``xxxxxxxx-xxxx-4xxx-Vxxx-xxxxxxxxxxxx``).
-#: A bound method rather than a callable instance: several ids a message, and calling
-#: an instance goes through its type's ``__call__`` lookup each time.
-new_id = _ids.next_id
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_ids.reseed)
-    os.register_at_fork(after_in_child=_random.reseed)
-
-_second_cache: list[Any] = [-1, ""]
-
-
-def format_utc(now: float) -> str:
-    """Format a POSIX time as ISO-8601 UTC with microseconds and a ``+00:00`` suffix.
-
-    The date and time of day are formatted once per second: every event and message
-    takes a timestamp, so this is on the hot path.
-    """
-    second = int(now)
-    cache = _second_cache
-    if second != cache[0]:
-        cache[1] = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S")
-        cache[0] = second
-    # %-formatting truncates as int() does, and formats the number in a fifth less time
-    return "%s.%06d+00:00" % (cache[1], (now - second) * 1_000_000)  # noqa: UP031
+    millis = time.time_ns() // 1_000_000 & 0xFFFF_FFFF_FFFF
+    return str(uuid.UUID(int=millis << 80 | uuid.uuid4().int & _LOW_80_BITS))
 
 
 def utc_timestamp() -> str:
     """Return the current time as ISO-8601 UTC with microseconds and a ``+00:00`` suffix."""
-    return format_utc(time.time())
+    return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
 def _envelope(payload: MAILPayload, msg_type: MessageType) -> MAILMessage:
     return {
         "id": new_id(),
-        "timestamp": format_utc(time.time()),  # utc_timestamp(), one call less
+        "timestamp": utc_timestamp(),
         "message": payload,
         "msg_type": msg_type,
     }
@@ -443,26 +343,8 @@ def message_priority(message: MAILMessage) -> int:
     return 0
 
 
-_UTC_MICROS_LEN = len("2025-01-08T12:00:00.000000+00:00")
-
-# (address type, address) -> the ``<to>`` text of a message to that one address
-_rendered_to: dict[tuple[str, str], str] = {}
-_RENDERED_TO_MAX = 1024
-
-
 def _xml_timestamp(timestamp: str) -> str:
-    # Our own timestamps are already UTC with non-zero microseconds, exactly what
-    # isoformat() would print; anything else is parsed and re-serialised. The "T" and "."
-    # checks keep other accepted spellings (a space separator, a decimal comma) on the
-    # slow path, which normalises them.
-    if (
-        len(timestamp) == _UTC_MICROS_LEN
-        and timestamp[10] == "T"
-        and timestamp[19] == "."
-        and timestamp.endswith("+00:00")
-        and timestamp[19:26] != ".000000"
-    ):
-        return timestamp
+    """``timestamp`` in UTC as ``isoformat()`` writes it (as given when it is not ISO-8601)."""
     try:
         return datetime.fromisoformat(timestamp).astimezone(UTC).isoformat()
     except ValueError:
@@ -481,33 +363,14 @@ def build_mail_xml(message: MAILMessage, is_manual: bool = False) -> dict[str, s
     if is_manual or message["msg_type"] == "buffered":
         return {"role": "user", "content": payload["body"]}
     sender = payload["sender"]
-    recipients: list[MAILAddress] | None = payload.get("recipients")  # type: ignore[assignment]
-    if recipients is None or len(recipients) == 1:
-        # one recipient: the repr of a one-item list, without building the list, and
-        # rendered once per address (a swarm has few)
-        r = payload["recipient"] if recipients is None else recipients[0]  # type: ignore[typeddict-item]
-        key = (r["address_type"], r["address"])
-        to = _rendered_to.get(key)
-        if to is None:
-            to = f"""[{f'<address type="{key[0]}">{key[1]}</address>'!r}]"""
-            if len(_rendered_to) >= _RENDERED_TO_MAX:
-                _rendered_to.clear()
-            _rendered_to[key] = to
-    else:
-        to = repr(
-            [f'<address type="{r["address_type"]}">{r["address"]}</address>' for r in recipients]
-        )
-    timestamp = message["timestamp"]
-    if not (  # _xml_timestamp's fast check, inlined: our own timestamps pass it
-        len(timestamp) == _UTC_MICROS_LEN
-        and timestamp[10] == "T"
-        and timestamp[19] == "."
-        and timestamp.endswith("+00:00")
-        and timestamp[19:26] != ".000000"
-    ):
-        timestamp = _xml_timestamp(timestamp)
+    to = repr(
+        [
+            f'<address type="{r["address_type"]}">{r["address"]}</address>'
+            for r in get_recipients(payload)
+        ]
+    )
     content = (
-        f"\n<incoming_message>\n<timestamp>{timestamp}</timestamp>\n"
+        f"\n<incoming_message>\n<timestamp>{_xml_timestamp(message['timestamp'])}</timestamp>\n"
         f'<from type="{sender["address_type"]}">{sender["address"]}</from>\n'
         f"<to>\n{to}\n</to>\n"
         f"<subject>{payload['subject']}</subject>\n"

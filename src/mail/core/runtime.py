@@ -8,10 +8,12 @@ Message flow::
 
 * **Priorities** (lower runs first): admin 0, system 1, user 2, agent interrupt and
   broadcast_complete 3, agent broadcast 4, agent request/response 5; ties run in
-  submission order. Priority orders *dispatch*: each agent turn runs as its own asyncio
-  task, so a slow agent never blocks the others.
+  submission order. Priority orders *dispatch*: an agent's turns in a task run in an
+  asyncio task of their own (``agent:{task_id}:{agent}``), so a slow agent never blocks
+  the others.
 * **One turn at a time per agent and task**: a message for an agent that is mid-turn in
-  the same task waits for that turn to end, so the agent's history stays consistent.
+  the same task waits for that turn to end (in order of priority, so an interrupt goes
+  first), so the agent's history stays consistent.
 * **Turns of a task**: each submission opens a turn that ends exactly once, with the
   final answer (``task_complete``), a breakpoint pause, or a failure. Callers await that
   turn (:meth:`MAILRuntime.submit_and_wait`) or stream its events
@@ -23,9 +25,13 @@ Message flow::
   :meth:`MAILRuntime.receive_interswarm` (checks, task ownership, deduplication and
   completion notices live in :mod:`mail.core._remote`).
 
-The facade keeps the public methods; the work lives in :mod:`mail.core._scheduler` (queue,
-loop, routing, delivery), :mod:`mail.core._dispatch` (agent turns and one handler per
-MAIL tool) and :mod:`mail.core._system_messages` (what the runtime itself says).
+The facade keeps the public methods; the work lives in collaborators that receive what
+they use (the task table, the queue, callbacks for the few runtime actions they need):
+:mod:`mail.core._scheduler` (queue, loop, routing, delivery), :mod:`mail.core._dispatch`
+(agent turns and one handler per MAIL tool), :mod:`mail.core._remote` (messages from
+other swarms), :mod:`mail.core._breakpoints` (resuming paused tasks),
+:mod:`mail.core._recorder` (the store) and :mod:`mail.core._system_messages` (what the
+runtime itself says).
 """
 
 from __future__ import annotations
@@ -33,15 +39,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Collection, Iterable
-from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
-from mail.core._breakpoints import parse_breakpoint_results
-from mail.core._dispatch import TurnRunner
+from mail.core._breakpoints import resume_breakpoints
+from mail.core._dispatch import SwarmDirectory, TurnRunner
 from mail.core._recorder import StoreRecorder, restore
 from mail.core._remote import Direction, RemoteLedger
 from mail.core._scheduler import Scheduler
-from mail.core._system_messages import Subject, SystemMessages
+from mail.core._system_messages import SystemMessages
 from mail.core.actions import ActionCore, ActionOverrideFunction
 from mail.core.agents import AgentCore
 from mail.core.events import EventLog, EventName, MAILEvent
@@ -58,9 +63,10 @@ ResumeFrom = Literal["user_response", "breakpoint_tool_call"]
 _STREAM_FAILED = frozenset({TaskState.FAILED, TaskState.CANCELLED})
 
 
-def _expire(waiter: asyncio.Future[MAILMessage]) -> None:
-    if not waiter.done():
-        waiter.set_exception(TimeoutError())
+def _check_step_limit(kwargs: dict[str, Any]) -> None:
+    value = kwargs.get("max_steps")
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+        raise InvalidMessageError("must be a positive integer or null", field="kwargs.max_steps")
 
 
 class RemoteRouter(Protocol):
@@ -146,7 +152,6 @@ class MAILRuntime:
         self.router = router
         self.this_owner = format_task_contributor(user_role, user_id, swarm_name)
         self.system = SystemMessages(swarm_name)
-        self.tasks = TaskTable(max_finished=max_finished_tasks, max_age=finished_task_ttl)
         self.agent_histories: dict[str, list[dict[str, Any]]] = {}
         self.store = store
         self.store_key = CallerKey(swarm=swarm_name, role=user_role, id=user_id)
@@ -156,14 +161,49 @@ class MAILRuntime:
             self.recorder = StoreRecorder(
                 store, self.store_key, histories=self.agent_histories, tool_formats=formats
             )
+        self.tasks = TaskTable(
+            max_finished=max_finished_tasks,
+            max_age=finished_task_ttl,
+            listener=self.recorder,
+            on_evict=self.forget,
+        )
         self.runtime_log = EventLog("*")
-        self.max_steps: int | None = None
-        self.action_override: ActionOverrideFunction | None = None
-        self.mode: Literal["continuous", "manual"] = "continuous"
         self.stopping = False
-        self.scheduler = Scheduler(self)
-        self.turns = TurnRunner(self)
-        self.remote = RemoteLedger(self)
+        self.scheduler = Scheduler(
+            tasks=self.tasks,
+            agents=agents,
+            swarm_name=swarm_name,
+            user_id=user_id,
+            entrypoint=entrypoint,
+            system=self.system,
+            log=self.runtime_log,
+            run_turn=self._run_turn,
+            send_remote=self.send_remote,
+        )
+        self.turns = TurnRunner(
+            agents=agents,
+            actions=actions,
+            histories=self.agent_histories,
+            swarm_name=swarm_name,
+            system=self.system,
+            scheduler=self.scheduler,
+            breakpoint_tools=self.breakpoint_tools,
+            exclude_tools=self.exclude_tools,
+            interswarm=self._directory,
+            notify_completion=self.notify_remote_completion,
+        )
+        self.remote = RemoteLedger(
+            swarm_name=swarm_name,
+            agents=agents,
+            user_id=user_id,
+            owner=self.this_owner,
+            entrypoint=entrypoint,
+            tasks=self.tasks,
+            scheduler=self.scheduler,
+            system=self.system,
+            open_task=self._open_task,
+            notify_completion=self.notify_remote_completion,
+        )
         self._loop_task: asyncio.Task[None] | None = None
 
     async def restore(self) -> int:
@@ -173,27 +213,14 @@ class MAILRuntime:
         """
         if self.store is None:
             return 0
-        return await restore(self, self.store, self.store_key)
-
-    def new_task(
-        self,
-        task_id: str,
-        owner: str,
-        contributors: list[str],
-        *,
-        start_time: datetime | None = None,
-    ) -> MAILTask:
-        """Create and keep a task (its changes go to the store, if there is one)."""
-        now = start_time or datetime.now(UTC)
-        task = MAILTask(
-            task_id=task_id,
-            task_owner=owner,
-            task_contributors=contributors,
-            start_time=now,
-            updated_at=now,
-            listener=self.recorder,
+        return await restore(
+            self.store,
+            self.store_key,
+            tasks=self.tasks,
+            histories=self.agent_histories,
+            system=self.system,
+            next_seq=self.scheduler.next_seq,
         )
-        return self.tasks.add(task)
 
     async def persisted(self) -> None:
         """Wait until everything that happened so far is in the store (at once without
@@ -236,19 +263,13 @@ class MAILRuntime:
         like :meth:`submit` before anything is queued.
         """
         task = self._begin(message, resume_from, kwargs)
-        waiter = task.wait_turn()
-        # One timer that fails this caller's private future: cheaper than a timeout scope,
-        # and the turn itself is untouched.
-        timer = None if timeout is None else waiter.get_loop().call_later(timeout, _expire, waiter)
         try:
-            final = await waiter
+            async with asyncio.timeout(timeout):
+                final = await task.wait_turn()  # a private future: the turn is untouched
         except TimeoutError:
             task.log.emit(EventName.TASK_ERROR, f"timeout for task '{task.task_id}'")
             self.scheduler.finish(task, TaskState.FAILED, self.system.task_timeout(task.task_id))
             final = task.wait_turn().result()
-        finally:
-            if timer is not None:
-                timer.cancel()
         if task.state not in _STREAM_FAILED:
             task.log.emit(EventName.TASK_COMPLETE, f"response: '{final['message']['body']}'")
         await self.persisted()
@@ -289,113 +310,56 @@ class MAILRuntime:
     def _begin(
         self, message: MAILMessage, resume_from: ResumeFrom | None, kwargs: dict[str, Any]
     ) -> MAILTask:
+        """Open or resume the message's task and queue the message; checks everything
+        before it changes anything."""
         if self.stopping:
             raise TaskStateError("the runtime is shutting down")
         task_id = message["message"]["task_id"]
         task = self.tasks.get(task_id)
-        if kwargs:
-            self._check_limits(kwargs)
+        _check_step_limit(kwargs)
         if resume_from is None:
             if task is not None:
                 raise TaskStateError(
                     f"task '{task_id}' already exists; to continue it, send resume_from='user_response'"
                 )
-            task = self.new_task(task_id, self.this_owner, [self.this_owner])
-            if kwargs:
-                self._apply_limits(task, kwargs)
-            task.open_turn()
-            self.scheduler.submit(message)
-        elif resume_from == "user_response":
-            if task is None:
-                raise TaskNotFoundError(task_id)
-            if task.state is TaskState.WAITING_BREAKPOINT:
-                raise TaskStateError(
-                    f"task '{task_id}' is paused on breakpoint tool calls; "
-                    "resume it with resume_from='breakpoint_tool_call'"
-                )
-            self._apply_limits(task, kwargs)
-            self._resume(task)
-            self.scheduler.submit(message)
-        elif resume_from == "breakpoint_tool_call":
-            if task is None:
-                raise TaskNotFoundError(task_id)
-            self._apply_limits(task, kwargs)
-            self._resume_breakpoint(task, kwargs)
-        else:
+            task = self._open_task(task_id, self.this_owner, [self.this_owner])
+        elif resume_from not in ("user_response", "breakpoint_tool_call"):
             raise InvalidMessageError(
                 f"must be 'user_response', 'breakpoint_tool_call' or null, got {resume_from!r}",
                 field="resume_from",
             )
+        elif task is None:
+            raise TaskNotFoundError(task_id)
+        elif resume_from == "user_response" and task.state is TaskState.WAITING_BREAKPOINT:
+            raise TaskStateError(
+                f"task '{task_id}' is paused on breakpoint tool calls; "
+                "resume it with resume_from='breakpoint_tool_call'"
+            )
+        if "max_steps" in kwargs:
+            task.max_steps, task.max_steps_set = kwargs["max_steps"], True
+        if resume_from == "breakpoint_tool_call":
+            resume_breakpoints(
+                task,
+                kwargs,
+                scheduler=self.scheduler,
+                histories=self.agent_histories,
+                system=self.system,
+            )
+            return task
+        if resume_from == "user_response":
+            self.scheduler.reopen(task)
+        self.scheduler.put(message)
         return task
 
-    @staticmethod
-    def _check_limits(kwargs: dict[str, Any]) -> None:
-        value = kwargs.get("max_steps")
-        if value is not None and (
-            not isinstance(value, int) or isinstance(value, bool) or value < 1
-        ):
-            raise InvalidMessageError(
-                "must be a positive integer or null", field="kwargs.max_steps"
-            )
-
-    @staticmethod
-    def _apply_limits(task: MAILTask, kwargs: dict[str, Any]) -> None:
-        if "max_steps" in kwargs:
-            task.max_steps = kwargs["max_steps"]
-            task.max_steps_set = True
-
-    def _resume(self, task: MAILTask) -> None:
-        was_running = task.is_running
+    def _open_task(self, task_id: str, owner: str, contributors: list[str]) -> MAILTask:
+        """Create a task and open its first turn; refused while shutting down."""
+        if self.stopping:
+            raise TaskStateError("the runtime is shutting down")
+        if task_id in self.tasks:
+            raise TaskStateError(f"task '{task_id}' already exists")
+        task = self.tasks.create(task_id, owner, contributors)
         task.open_turn()
-        if not was_running:
-            task.steps = 0
-            self.tasks.mark_active(task.task_id)
-            self.scheduler.resume(task)
-        task.changed()
-
-    def _resume_breakpoint(self, task: MAILTask, kwargs: dict[str, Any]) -> None:
-        if task.state is not TaskState.WAITING_BREAKPOINT or not task.pending_breakpoints:
-            raise TaskStateError(
-                f"task '{task.task_id}' has no breakpoint tool calls waiting for results"
-            )
-        if "breakpoint_tool_call_result" not in kwargs:
-            raise InvalidMessageError(
-                "is required to resume from a breakpoint tool call",
-                field="kwargs.breakpoint_tool_call_result",
-            )
-        results = parse_breakpoint_results(
-            kwargs["breakpoint_tool_call_result"],
-            task.pending_breakpoints,
-            kwargs.get("breakpoint_tool_caller"),
-        )
-        task.open_turn()
-        self.tasks.mark_active(task.task_id)
-        task.changed()
-        resolved_agents: set[str] = set()
-        for call_id, content in results:
-            pending = task.pending_breakpoints.pop(call_id)
-            history = self.agent_histories.setdefault(f"{task.task_id}::{pending.agent}", [])
-            history.append(pending.call.create_response_msg(content))
-            task.log.emit(
-                EventName.BREAKPOINT_ACTION_COMPLETE,
-                f"breakpoint action complete (caller = {pending.agent}):\n{content}",
-            )
-            resolved_agents.add(pending.agent)
-        still_waiting = {p.agent for p in task.pending_breakpoints.values()}
-        if not still_waiting:
-            task.steps = 0
-            self.scheduler.resume(task)
-        # Re-prompt every agent whose calls are all answered; if others still wait, the
-        # task pauses again and these wait in its stash until the last result arrives.
-        for agent in sorted(resolved_agents - still_waiting):
-            self.scheduler.put(self.system.action_complete_broadcast(task.task_id, agent))
-        if still_waiting:
-            remaining = [p.normalized for p in task.pending_breakpoints.values()]
-            self.scheduler.finish(
-                task,
-                TaskState.WAITING_BREAKPOINT,
-                self.system.breakpoint_tool_call(task.task_id, remaining),
-            )
+        return task
 
     async def wait_for_task(self, task_id: str, timeout: float | None = None) -> MAILMessage:
         """Wait for the current turn of ``task_id`` to end and return its final message.
@@ -420,9 +384,9 @@ class MAILRuntime:
         mode: Literal["continuous", "manual"] = "continuous",
     ) -> None:
         """Process messages until :meth:`shutdown`; ``max_steps`` limits each task's steps."""
-        self.max_steps = max_steps
-        self.action_override = action_override
-        self.mode = mode
+        self.scheduler.max_steps = max_steps
+        self.turns.action_override = action_override
+        self.turns.mode = mode
         try:
             await self.scheduler.run()
         except asyncio.CancelledError:
@@ -482,7 +446,7 @@ class MAILRuntime:
         if self.stopping:
             return
         self.stopping = True
-        self.scheduler.wake()
+        self.scheduler.stop()
         if not await self.scheduler.spawner.drain(timeout):
             logger.warning("shutdown: cancelling agent turns still running after %.1fs", timeout)
             await self.scheduler.spawner.cancel_all()
@@ -500,13 +464,18 @@ class MAILRuntime:
         loop_task, self._loop_task = self._loop_task, None
         if loop_task is None or loop_task.done():
             return
-        stopping, self.stopping = self.stopping, True
-        self.scheduler.wake()
+        self.scheduler.stop()
         try:
             await asyncio.wait_for(asyncio.shield(loop_task), 5.0)
         except TimeoutError:
             loop_task.cancel()
-        self.stopping = stopping
+
+    async def _run_turn(
+        self, task: MAILTask, agent: str, message: MAILMessage, xml: dict[str, str]
+    ) -> None:
+        await self.turns.run(task, agent, message, xml)
+        if self.recorder is not None:
+            self.recorder.turn_ended(task, agent)  # the agent's history changed
 
     # --- interswarm seams ------------------------------------------------------------------
 
@@ -521,15 +490,13 @@ class MAILRuntime:
             return
         self.router.send(self, task, message, targets)
 
+    def _directory(self) -> SwarmDirectory | None:
+        """The router while interswarm messaging is enabled (for the interswarm tools)."""
+        return self.router if self.enable_interswarm else None
+
     def report_remote_failure(self, task: MAILTask, agent: str | None, reason: str) -> None:
         """Tell the sending agent (and the event log) that a remote delivery failed."""
-        task.log.emit(EventName.INTERSWARM_MESSAGE_ERROR, reason)
-        if agent is not None and agent in self.agents and task.is_running:
-            self.scheduler.put(
-                self.system.agent_error(
-                    task.task_id, agent, f"Your message was not delivered: {reason}"
-                )
-            )
+        self.remote.delivery_failed(task, agent, reason)
 
     def notify_remote_completion(
         self, task: MAILTask, agent: str, body: str, swarms: Collection[str] | None = None
@@ -560,6 +527,10 @@ class MAILRuntime:
         the source swarm took part in) and :class:`TaskStateError` (another owner, or
         shutting down).
         """
+        if not self.enable_interswarm:
+            raise InvalidMessageError(
+                f"swarm {self.swarm_name!r} does not take interswarm messages", field="target_swarm"
+            )
         return self.remote.receive(message, direction)
 
     def open_remote_task(self, task_id: str, swarm: str) -> MAILTask:
@@ -568,13 +539,8 @@ class MAILRuntime:
         A reply addressed to the caller ends its turn. Raises :class:`TaskStateError`
         when the task id is taken or the runtime is shutting down.
         """
-        if self.stopping:
-            raise TaskStateError("the runtime is shutting down")
-        if task_id in self.tasks:
-            raise TaskStateError(f"task '{task_id}' already exists")
-        task = self.new_task(task_id, self.this_owner, [self.this_owner])
+        task = self._open_task(task_id, self.this_owner, [self.this_owner])
         task.remote_swarms.add(swarm)
-        task.open_turn()
         return task
 
     def end_task(self, task_id: str, body: str, *, failed: bool = False) -> bool:
@@ -582,19 +548,7 @@ class MAILRuntime:
 
         Returns False when the task was not running. Raises :class:`TaskNotFoundError`.
         """
-        task = self.tasks.get(task_id)
-        if task is None:
-            raise TaskNotFoundError(task_id)
-        if failed:
-            return self.scheduler.finish(
-                task, TaskState.FAILED, self.system.task_error(task_id, body)
-            )
-        final = self.system.complete(task_id, Subject.TASK_COMPLETE, body)
-        return self.scheduler.finish(task, TaskState.COMPLETED, final)
-
-    def reopen(self, task: MAILTask) -> None:
-        """Run a finished task again (a remote owner continues it)."""
-        self._resume(task)
+        return self.remote.end_task(task_id, body, failed=failed)
 
     def record_remote_delivery(self, task_id: str, address: str) -> None:
         """The router delivered a message of the task to ``agent@swarm``."""
@@ -605,12 +559,6 @@ class MAILRuntime:
         return self.remote.contact(task_id, swarm)
 
     # --- state -----------------------------------------------------------------------------
-
-    def excluded_tools(self, agent: str) -> frozenset[str]:
-        mine = self.agents[agent].exclude_tools
-        if not self.exclude_tools:
-            return mine
-        return self.exclude_tools | mine if mine else self.exclude_tools
 
     def forget(self, task: MAILTask) -> None:
         """Drop a finished task's histories from memory (it left the task table)."""

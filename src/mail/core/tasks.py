@@ -64,11 +64,6 @@ _FINISHED = frozenset(
 )
 
 
-# looked up once: an enum's class attribute goes through EnumType.__getattr__ on 3.11
-_RUNNING = TaskState.RUNNING
-_WAITING_BREAKPOINT = TaskState.WAITING_BREAKPOINT
-
-
 @dataclass(slots=True, kw_only=True)
 class PendingBreakpoint:
     """A breakpoint tool call waiting for its result from the caller."""
@@ -120,7 +115,7 @@ class MAILTask:
 
     @property
     def is_running(self) -> bool:
-        return self.state is _RUNNING
+        return self.state is TaskState.RUNNING
 
     @property
     def completed(self) -> bool:
@@ -135,19 +130,15 @@ class MAILTask:
         if self.listener is not None:
             self.listener.task_changed(self)
 
-    def open_turn(self, now: datetime | None = None) -> asyncio.Future[MAILMessage]:
-        """Start a new turn and return its future (reusing it if the task is mid-turn).
-
-        ``now`` is the time to record as ``updated_at`` when the caller has just read the
-        clock (a new task: its creation time); by default the clock is read here.
-        """
+    def open_turn(self) -> asyncio.Future[MAILMessage]:
+        """Start a new turn and return its future (reusing it if the task is mid-turn)."""
         turn = self.turn
         if turn is None or turn.done():
             turn = self.turn = asyncio.get_running_loop().create_future()
             self.turn_number += 1
-        self.state = _RUNNING
+        self.state = TaskState.RUNNING
         self.finished_at = None
-        self.updated_at = datetime.now(UTC) if now is None else now
+        self.touch()
         return turn
 
     def close_turn(self, state: TaskState, message: MAILMessage) -> None:
@@ -155,10 +146,10 @@ class MAILTask:
         self.state = state
         self.response = message
         self.steps = 0
-        if state is not _WAITING_BREAKPOINT:
+        if state is not TaskState.WAITING_BREAKPOINT:
             self.outstanding.clear()
         self.finished_at = time.monotonic()
-        self.updated_at = datetime.now(UTC)  # touch(), inlined
+        self.touch()
         turn = self.turn
         if turn is not None and not turn.done():
             turn.set_result(message)
@@ -188,17 +179,24 @@ class TaskTable:
     """The tasks of one runtime, with bounded retention of finished ones.
 
     Running and paused tasks are always kept. Finished tasks beyond ``max_finished`` or
-    older than ``max_age`` seconds leave memory (the store, when configured, keeps
-    them); :meth:`mark_finished` returns the tasks evicted.
+    older than ``max_age`` seconds leave memory (the store, when configured, keeps them),
+    and ``on_evict`` is called with each. The tasks of the table report their changes to
+    ``listener`` (the runtime's store recorder, if any).
     """
 
-    def __init__(self, *, max_finished: int = 1000, max_age: float = 3600.0) -> None:
+    def __init__(
+        self,
+        *,
+        max_finished: int = 1000,
+        max_age: float = 3600.0,
+        listener: TaskListener | None = None,
+        on_evict: Callable[[MAILTask], None] | None = None,
+    ) -> None:
         self.max_finished = max_finished
         self.max_age = max_age
+        self.listener = listener
+        self.on_evict = on_evict
         self._tasks: dict[str, MAILTask] = {}
-        #: ``get(task_id)``: the task or ``None`` (the dict's own method: no Python frame,
-        #: and the runtime looks tasks up several times per message)
-        self.get: Callable[[str], MAILTask | None] = self._tasks.get
         self._finished: OrderedDict[str, float] = OrderedDict()
 
     def __contains__(self, task_id: object) -> bool:
@@ -209,6 +207,22 @@ class TaskTable:
 
     def __iter__(self) -> Iterator[MAILTask]:
         return iter(list(self._tasks.values()))
+
+    def get(self, task_id: str) -> MAILTask | None:
+        return self._tasks.get(task_id)
+
+    def create(self, task_id: str, owner: str, contributors: list[str]) -> MAILTask:
+        """Create and keep a running task (its listener is told)."""
+        now = datetime.now(UTC)
+        task = MAILTask(
+            task_id=task_id,
+            task_owner=owner,
+            task_contributors=contributors,
+            start_time=now,
+            updated_at=now,
+            listener=self.listener,
+        )
+        return self.add(task)
 
     def add(self, task: MAILTask, *, notify: bool = True) -> MAILTask:
         """Keep ``task``; with ``notify`` its listener is told (not for a task loaded back
@@ -222,14 +236,15 @@ class TaskTable:
         """The task runs again: it no longer counts as finished."""
         self._finished.pop(task_id, None)
 
-    def mark_finished(self, task: MAILTask) -> list[MAILTask]:
-        """Record that ``task`` finished and return the tasks evicted to make room."""
-        if task.state is _WAITING_BREAKPOINT:
-            return []
-        finished, task_id = self._finished, task.task_id
-        finished[task_id] = task.finished_at or time.monotonic()
-        finished.move_to_end(task_id)
-        return self._evict()
+    def mark_finished(self, task: MAILTask) -> None:
+        """Record that ``task`` finished, evicting finished tasks beyond the limits."""
+        if task.state is TaskState.WAITING_BREAKPOINT:
+            return
+        self._finished[task.task_id] = task.finished_at or time.monotonic()
+        self._finished.move_to_end(task.task_id)
+        for evicted in self._evict():
+            if self.on_evict is not None:
+                self.on_evict(evicted)
 
     def _evict(self) -> list[MAILTask]:
         evicted: list[MAILTask] = []
@@ -240,7 +255,11 @@ class TaskTable:
                 break
             del self._finished[task_id]
             task = self._tasks.get(task_id)
-            if task is not None and task.completed and task.state is not _WAITING_BREAKPOINT:
+            if (
+                task is not None
+                and task.completed
+                and task.state is not TaskState.WAITING_BREAKPOINT
+            ):
                 del self._tasks[task_id]
                 evicted.append(task)
         return evicted

@@ -1,22 +1,22 @@
 """The MAIL HTTP server.
 
 ``create_app(config)`` builds the FastAPI application; ``run_server(config)`` serves it
-with uvicorn (after :func:`settle_gc`). ``mail.server:app`` exists for ``uvicorn mail.server:app``: it is built on
-first access and reads its configuration when it starts, not at import.
+with uvicorn. ``mail.server:app`` exists for ``uvicorn mail.server:app``: it is built on first
+access and reads its configuration when it starts, not at import.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mail.server._app import create_app, run_server, settle_gc
+from mail.server._app import create_app, run_server
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
     app: FastAPI
 
-__all__ = ["app", "create_app", "run_server", "settle_gc"]
+__all__ = ["app", "create_app", "run_server"]
 
 # not ``_app``: that name is the submodule mail.server._app
 _built_app: Any = None

@@ -18,7 +18,6 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mail._gc import raise_young_threshold, settle_gc
 from mail.api import MAILSwarmTemplate
 from mail.errors import (
     AuthError,
@@ -46,7 +45,7 @@ if TYPE_CHECKING:
     from mail.config import MAILConfig
     from mail.server.auth import Authenticator
 
-__all__ = ["create_app", "run_server", "settle_gc"]
+__all__ = ["create_app", "run_server"]
 
 logger = logging.getLogger("mail.server")
 
@@ -394,7 +393,6 @@ def run_server(config: MAILConfig) -> None:
     the same configuration (see :mod:`mail.server._reload`). Raises
     :class:`~mail.errors.SwarmDefinitionError` when the configured swarm cannot be loaded.
     """
-    raise_young_threshold()  # fewer collections while the swarm and the app are built
     import uvicorn  # noqa: PLC0415  # only the server process needs it
 
     server = config.server
@@ -411,5 +409,4 @@ def run_server(config: MAILConfig) -> None:
         uvicorn.run(APP, **options)
         return
     app = create_app(config, template=template)
-    settle_gc()
     uvicorn.run(app, **options)

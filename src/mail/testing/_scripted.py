@@ -29,7 +29,6 @@ import itertools
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from json.encoder import encode_basestring_ascii as _json_str
 from typing import Any, Literal, TypeAlias
 
 from mail.core.tools import AgentToolCall
@@ -45,8 +44,6 @@ __all__ = [
 ]
 
 
-# Not frozen: a frozen dataclass sets each field through object.__setattr__, three times
-# the cost of building one, and every scripted turn of the benchmarks builds two.
 @dataclass(slots=True)
 class ScriptedCall:
     """One tool call an agent makes: ``name`` with ``args``, optionally with reasoning."""
@@ -83,7 +80,6 @@ class Incoming:
 
 
 def _parse(content: str) -> Incoming:
-    # str.find throughout: this runs on every scripted turn of the benchmarks
     i = content.find('<from type="')
     sender_type = sender = ""
     if i >= 0:
@@ -114,17 +110,6 @@ def parse_incoming(history: Sequence[dict[str, Any]]) -> Incoming:
         if item.get("role") == "user" and isinstance(content, str):
             return _parse(content)
     return Incoming("", "", "", "", "")
-
-
-def _arguments(args: dict[str, Any]) -> str:
-    # The JSON text an LLM would send (as json.dumps writes it); flat string arguments
-    # take a fast path.
-    parts = []
-    for key, value in args.items():
-        if type(value) is not str:
-            return json.dumps(args)
-        parts.append(f"{_json_str(key)}: {_json_str(value)}")
-    return "{" + ", ".join(parts) + "}"
 
 
 # One counter for every scripted agent of the process, so call ids never collide.
@@ -178,10 +163,7 @@ class ScriptedAgent:
                 self.calls.append((list(messages), tool_choice))
             if self.gate is not None:
                 await self.gate.wait()
-            turn = self._next_turn(messages)
-            if type(turn) is ScriptedCall and self.tool_format == "responses":
-                return None, [self._one(turn)]  # the usual turn, without _build
-            return None, self._build(turn)
+            return None, self._build(self._next_turn(messages))
         finally:
             self.running -= 1
 
@@ -193,14 +175,8 @@ class ScriptedAgent:
             turn = self.rule
         else:
             raise RuntimeError("scripted agent has no turn left")
-        if callable(turn) and not isinstance(turn, _PLAIN_TURNS):
-            # parse_incoming's first step, inlined: the newest item is the usual answer
-            last = messages[-1] if messages else None
-            content = last.get("content") if last is not None else None
-            if isinstance(content, str) and last is not None and last.get("role") == "user":
-                turn = turn(_parse(content))
-            else:
-                turn = turn(parse_incoming(messages))
+        if callable(turn):  # a rule
+            turn = turn(parse_incoming(messages))
         if isinstance(turn, BaseException):
             raise turn
         return turn
@@ -213,7 +189,7 @@ class ScriptedAgent:
         if self.tool_format == "completions":
             completion = {"role": "assistant", "content": None, "tool_calls": []}
             for c, i in zip(calls, ids, strict=True):
-                function = {"name": c.name, "arguments": _arguments(c.args)}
+                function = {"name": c.name, "arguments": json.dumps(c.args)}
                 completion["tool_calls"].append({"id": i, "type": "function", "function": function})
         else:
             responses = [_function_call_item(c, i) for c, i in zip(calls, ids, strict=True)]
@@ -230,23 +206,6 @@ class ScriptedAgent:
             for c, i in zip(calls, ids, strict=True)
         ]
 
-    @staticmethod
-    def _one(c: ScriptedCall) -> AgentToolCall:
-        """:meth:`_build` of a turn of one call in the Responses format (the usual turn).
-
-        ``AgentToolCall(**fields)`` validated straight from a dict (what ``__init__``
-        does, without its Python frame).
-        """
-        i = c.call_id or f"call_{next(_CALL_IDS)}"
-        fields = {
-            "tool_name": c.name,
-            "tool_args": c.args,
-            "tool_call_id": i,
-            "responses": [_function_call_item(c, i)],
-            "reasoning": list(c.reasoning) if c.reasoning else None,
-        }
-        return _validate_call(fields)  # type: ignore[no-any-return]
-
 
 def _function_call_item(c: ScriptedCall, call_id: str) -> dict[str, Any]:
     """The Responses API output item of ``c``, as a model would emit it."""
@@ -255,16 +214,9 @@ def _function_call_item(c: ScriptedCall, call_id: str) -> dict[str, Any]:
         "id": f"fc_{call_id}",
         "call_id": call_id,
         "name": c.name,
-        "arguments": _arguments(c.args),
+        "arguments": json.dumps(c.args),  # the JSON text a model sends
         "status": "completed",
     }
-
-
-#: ``AgentToolCall.model_validate`` without its Python frame
-_validate_call = AgentToolCall.__pydantic_validator__.validate_python
-
-#: turns that are results already, not rules to call
-_PLAIN_TURNS = (ScriptedCall, BaseException)
 
 
 def scripted_agent(
