@@ -115,22 +115,29 @@ class Server:
         return httpx.AsyncClient(base_url=self.url, timeout=15, headers=headers)
 
 
+def read_line(frame: dict[str, Any], line: str) -> dict[str, Any] | None:
+    """Add one SSE line to ``frame``; at the blank line that ends it, return the frame
+    (an event's) and empty ``frame`` for the next."""
+    if not line:
+        done = dict(frame) if "event" in frame else None
+        frame.clear()
+        return done
+    name, _, value = line.partition(":")
+    value = value.removeprefix(" ")
+    if name == "id":
+        frame["id"] = int(value)
+    elif name == "event":
+        frame["event"] = value
+    elif name == "data":
+        frame["data"] = json.loads(value)
+    return None
+
+
 def frames(lines: Iterator[str]) -> Iterator[dict[str, Any]]:
     frame: dict[str, Any] = {}
     for line in lines:
-        if not line:
-            if "event" in frame:
-                yield frame
-            frame = {}
-            continue
-        name, _, value = line.partition(":")
-        value = value.removeprefix(" ")
-        if name == "id":
-            frame["id"] = int(value)
-        elif name == "event":
-            frame["event"] = value
-        elif name == "data":
-            frame["data"] = json.loads(value)
+        if (done := read_line(frame, line)) is not None:
+            yield done
 
 
 def postgres_database() -> Iterator[str]:

@@ -6,7 +6,6 @@ saw (SQLite; PostgreSQL when ``MAIL_TEST_POSTGRES_URL`` is set)."""
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.persistence.server_process import Server, postgres_database
+from tests.persistence.server_process import Server, postgres_database, read_line
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -35,19 +34,8 @@ class Seen:
 async def _frames(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
     frame: dict[str, Any] = {}
     async for line in response.aiter_lines():
-        if not line:
-            if "event" in frame:
-                yield frame
-            frame = {}
-            continue
-        name, _, value = line.partition(":")
-        value = value.removeprefix(" ")
-        if name == "id":
-            frame["id"] = int(value)
-        elif name == "event":
-            frame["event"] = value
-        elif name == "data":
-            frame["data"] = json.loads(value)
+        if (done := read_line(frame, line)) is not None:
+            yield done
 
 
 async def _stream(client: httpx.AsyncClient, n: int) -> Seen:
