@@ -379,6 +379,7 @@ async def _proxy_send(
         except TimeoutError:
             runtime.end_task(task.task_id, "no reply from the remote swarm", failed=True)
             raise TaskTimeoutError(f"no reply within {timeout:g} s") from None
+        await runtime.persisted()  # the task's end is stored before it is told
     return JSONResponse({"response": answer, "events": None, "task_id": task.task_id})
 
 
