@@ -1,6 +1,8 @@
 """The scheduling loop: priority queue, routing, delivery and the ends of turns.
 
-The loop pops ``(priority, sequence, message)`` items and routes each message. Delivery to
+Routing pops ``(priority, sequence, message)`` items and routes each message: what a turn
+queued when that turn ends, a submission at once, anything else (messages from other
+swarms, from the server) in a callback the event loop runs next. Delivery to
 an agent starts a worker for that agent in that task, an owned asyncio task that runs the
 agent's turn; a message for an agent whose worker is running waits in the worker's inbox,
 itself ordered by priority, so one agent's history is never written by two turns at once
@@ -89,7 +91,9 @@ class Scheduler:
         self.spawner = Spawner()
         self._heap: list[QueueItem] = []
         self._seq = itertools.count()
-        self._wake = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None  # while run() runs
+        self._routing_soon = False  # a call of route_queued() is scheduled
+        self._stopped = asyncio.Event()
         self._stopping = False
         self._inboxes: dict[str, list[_Delivery]] = {}
 
@@ -107,31 +111,36 @@ class Scheduler:
         self.push((message_priority(message), self.next_seq(), message))
 
     def push(self, item: QueueItem) -> None:
-        """Queue ``item`` (a stashed one keeps its priority and sequence)."""
+        """Queue ``item`` (a stashed one keeps its priority and sequence); it is routed by
+        the next :meth:`route_queued`, which the event loop runs soon if nothing else does."""
         task = self.tasks.get(item[2]["message"]["task_id"])
         if task is not None:
             task.queued += 1
         heapq.heappush(self._heap, item)
-        self._wake.set()
+        if self._loop is not None and not self._routing_soon:
+            self._routing_soon = True
+            self._loop.call_soon(self.route_queued)
 
     async def run(self) -> None:
         """Route the queued messages as they come, until :meth:`stop`."""
+        self._loop = asyncio.get_running_loop()
+        self._stopped.clear()
         try:
-            while not self._stopping:
-                self._route_queued()
-                await self._wake.wait()
-                self._wake.clear()
+            self.route_queued()
+            await self._stopped.wait()
         finally:
+            self._loop = None
             self._stopping = False
 
     def stop(self) -> None:
         """End :meth:`run` (or the next one, if none runs); the queue is kept."""
         self._stopping = True
-        self._wake.set()
+        self._stopped.set()
 
-    def _route_queued(self) -> None:
-        """Pop and route every queued message, in priority order."""
-        while self._heap and not self._stopping:
+    def route_queued(self) -> None:
+        """Pop and route every queued message, in priority order (while :meth:`run` runs)."""
+        self._routing_soon = False
+        while self._heap and self._loop is not None and not self._stopping:
             item = heapq.heappop(self._heap)
             try:
                 self.dispatch(item)
@@ -310,6 +319,7 @@ class Scheduler:
         try:
             while True:
                 await self._run_turn(task, agent, message, xml)
+                self.route_queued()  # what the turn sent, in priority order
                 if not inbox or task.state is not TaskState.RUNNING:
                     break
                 _, _, message, xml = heapq.heappop(inbox)

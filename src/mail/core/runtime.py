@@ -349,6 +349,7 @@ class MAILRuntime:
         if resume_from == "user_response":
             self.scheduler.reopen(task)
         self.scheduler.put(message)
+        self.scheduler.route_queued()  # at once: the entrypoint's turn starts next
         return task
 
     def _open_task(self, task_id: str, owner: str, contributors: list[str]) -> MAILTask:
