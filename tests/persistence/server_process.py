@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,32 +17,11 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.server.conftest import MAIL_ENV, MAIL_TOML, free_port
 
 from mail.testing.persist_swarm import swarm_definition
 
-REPO = Path(__file__).resolve().parents[2]
-MAIL_TOML = REPO / "mail.toml"
 READY_WITHIN = 15.0
-STORED_WITHIN = 15.0
-_MAIL_ENV = (
-    "MAIL_CONFIG_PATH",
-    "MAIL_DATA_DIR",
-    "MAIL_LOG_LEVEL",
-    "SWARM_NAME",
-    "SWARM_SOURCE",
-    "SWARM_REGISTRY_FILE",
-    "BASE_URL",
-    "AUTH_ENDPOINT",
-    "TOKEN_INFO_ENDPOINT",
-    "DATABASE_URL",
-)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
 
 
 class Server:
@@ -53,7 +31,7 @@ class Server:
         self.database_url = database_url
         swarms = tmp / "swarms.json"
         swarms.write_text(json.dumps([swarm_definition()]), encoding="utf-8")
-        env = {k: v for k, v in os.environ.items() if k not in _MAIL_ENV}
+        env = {k: v for k, v in os.environ.items() if k not in MAIL_ENV}
         env |= {"MAIL_DATA_DIR": str(self.data), "MAIL_LOG_LEVEL": "WARNING"}
         if database_url is not None:
             env["DATABASE_URL"] = database_url

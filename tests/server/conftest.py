@@ -22,6 +22,7 @@ import asyncio
 import functools
 import json
 import re
+import socket
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
@@ -45,6 +46,28 @@ from mail.testing.server import serve
 REPO = Path(__file__).resolve().parents[2]
 SWARMS_JSON = REPO / "swarms.json"
 MAIL_TOML = REPO / "mail.toml"
+# Variables that would change what the server reads; the subprocess runs without them.
+MAIL_ENV = (
+    "MAIL_CONFIG_PATH",
+    "MAIL_DATA_DIR",
+    "MAIL_LOG_LEVEL",
+    "SWARM_NAME",
+    "SWARM_SOURCE",
+    "SWARM_REGISTRY_FILE",
+    "BASE_URL",
+    "AUTH_ENDPOINT",
+    "TOKEN_INFO_ENDPOINT",
+    "DATABASE_URL",
+    "MAIL_SERVER_OVERRIDES",
+)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
 
 #: The static API keys every in-process test server accepts.
 KEYS: dict[str, tuple[Role, str]] = {

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,36 +16,15 @@ from pathlib import Path
 
 import httpx
 import pytest
-from tests.server.conftest import MAIL_TOML
+from tests.server.conftest import MAIL_ENV, MAIL_TOML, free_port
 
 pytestmark = pytest.mark.timeout(45)
 
-# Variables that would change what the server reads; the subprocess runs without them.
-_MAIL_ENV = (
-    "MAIL_CONFIG_PATH",
-    "MAIL_DATA_DIR",
-    "MAIL_LOG_LEVEL",
-    "SWARM_NAME",
-    "SWARM_SOURCE",
-    "SWARM_REGISTRY_FILE",
-    "BASE_URL",
-    "AUTH_ENDPOINT",
-    "TOKEN_INFO_ENDPOINT",
-    "DATABASE_URL",
-    "MAIL_SERVER_OVERRIDES",
-)
 READY_WITHIN = 10.0
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
-
-
 def clean_env(data_dir: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _MAIL_ENV}
+    env = {k: v for k, v in os.environ.items() if k not in MAIL_ENV}
     return env | {"MAIL_DATA_DIR": str(data_dir), "MAIL_LOG_LEVEL": "WARNING"}
 
 

@@ -124,13 +124,13 @@ class Scheduler:
     async def run(self) -> None:
         """Route the queued messages as they come, until :meth:`stop`."""
         self._loop = asyncio.get_running_loop()
-        self._stopped.clear()
         try:
             self.route_queued()
             await self._stopped.wait()
         finally:
             self._loop = None
             self._stopping = False
+            self._stopped.clear()
 
     def stop(self) -> None:
         """End :meth:`run` (or the next one, if none runs); the queue is kept."""

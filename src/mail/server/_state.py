@@ -36,6 +36,12 @@ class _Entry:
     users: int = 0
 
 
+def _runtime_role(caller: Caller) -> str:
+    """The role of the caller's runtime (and store key): a peer swarm's ``agent`` key
+    runs as ``swarm``."""
+    return "swarm" if caller.role == "agent" else caller.role
+
+
 def _expired(task: MAILTask, horizon: float) -> bool:
     """A finished (not paused) task that ended before ``horizon``: retention drops it anyway."""
     return (
@@ -94,8 +100,7 @@ class CallerSwarms:
         await self._settled((caller.role, caller.id))  # an evicted swarm's last writes
         from mail.db import CallerKey  # noqa: PLC0415
 
-        role = "swarm" if caller.role == "agent" else caller.role
-        key = CallerKey(swarm=self._state.template.name, role=role, id=caller.id)
+        key = CallerKey(swarm=self._state.template.name, role=_runtime_role(caller), id=caller.id)
         if not await store.load_tasks(key):
             return None  # nothing stored: reading does not build a runtime
         return await self.get(caller)
@@ -147,7 +152,7 @@ class CallerSwarms:
     async def _build(self, caller: Caller) -> MAILSwarm:
         state = self._state
         settings = state.config.server.settings
-        role = "swarm" if caller.role == "agent" else caller.role
+        role = _runtime_role(caller)
         swarm = state.template.instantiate(
             {"user_token": caller.api_key},
             user_id=caller.id,
