@@ -35,6 +35,8 @@ if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().p
 
 import argparse
 import asyncio
+import gc
+import importlib.util
 import os
 import platform
 import shutil
@@ -55,7 +57,7 @@ import uvicorn
 from mail import MAILAgentTemplate, MAILSwarmTemplate
 from mail.config import load_config
 from mail.server import create_app
-from mail.testing import Incoming, ScriptedAgent, StaticAuth, tc
+from mail.testing import StaticAuth
 from mail.testing.server import ServerProcess, start
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,31 +70,48 @@ WAIT = 30.0
 # --- the server --------------------------------------------------------------------------------
 
 
-def _supervisor(incoming: Incoming):  # type: ignore[no-untyped-def]
-    if incoming.sender_type in ("user", "admin"):
-        return tc("send_request", target="worker", subject="job", body=incoming.body)
-    return tc("task_complete", finish_message=incoming.body)
+def _load_agents() -> Any:
+    """benchmarks/_agents.py, the agents every benchmark runs (this directory is kept off
+    the path, see above)."""
+    spec = importlib.util.spec_from_file_location("_agents", Path(__file__).parent / "_agents.py")
+    if spec is None or spec.loader is None:
+        raise SystemExit("cannot load benchmarks/_agents.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def _worker(incoming: Incoming):  # type: ignore[no-untyped-def]
-    return tc("send_response", target="supervisor", subject="done", body="answer:" + incoming.body)
+agents = _load_agents()
 
 
 def _template() -> MAILSwarmTemplate:
     def factory(rule: Any) -> Any:
-        return lambda **_params: ScriptedAgent(rule=rule, record=False)
+        return lambda **_params: agents.agent(rule)
 
     supervisor = MAILAgentTemplate(
         "supervisor",
-        factory(_supervisor),
+        factory(agents.supervisor),
         ["worker"],
         [],
         {},
         enable_entrypoint=True,
         can_complete_tasks=True,
     )
-    worker = MAILAgentTemplate("worker", factory(_worker), ["supervisor"], [], {})
+    worker = MAILAgentTemplate("worker", factory(agents.worker), ["supervisor"], [], {})
     return MAILSwarmTemplate("bench", "1.0.0", [supervisor, worker], [], "supervisor")
+
+
+def settle_after_start_up() -> None:
+    """What this checkout's ``mail server`` does once its app is built (``run_server``):
+    freeze what start-up left (``gc.freeze()``), or, in a checkout from before the
+    simplification, apply its collector policy (``mail.settle_gc``). Two versions compared
+    then each run as their ``mail server`` runs."""
+    try:
+        from mail import settle_gc  # type: ignore[attr-defined]
+    except ImportError:
+        gc.freeze()
+    else:
+        settle_gc()
 
 
 def build_server(data_dir: Path) -> uvicorn.Server:
@@ -112,6 +131,7 @@ def build_server(data_dir: Path) -> uvicorn.Server:
     app = create_app(
         config, template=_template(), authenticator=StaticAuth({API_KEY: ("user", "bench")})
     )
+    settle_after_start_up()
     # The event loop is the one running serve() (see _run), not uvicorn's choice.
     return uvicorn.Server(
         uvicorn.Config(

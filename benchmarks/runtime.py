@@ -31,26 +31,17 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _agents import agent, supervisor, worker  # beside this script
+
 from mail.core.agents import AgentCore
 from mail.core.message import create_agent_address, create_user_address, make_request
 from mail.core.runtime import MAILRuntime
-from mail.testing import Incoming, ScriptedAgent, tc
 
 TURNS_PER_TASK = 3
 #: seconds each agent turn waits before answering (--turn-delay-ms)
 TURN_DELAY = 0.0
 #: where runtimes keep their tasks (--store): None, or an opened store
 STORE: Any = None
-
-
-def _supervisor(incoming: Incoming):  # type: ignore[no-untyped-def]
-    if incoming.sender_type == "user":
-        return tc("send_request", target="worker", subject="job", body=incoming.body)
-    return tc("task_complete", finish_message=incoming.body)
-
-
-def _worker(incoming: Incoming):  # type: ignore[no-untyped-def]
-    return tc("send_response", target="supervisor", subject="done", body="answer:" + incoming.body)
 
 
 class ApiRunner:
@@ -60,7 +51,7 @@ class ApiRunner:
         from mail import MAILAgentTemplate, MAILSwarmTemplate
 
         def factory(rule: Any) -> Any:
-            return lambda **_params: agent(rule)
+            return lambda **_params: agent(rule, TURN_DELAY)
 
         template = MAILSwarmTemplate(
             "bench",
@@ -68,14 +59,14 @@ class ApiRunner:
             [
                 MAILAgentTemplate(
                     "supervisor",
-                    factory(_supervisor),
+                    factory(supervisor),
                     ["worker"],
                     [],
                     {},
                     enable_entrypoint=True,
                     can_complete_tasks=True,
                 ),
-                MAILAgentTemplate("worker", factory(_worker), ["supervisor"], [], {}),
+                MAILAgentTemplate("worker", factory(worker), ["supervisor"], [], {}),
             ],
             [],
             "supervisor",
@@ -127,19 +118,6 @@ class RuntimeRunner:
 RUNNER: type[ApiRunner] | type[RuntimeRunner] = RuntimeRunner
 
 
-def agent(rule: Any) -> Any:
-    """A scripted agent whose turns wait TURN_DELAY seconds first (none: no wait)."""
-    scripted = ScriptedAgent(rule=rule, record=False)
-    if not TURN_DELAY:
-        return scripted
-
-    async def turn(history: Any, tool_choice: Any) -> Any:
-        await asyncio.sleep(TURN_DELAY)
-        return await scripted(history, tool_choice)
-
-    return turn
-
-
 def store_argument(swarm: str) -> dict[str, Any]:
     """The ``store=`` argument of a runtime of ``swarm`` for the caller ``bench``: the
     store itself, or (before the store interface became public) an adapter to it."""
@@ -157,9 +135,12 @@ def store_argument(swarm: str) -> dict[str, Any]:
 def build_runtime(max_finished: int = 1000) -> MAILRuntime:
     agents = {
         "supervisor": AgentCore(
-            agent(_supervisor), ["worker"], enable_entrypoint=True, can_complete_tasks=True
+            agent(supervisor, TURN_DELAY),
+            ["worker"],
+            enable_entrypoint=True,
+            can_complete_tasks=True,
         ),
-        "worker": AgentCore(agent(_worker), ["supervisor"]),
+        "worker": AgentCore(agent(worker, TURN_DELAY), ["supervisor"]),
     }
     return MAILRuntime(
         agents,
