@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import io
 import json
+import os
 import re
 import socket
 import threading
@@ -21,7 +22,7 @@ from mail.api import MAILSwarmTemplate
 from mail.errors import SwarmDefinitionError
 from mail.swarms_json import load_swarms_json, parse_swarm
 from mail.swarms_json._fetch import FetchError, _CheckedRedirects, schemes_for
-from mail.utils.parsing import ReferencePolicy, read_url_string
+from mail.utils.parsing import ReferencePolicy, read_python_string, read_url_string
 
 FACTORY = "python::mail.testing:scripted_agent"
 
@@ -314,6 +315,16 @@ def test_restricted_policy_blocks_imports_and_fetches() -> None:
         MAILSwarmTemplate.from_swarms_json(fetch, policy=policy)
     with pytest.raises(SwarmDefinitionError, match="not allowed here"):
         MAILSwarmTemplate.from_swarms_json(swarm(), policy=policy)  # its action imports json
+
+
+def test_trusted_references_still_follow_attribute_chains() -> None:
+    """Only the restricted policy (swarms sent over HTTP) applies the strict rule: a
+    swarms.json the operator starts the server with may name anything it can import."""
+    assert read_python_string("python::mail.cli:os.path.join") is os.path.join
+    with pytest.raises(SwarmDefinitionError, match="not a longer chain"):
+        read_python_string("python::mail.cli:os.path.join", ReferencePolicy.restricted())
+    with pytest.raises(SwarmDefinitionError, match="'os' is a module"):
+        read_python_string("python::mail.cli:os.path", ReferencePolicy.restricted())
 
 
 class _Handler(BaseHTTPRequestHandler):

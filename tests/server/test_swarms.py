@@ -217,6 +217,97 @@ async def test_dump(shared_offline: Running) -> None:
     assert response.json() == {"status": "dumped", "swarm_name": "offline"}
 
 
+def _first_agent(**fields: Any) -> dict[str, Any]:
+    swarm = offline_swarm_object()
+    first = {**swarm["agents"][0], **fields}
+    return {**swarm, "agents": [first, *swarm["agents"][1:]]}
+
+
+@shared
+@pytest.mark.parametrize(
+    ("swarm", "reason"),
+    [
+        (_first_agent(factory="python::mail.cli:os.system"), "'os' is a module"),
+        (
+            _first_agent(
+                factory="python::mail.server._app:logging.basicConfig",
+                agent_params={"filename": "/tmp/mail.log", "force": True},  # noqa: S108
+            ),
+            "'logging' is a module",
+        ),
+        (_first_agent(factory="python::mail.cli:os"), "'os' is a module"),
+        (_first_agent(factory="python::builtins:eval"), "modules must start with mail."),
+        (_first_agent(factory="python::mail.api:MAILAction.mro"), "'MAILAction.mro' is a builtin"),
+        (
+            _first_agent(factory="python::mail.server._auth_remote:partial"),
+            "'partial' is defined in 'functools', not in mail.",
+        ),
+        (
+            _first_agent(factory="python::mail.api:MAILAction.from_swarms_json.__func__"),
+            "not a longer chain",
+        ),
+        (_first_agent(factory="python::mail.cli:__builtins__"), "names starting with '__'"),
+        (
+            offline_swarm_object()
+            | {"action_imports": ["python::mail.server._app:logging.basicConfig"]},
+            "'logging' is a module",
+        ),
+        (
+            _first_agent(agent_params={"x": "python::mail.server._app:logger"}),
+            "'logger' is defined in 'logging'",
+        ),
+    ],
+    ids=[
+        "module-then-builtin",
+        "module-then-function",
+        "a-module",
+        "builtins-module",
+        "builtin-method-of-class",
+        "class-of-another-package",
+        "chain-past-class-attr",
+        "dunder",
+        "action-import-chain",
+        "instance-of-another-package",
+    ],
+)
+async def test_load_refuses_references_to_objects_its_modules_do_not_define(
+    shared_offline: Running, swarm: dict[str, Any], reason: str
+) -> None:
+    """Issue 20, item 1: ``python::mail.cli:os.system`` passed the module allow-list."""
+    response = await (await shared_offline.admin()).post(
+        "/swarms/load", json={"json": json.dumps(swarm)}
+    )
+
+    assert response.status_code == 400
+    detail = response.json()["detail"]
+    assert detail.startswith("error loading swarm from JSON")
+    assert "is not allowed here" in detail
+    assert reason in detail
+    assert shared_offline.state.template.name == "offline"
+
+
+@shared
+async def test_load_accepts_what_allowed_modules_define(shared_offline: Running) -> None:
+    """A class, a Class.attr, a function, a MAILAction and plain data all still load."""
+    swarm = offline_swarm_object()
+    params = {
+        "prompt": "python::mail.examples.supervisor.prompts:SYSPROMPT",
+        "method": "python::mail.api:MAILSwarmTemplate.from_swarm_json",
+        "function": "python::mail.testing:tc",
+    }
+    first = {**swarm["agents"][0], "agent_params": params}
+    loaded = {**swarm, "name": "refs-ok", "agents": [first, *swarm["agents"][1:]]}
+    admin = await shared_offline.admin()
+    try:
+        response = await admin.post("/swarms/load", json={"json": json.dumps(loaded)})
+
+        assert (response.status_code, response.json()["swarm_name"]) == (200, "refs-ok")
+        assert shared_offline.state.template.name == "refs-ok"
+    finally:
+        back = await admin.post("/swarms/load", json={"json": json.dumps(swarm)})
+        assert back.status_code == 200
+
+
 @shared
 @pytest.mark.parametrize(
     ("who", "detail"), [("user", "invalid role"), ("anon", "no API key provided")]

@@ -33,7 +33,8 @@ __all__ = ["router"]
 
 logger = logging.getLogger("mail.server")
 router = APIRouter(responses=ERROR_RESPONSES)
-#: Modules that ``python::`` references of swarms loaded over HTTP may import.
+#: Packages whose own objects ``python::`` references of swarms loaded over HTTP may name
+#: (see :func:`mail.utils.parsing.read_untrusted_python_string`).
 HTTP_PYTHON_PREFIXES = ("mail.",)
 
 
@@ -169,7 +170,8 @@ async def dump_swarm(state: AppState, _caller: Admin) -> dict[str, Any]:
 async def load_swarm(
     state: AppState, _caller: Admin, body: JSONBody[LoadSwarmRequest]
 ) -> dict[str, Any]:
-    # A definition sent over HTTP may only import our own modules and may not fetch URLs.
+    # A definition sent over HTTP may only name what our own modules define, and may not
+    # fetch URLs (read_untrusted_python_string).
     policy = ReferencePolicy.restricted(HTTP_PYTHON_PREFIXES)
     try:
         template = MAILSwarmTemplate.from_swarm_json(

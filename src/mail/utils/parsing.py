@@ -2,16 +2,18 @@
 
 ``python::pkg.mod:obj.attr`` imports ``pkg.mod`` and returns ``obj.attr``; ``url::URL``
 fetches ``URL`` and returns its JSON re-encoded as a string. Both can be limited by a
-:class:`ReferencePolicy`: swarms that arrive over HTTP get a policy that only allows
-configured module prefixes and no fetches, so a request cannot import or fetch anything.
+:class:`ReferencePolicy`: swarms that arrive over HTTP get a policy that allows no
+fetches and only objects that configured packages define themselves (see
+:func:`read_untrusted_python_string`), so a request cannot import or fetch anything else.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from mail.core.message import parse_agent_address
 from mail.errors import InvalidMessageError, SwarmDefinitionError
@@ -21,6 +23,7 @@ __all__ = [
     "URL_PREFIX",
     "ReferencePolicy",
     "read_python_string",
+    "read_untrusted_python_string",
     "read_url_string",
     "resolve_prefixed_string_references",
     "target_address_is_interswarm",
@@ -34,7 +37,9 @@ URL_PREFIX = "url::"
 class ReferencePolicy:
     """What reference strings may do.
 
-    ``python_prefixes``: module prefixes ``python::`` may import (``None``: any module).
+    ``python_prefixes``: ``None`` for a trusted source (any module, any attribute chain);
+    otherwise the packages whose own objects an untrusted ``python::`` reference may name
+    (:func:`read_untrusted_python_string`).
     ``allow_url``: whether ``url::`` may fetch at all; ``allow_http``: plain ``http://``
     too (default https only); ``timeout`` in seconds and ``max_bytes`` bound a fetch.
     """
@@ -57,37 +62,120 @@ DEFAULT_POLICY = ReferencePolicy()
 def read_python_string(string: str, policy: ReferencePolicy = DEFAULT_POLICY) -> Any:
     """Import ``module:attr`` (``python::`` prefix optional) and return the attribute.
 
-    Raises :class:`SwarmDefinitionError` when the string is malformed, the module is not
-    allowed by ``policy``, cannot be imported, or lacks the attribute.
+    ``attr`` may be a dotted chain (``obj.attr.more``), followed piece by piece. When
+    ``policy.python_prefixes`` is set the reference comes from an untrusted source and
+    :func:`read_untrusted_python_string` decides instead. Raises
+    :class:`SwarmDefinitionError` when the string is malformed, the reference is not
+    allowed by ``policy``, the module cannot be imported, or lacks the attribute.
     """
+    if policy.python_prefixes is not None:
+        return read_untrusted_python_string(string, policy.python_prefixes)
+    module_name, attr_path = _split_reference(string)
+    value = _import_module(string, module_name)
+    for part in attr_path.split("."):
+        value = _attribute(string, value, part, module_name, attr_path)
+    return value
+
+
+def read_untrusted_python_string(string: str, python_prefixes: tuple[str, ...]) -> Any:
+    """Resolve a ``python::`` reference from an untrusted source (a swarm sent over HTTP).
+
+    The module must lie in one of ``python_prefixes`` and the reference must name what
+    that module offers: one name, or ``Class.attr`` where ``Class`` is a class of those
+    packages; no ``__dunder__`` names. The object found must be plain data (str, numbers,
+    lists and dicts of them) or be defined in those packages (its ``__module__``, for an
+    instance its type's): never a module, a builtin, or something of another package.
+    So ``python::mail.cli:os.system`` is refused although ``mail.cli`` is allowed.
+    Raises :class:`SwarmDefinitionError` saying which rule the reference breaks.
+    """
+    module_name, attr_path = _split_reference(string)
+    if not _in_packages(module_name, python_prefixes):
+        _refuse(string, f"modules must start with {', '.join(python_prefixes)}")
+    parts = attr_path.split(".")
+    if len(parts) > 2:  # noqa: PLR2004  # a name or Class.attr
+        _refuse(string, "name one object of the module or Class.attr, not a longer chain")
+    if any(part.startswith("__") for part in parts):
+        _refuse(string, "names starting with '__' reach interpreter internals")
+    value = _import_module(string, module_name)
+    for depth, part in enumerate(parts):
+        if depth and not inspect.isclass(value):
+            _refuse(string, f"'{parts[0]}' is not a class, so it has no attributes to name")
+        value = _attribute(string, value, part, module_name, attr_path)
+        why = _foreign_object(value, python_prefixes)
+        if why:
+            _refuse(string, f"'{'.'.join(parts[: depth + 1])}' {why}")
+    return value
+
+
+def _split_reference(string: str) -> tuple[str, str]:
     target = string.removeprefix(PYTHON_PREFIX)
     module_name, colon, attr_path = target.partition(":")
     if not colon or not module_name or not attr_path:
         raise SwarmDefinitionError(
             f"reference {string!r} is not of the form 'python::module:attribute'"
         )
-    allowed = policy.python_prefixes
-    if allowed is not None and not any(
+    return module_name, attr_path
+
+
+def _in_packages(module_name: str, prefixes: tuple[str, ...]) -> bool:
+    return any(
         module_name == p.rstrip(".") or module_name.startswith(p if p.endswith(".") else p + ".")
-        for p in allowed
-    ):
-        raise SwarmDefinitionError(
-            f"reference {string!r} is not allowed here: modules must start with {', '.join(allowed)}"
-        )
+        for p in prefixes
+    )
+
+
+def _refuse(string: str, why: str) -> NoReturn:
+    raise SwarmDefinitionError(f"reference {string!r} is not allowed here: {why}")
+
+
+def _import_module(string: str, module_name: str) -> Any:
     try:
-        value: Any = importlib.import_module(module_name)
+        return importlib.import_module(module_name)
     except ImportError as e:
         raise SwarmDefinitionError(
             f"reference {string!r}: cannot import module '{module_name}': {e}"
         ) from e
-    for part in attr_path.split("."):
-        try:
-            value = getattr(value, part)
-        except AttributeError:
-            raise SwarmDefinitionError(
-                f"reference {string!r}: module '{module_name}' has no attribute '{attr_path}'"
-            ) from None
-    return value
+
+
+def _attribute(string: str, value: Any, part: str, module_name: str, attr_path: str) -> Any:
+    try:
+        return getattr(value, part)
+    except AttributeError:
+        raise SwarmDefinitionError(
+            f"reference {string!r}: module '{module_name}' has no attribute '{attr_path}'"
+        ) from None
+
+
+_PLAIN_SCALARS = (str, bytes, int, float, bool, type(None))
+
+
+def _is_plain_data(value: Any) -> bool:
+    if type(value) in _PLAIN_SCALARS:
+        return True
+    if type(value) in (list, tuple):
+        return all(_is_plain_data(v) for v in value)
+    if type(value) is dict:
+        return all(_is_plain_data(k) and _is_plain_data(v) for k, v in value.items())
+    return False
+
+
+def _foreign_object(value: Any, prefixes: tuple[str, ...]) -> str | None:
+    """Why ``value`` may not be named by an untrusted reference (``None``: it may)."""
+    if _is_plain_data(value):
+        return None
+    if inspect.ismodule(value):
+        return "is a module"
+    if inspect.isclass(value) or inspect.isroutine(value):
+        defined_in = getattr(value, "__module__", None)
+    else:
+        defined_in = type(value).__module__
+    if inspect.isbuiltin(value) or inspect.ismethoddescriptor(value):
+        return "is a builtin"
+    if defined_in in (None, "builtins"):
+        return "is a builtin"
+    if not _in_packages(defined_in, prefixes):
+        return f"is defined in '{defined_in}', not in {', '.join(prefixes)}"
+    return None
 
 
 def read_url_string(string: str, policy: ReferencePolicy = DEFAULT_POLICY) -> str:
