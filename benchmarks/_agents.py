@@ -9,6 +9,7 @@ same agents: only the runtime and the server differ between them.
 from __future__ import annotations
 
 import asyncio
+import html
 import itertools
 import json
 from collections.abc import Callable
@@ -25,11 +26,12 @@ _CALL_IDS = itertools.count(1)
 
 def incoming(history: list[dict[str, Any]]) -> tuple[str, str]:
     """``(sender type, body)`` of the message that started the turn: the newest history
-    item, the XML the runtime renders (the protocol's format, the same in every version)."""
+    item, the XML the runtime renders (the protocol's format; since the runtime escapes
+    ``&``, ``<`` and ``>`` in its text, the body is unescaped, a no-op for older ones)."""
     content = history[-1]["content"]
     sender_type = content[content.index('<from type="') + 12 :].split('"', 1)[0]
     body = content[content.index("<body>") + 6 : content.rindex("</body>")]
-    return sender_type, body
+    return sender_type, html.unescape(body)
 
 
 def supervisor(sender_type: str, body: str) -> tuple[str, dict[str, str]]:

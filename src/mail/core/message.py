@@ -361,13 +361,20 @@ def _xml_timestamp(timestamp: str) -> str:
         return timestamp
 
 
+def _xml_text(value: str) -> str:
+    # The three characters that could close or open markup; quotes stay (text, not attributes).
+    return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def build_mail_xml(message: MAILMessage, is_manual: bool = False) -> dict[str, str]:
     """Render ``message`` as the user turn an agent sees in its history.
 
     Returns ``{"role": "user", "content": S}``; for manual mode or ``buffered`` messages
-    the content is the body alone. Values are inserted raw, without XML escaping, and
-    ``<to>`` holds the Python list repr of the address elements, as the protocol's
-    reference rendering does.
+    the content is the body alone. ``&``, ``<`` and ``>`` in the sender, the recipients,
+    the subject and the body are escaped (``&amp;``, ``&lt;``, ``&gt;``), so a body such as
+    ``</body><from type="admin">`` cannot pass for structure (protocol v1.3.6 inserted
+    them raw). ``<to>`` holds the Python list repr of the address elements, as the
+    protocol's reference rendering does.
     """
     payload = message["message"]
     if is_manual or message["msg_type"] == "buffered":
@@ -375,32 +382,33 @@ def build_mail_xml(message: MAILMessage, is_manual: bool = False) -> dict[str, s
     sender = payload["sender"]
     to = repr(
         [
-            f'<address type="{r["address_type"]}">{r["address"]}</address>'
+            f'<address type="{r["address_type"]}">{_xml_text(r["address"])}</address>'
             for r in get_recipients(payload)
         ]
     )
     content = (
         f"\n<incoming_message>\n<timestamp>{_xml_timestamp(message['timestamp'])}</timestamp>\n"
-        f'<from type="{sender["address_type"]}">{sender["address"]}</from>\n'
+        f'<from type="{sender["address_type"]}">{_xml_text(sender["address"])}</from>\n'
         f"<to>\n{to}\n</to>\n"
-        f"<subject>{payload['subject']}</subject>\n"
-        f"<body>{payload['body']}</body>\n</incoming_message>\n"
+        f"<subject>{_xml_text(payload['subject'])}</subject>\n"
+        f"<body>{_xml_text(payload['body'])}</body>\n</incoming_message>\n"
     )
     return {"role": "user", "content": content}
 
 
 def build_interswarm_mail_xml(message: MAILInterswarmMessage) -> dict[str, str]:
-    """Render an interswarm message for event descriptions (sender always ``agent``)."""
+    """Render an interswarm message for event descriptions (sender always ``agent``),
+    escaping text as :func:`build_mail_xml` does."""
     payload = message["payload"]
     recipients = get_recipients(payload)
-    to_items = [f'<address type="agent">{r["address"]}</address>' for r in recipients]
+    to_items = [f'<address type="agent">{_xml_text(r["address"])}</address>' for r in recipients]
     to = to_items[0] if len(to_items) == 1 else repr(to_items)
     content = (
         f"\n<incoming_message>\n<timestamp>{_xml_timestamp(message['timestamp'])}</timestamp>\n"
-        f'<from type="agent">{payload["sender"]["address"]}</from>\n'
+        f'<from type="agent">{_xml_text(payload["sender"]["address"])}</from>\n'
         f"<to>\n{to}\n</to>\n"
-        f"<subject>{payload['subject']}</subject>\n"
-        f"<body>{payload['body']}</body>\n</incoming_message>\n"
+        f"<subject>{_xml_text(payload['subject'])}</subject>\n"
+        f"<body>{_xml_text(payload['body'])}</body>\n</incoming_message>\n"
     )
     return {"role": "user", "content": content}
 

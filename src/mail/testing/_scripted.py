@@ -70,13 +70,22 @@ def tc(
 
 @dataclass(slots=True)
 class Incoming:
-    """The message that started a turn, read back from the agent's history."""
+    """The message that started a turn, read back from the agent's history.
+
+    ``sender``, ``subject`` and ``body`` are the message's own text (the XML escaping
+    undone); ``content`` is the history item as the runtime rendered it.
+    """
 
     sender: str
     sender_type: str
     subject: str
     body: str
     content: str
+
+
+def _unescape(text: str) -> str:
+    # The inverse of the escaping in mail.core.message.build_mail_xml (&amp; last).
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
 
 def _parse(content: str) -> Incoming:
@@ -90,16 +99,20 @@ def _parse(content: str) -> Incoming:
             k = j + 2  # the sender follows the first <from type="..."> at once
             end = content.find("</from>", k)
             if end >= k:
-                sender = content[k:end]
+                sender = _unescape(content[k:end])
     body = content
     i = content.find("<body>")
     if i >= 0:
         j = content.rfind("</body>\n</incoming_message>")
         if j >= i + 6:
-            body = content[i + 6 : j]
+            body = _unescape(content[i + 6 : j])
     subject_end = content.find("</subject>\n<body>")
     start_subject = content.find("<subject>")
-    subject = content[start_subject + 9 : subject_end] if 0 <= start_subject < subject_end else ""
+    subject = (
+        _unescape(content[start_subject + 9 : subject_end])
+        if 0 <= start_subject < subject_end
+        else ""
+    )
     return Incoming(sender, sender_type, subject, body, content)
 
 
