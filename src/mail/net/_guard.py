@@ -114,7 +114,7 @@ class AddressPolicy:
     deny_hosts: tuple[str, ...] = ()
     allow_loopback: bool = True
     allow_private: bool = True
-    where: str = "[server.interswarm]"
+    where: str = "the address policy"
     _allow: tuple[IPNetwork, ...] = field(init=False, repr=False, compare=False)
     _deny: tuple[IPNetwork, ...] = field(init=False, repr=False, compare=False)
 

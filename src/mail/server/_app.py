@@ -349,6 +349,7 @@ def _start(
             deny_networks=interswarm.deny_networks,
             allow_hosts=interswarm.allow_hosts,
             deny_hosts=interswarm.deny_hosts,
+            where="[server.interswarm]",
         ),
     )
     registry = SwarmRegistry(  # its entry's version is the protocol's (CONTRACT 8.5)
