@@ -22,6 +22,7 @@ Tree::
     ├── RemoteSwarmError
     │   └── RemoteSwarmUnavailableError   peer unknown, inactive, unreachable or failing
     ├── StorageError                  the store could not read or write
+    ├── AddressRefusedError           an outgoing connection's address is refused (names the rule)
     └── MAILClientError               an HTTP call made by MAILClient failed (status, detail)
 """
 
@@ -43,6 +44,7 @@ __all__ = [
     "RemoteSwarmError",
     "RemoteSwarmUnavailableError",
     "StorageError",
+    "AddressRefusedError",
     "MAILClientError",
     "http_status_for",
 ]
@@ -151,6 +153,22 @@ class StorageError(MAILError):
     """The task store could not read or write."""
 
 
+class AddressRefusedError(MAILError):
+    """An outgoing connection was refused before it was made: its host or an address the
+    host resolves to is not allowed (link-local, cloud metadata, a denied network...).
+
+    ``host`` is what was asked for, ``address`` the refused address (``None`` when the
+    name itself is refused) and ``rule`` the rule that refused it (``link-local``,
+    ``deny_networks``...); the message names all three and where to change the rule.
+    """
+
+    def __init__(self, message: str, *, host: str, rule: str, address: str | None = None) -> None:
+        self.host = host
+        self.address = address
+        self.rule = rule
+        super().__init__(message)
+
+
 class MAILClientError(MAILError):
     """An HTTP call made by the client failed.
 
@@ -179,6 +197,7 @@ _HTTP_STATUS: dict[type[MAILError], int] = {
     RemoteSwarmUnavailableError: 502,
     RemoteSwarmError: 502,
     StorageError: 503,
+    AddressRefusedError: 400,
     MAILClientError: 502,
 }
 

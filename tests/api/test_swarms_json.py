@@ -20,6 +20,7 @@ import pytest
 
 from mail.api import MAILSwarmTemplate
 from mail.errors import SwarmDefinitionError
+from mail.net import AddressPolicy
 from mail.swarms_json import load_swarms_json, parse_swarm
 from mail.swarms_json._fetch import FetchError, _CheckedRedirects, schemes_for
 from mail.utils.parsing import ReferencePolicy, read_python_string, read_url_string
@@ -455,3 +456,33 @@ def test_url_reference_deadline_covers_the_whole_fetch(http_url: str) -> None:
     assert time.monotonic() - started < 3.0  # the whole body would take 10 s
     patient = ReferencePolicy(allow_http=True, timeout=10)
     assert json.loads(read_url_string(f"url::{http_url}/trickle/10.json", patient)) == {}
+
+
+@pytest.mark.parametrize(
+    ("url", "rule"),
+    [
+        ("http://169.254.169.254/latest", "link-local"),
+        ("http://[::ffff:169.254.169.254]/latest", "link-local"),
+        ("http://0xA9FEA9FE/latest", "link-local"),
+        ("http://2852039166/latest", "link-local"),
+        ("http://metadata.google.internal/latest", "metadata"),
+    ],
+)
+def test_url_reference_to_a_metadata_address_is_refused(url: str, rule: str) -> None:
+    """Regression (issue 20): a ``url::`` fetch connected to the cloud metadata address."""
+    policy = ReferencePolicy(allow_http=True, timeout=5)
+    with pytest.raises(SwarmDefinitionError, match=f"refused by the rule '{rule}'"):
+        read_url_string(f"url::{url}", policy)
+
+
+def test_url_reference_redirected_to_a_link_local_address_is_refused(http_url: str) -> None:
+    policy = ReferencePolicy(allow_http=True, timeout=5)
+    with pytest.raises(SwarmDefinitionError, match="refused by the rule 'link-local'"):
+        read_url_string(f"url::{http_url}/to/http://169.254.169.254/latest", policy)
+
+
+def test_url_reference_address_policy_can_refuse_loopback(http_url: str) -> None:
+    addresses = AddressPolicy(deny_networks=("127.0.0.0/8",))
+    policy = ReferencePolicy(allow_http=True, timeout=5, addresses=addresses)
+    with pytest.raises(SwarmDefinitionError, match=re.escape("is in 127.0.0.0/8 of deny_networks")):
+        read_url_string(f"url::{http_url}/prompt.json", policy)

@@ -398,6 +398,23 @@ def test_interswarm_settings_are_read_from_the_file(write_toml: WriteToml) -> No
     assert config.warnings == ()
 
 
+def test_address_lists_are_read(write_toml: WriteToml) -> None:
+    path = write_toml(
+        "[server.interswarm]\n"
+        'allow_networks = ["169.254.10.0/24"]\n'
+        'deny_networks = ["127.0.0.0/8", "::1"]\n'
+        'allow_hosts = ["peer.internal"]\n'
+        'deny_hosts = ["*.corp.example"]\n'
+    )
+    interswarm = load_config(path, env={}).server.interswarm
+    assert interswarm.allow_networks == ("169.254.10.0/24",)
+    assert interswarm.deny_networks == ("127.0.0.0/8", "::1")
+    assert interswarm.allow_hosts == ("peer.internal",)
+    assert interswarm.deny_hosts == ("*.corp.example",)
+    defaults = load_config(None, env={}, search=False).server.interswarm
+    assert defaults.allow_networks == defaults.deny_networks == ()
+
+
 def test_health_interval_from_the_environment_beats_the_file(write_toml: WriteToml) -> None:
     path = write_toml("[server.interswarm]\nhealth_interval = 5\n")
     config = load_config(path, env={"MAIL_SWARM_HEALTH_INTERVAL": "12.5"})
@@ -412,6 +429,10 @@ def test_health_interval_from_the_environment_beats_the_file(write_toml: WriteTo
         ("", {"MAIL_SWARM_HEALTH_INTERVAL": "soon"}, "MAIL_SWARM_HEALTH_INTERVAL"),
         ('discovery_hosts = ["http://peer"]', {}, "expected host names or host:port"),
         ('discovery_hosts = ["peer:port"]', {}, "expected host names or host:port"),
+        ('deny_networks = ["10.0.0.0/33"]', {}, "expected IP networks such as 10.0.0.0/8"),
+        ('allow_networks = ["peer.test"]', {}, "expected IP networks such as 10.0.0.0/8"),
+        ('allow_hosts = ["http://peer.test"]', {}, "expected host names such as"),
+        ('deny_hosts = ["peer.test:80"]', {}, "expected host names such as"),
     ],
 )
 def test_bad_interswarm_settings_name_the_key(

@@ -6,10 +6,18 @@ from __future__ import annotations
 import json
 import socket
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.server.conftest import SWARMS_JSON, Running, Start, scripted_template, shared
+from tests.server.conftest import (
+    SWARMS_JSON,
+    Running,
+    Start,
+    make_config,
+    scripted_template,
+    shared,
+)
 
 from mail.testing import ScriptedAgent, tc
 
@@ -164,8 +172,57 @@ async def test_register_unreachable_peer_is_502(shared_offline: Running) -> None
     )
 
     assert response.status_code == 502
-    assert url in response.json()["detail"]  # names the peer that failed
+    # names the peer that failed, not the socket's error (which would let callers probe ports)
+    assert response.json() == {
+        "detail": f"failed to get remote swarm info from {url}: swarm at {url}/ is unreachable"
+    }
     assert len((await (await shared_offline.anon()).get("/swarms")).json()["swarms"]) == 1
+
+
+@shared
+@pytest.mark.parametrize(
+    ("url", "rule"),
+    [
+        ("http://169.254.169.254", "link-local"),
+        ("http://[::ffff:169.254.169.254]", "link-local"),
+        ("http://0xA9FEA9FE", "link-local"),
+        ("http://[fe80::1]", "link-local"),
+        ("http://0.0.0.0:1", "unspecified"),
+        ("http://224.0.0.1", "multicast"),
+        ("http://metadata.google.internal", "metadata"),
+    ],
+)
+async def test_register_refused_address_is_400_naming_the_rule(
+    shared_offline: Running, url: str, rule: str
+) -> None:
+    """Regression (issue 20): registration connected to metadata and link-local addresses.
+    The guard refuses before connecting, so nothing outside loopback is contacted."""
+    response = await (await shared_offline.admin()).post(
+        "/swarms", json={"name": "p", "base_url": url}
+    )
+
+    assert response.status_code == 400
+    detail = response.json()["detail"]
+    assert f"refused by the rule '{rule}'" in detail
+    assert "[server.interswarm]" in detail  # where to widen it
+    assert len((await (await shared_offline.anon()).get("/swarms")).json()["swarms"]) == 1
+
+
+async def test_deny_networks_refuses_loopback_peers(start: Start, tmp_path: Path) -> None:
+    peer = await start()
+    narrowed = await start(
+        make_config(tmp_path / "n", interswarm={"deny_networks": ["127.0.0.0/8", "::1"]})
+    )
+
+    response = await (await narrowed.admin()).post(
+        "/swarms", json={"name": "p", "base_url": peer.url}
+    )
+
+    assert response.status_code == 400
+    assert (
+        "127.0.0.1 is in 127.0.0.0/8 of deny_networks in [server.interswarm]"
+        in (response.json()["detail"])
+    )
 
 
 @shared

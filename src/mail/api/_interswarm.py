@@ -60,9 +60,17 @@ class OwnedFederation:
         """A router over ``registry``, or over a new registry of ``swarm`` at ``base_url``
         persisted in ``registry_file``. Raises :class:`ConfigurationError` when
         ``registry`` is not a :class:`~mail.net.SwarmRegistry`."""
-        from mail.net import InterswarmRouter, SessionSource, SwarmRegistry  # noqa: PLC0415  # only swarms that federate
+        from mail.net import (  # noqa: PLC0415  # only swarms that federate
+            AddressPolicy,
+            InterswarmRouter,
+            SessionSource,
+            SwarmRegistry,
+        )
 
-        session = SessionSource(headers={"User-Agent": f"MAIL-Swarm/v{PROTOCOL_VERSION}/{swarm}"})
+        session = SessionSource(
+            headers={"User-Agent": f"MAIL-Swarm/v{PROTOCOL_VERSION}/{swarm}"},
+            policy=AddressPolicy(),
+        )
         if registry is None:
             registry = SwarmRegistry(
                 swarm,

@@ -9,6 +9,7 @@ Constructing these models directly gives the literal defaults below (pydantic ra
 
 from __future__ import annotations
 
+import ipaddress
 from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, Field, field_validator, model_validator
@@ -65,6 +66,12 @@ class InterswarmConfig(ConfigModel):
       discover from besides the swarms already registered; default the loopback names.
       The swarms a listing names are added only if their URL is allowed by the same rule.
       ``[]`` limits discovery to registered peers.
+    * ``allow_networks``, ``deny_networks`` (CIDR networks or addresses), ``allow_hosts``,
+      ``deny_hosts`` (host names, ``*.example.com`` for subdomains): widen or narrow which
+      addresses the server connects to for peers (registration, health checks, discovery,
+      delivery). By default unspecified, link-local, cloud metadata and multicast
+      addresses are refused, loopback and private ones allowed; a deny entry wins over an
+      allow entry. See docs/security.md.
 
     Bad values raise ``pydantic.ValidationError``.
     """
@@ -75,6 +82,10 @@ class InterswarmConfig(ConfigModel):
     discovery_hosts: tuple[str, ...] = Field(
         default=("localhost", "127.0.0.1", "::1"), strict=False
     )
+    allow_networks: tuple[str, ...] = Field(default=(), strict=False)
+    deny_networks: tuple[str, ...] = Field(default=(), strict=False)
+    allow_hosts: tuple[str, ...] = Field(default=(), strict=False)
+    deny_hosts: tuple[str, ...] = Field(default=(), strict=False)
 
     @model_validator(mode="after")
     def _check_backoff(self) -> InterswarmConfig:
@@ -91,6 +102,27 @@ class InterswarmConfig(ConfigModel):
         for host in hosts:
             if not _is_host_entry(host.strip()):
                 raise ValueError(f"expected host names or host:port, got {host!r}")
+        return hosts
+
+    @field_validator("allow_networks", "deny_networks")
+    @classmethod
+    def _check_networks(cls, networks: tuple[str, ...]) -> tuple[str, ...]:
+        for network in networks:
+            try:
+                ipaddress.ip_network(network.strip(), strict=False)
+            except ValueError:
+                raise ValueError(
+                    f"expected IP networks such as 10.0.0.0/8, got {network!r}"
+                ) from None
+        return networks
+
+    @field_validator("allow_hosts", "deny_hosts")
+    @classmethod
+    def _check_names(cls, hosts: tuple[str, ...]) -> tuple[str, ...]:
+        for host in hosts:
+            name = host.strip().removeprefix("*.")
+            if not name or any(c in name for c in "/@?#:[] \t*"):
+                raise ValueError(f"expected host names such as peer.example.com, got {host!r}")
         return hosts
 
 

@@ -5,17 +5,20 @@ tokens as ``${SWARM_AUTH_TOKEN_<NAME>}`` references, checks their health and dis
 more from peers' ``GET /swarms`` (see ``docs/registry.md``). ``InterswarmRouter`` delivers
 messages addressed to ``agent@other-swarm`` over HTTP and reports failures to the agent
 that sent them (see ``docs/interswarm.md``); its ``DiscoveryPolicy`` bounds what an agent's
-``discover_swarms`` may make the server fetch.
+``discover_swarms`` may make the server fetch. An ``AddressPolicy`` given to a
+``SessionSource`` decides which addresses peers may have (``docs/security.md``).
 """
 
 from __future__ import annotations
 
 from mail.net._discovery import DiscoveryPolicy
+from mail.net._guard import AddressPolicy
 from mail.net._session import SessionSource
 from mail.net.registry import SwarmEndpoint, SwarmRegistry
 from mail.net.router import InterswarmRouter, RouterSettings
 
 __all__ = [
+    "AddressPolicy",
     "DiscoveryPolicy",
     "InterswarmRouter",
     "RouterSettings",

@@ -10,6 +10,8 @@ registry every caller shares, so it is bounded:
 * the same rule for the ``base_url`` of every swarm a listing names (others are skipped);
 * every fetch times out, reads at most 1 MiB and follows no redirect
   (``mail.net._peer_http``), and at most ``MAX_LISTED`` swarms of one listing are added;
+* every connection is checked by the session's address policy (``mail.net._guard``):
+  a listing cannot send the server to a link-local or metadata address;
 * ``enabled = False`` refuses every call.
 
 The server builds its policy from ``[server.interswarm]`` (``agent_discovery``,
@@ -26,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from mail.errors import ConfigurationError, RemoteSwarmUnavailableError
+from mail.errors import AddressRefusedError, ConfigurationError, RemoteSwarmUnavailableError
 
 __all__ = ["LOOPBACK_HOSTS", "MAX_LISTED", "DiscoveryPolicy", "discover"]
 
@@ -139,7 +141,7 @@ async def discover(
             return []
         try:
             items = await list_swarms(url)
-        except RemoteSwarmUnavailableError as e:
+        except (RemoteSwarmUnavailableError, AddressRefusedError) as e:
             logger.warning("swarm discovery from %s failed: %s", url, e)
             return []
         wanted: Listing = []
@@ -162,7 +164,7 @@ async def discover(
     async def add(name: str, base_url: str, metadata: dict[str, Any] | None) -> str | None:
         try:
             await register(name, base_url, metadata)
-        except RemoteSwarmUnavailableError as e:
+        except (RemoteSwarmUnavailableError, AddressRefusedError) as e:
             logger.warning("discovered swarm %r not registered: %s", name, e)
             return None
         return name

@@ -1,20 +1,24 @@
 """The registry's HTTP calls to peers: ``GET /``, ``GET /health``, ``GET /swarms``.
 
-Every failure becomes :class:`~mail.errors.RemoteSwarmUnavailableError` naming the URL.
-Each request has a timeout, reads at most 1 MiB and follows no redirect (a peer is asked
-at the URL it was given; a redirect answer is a failure).
+Every failure becomes :class:`~mail.errors.RemoteSwarmUnavailableError` naming the URL;
+a peer that cannot be reached is only said to be unreachable (the socket's words, which
+would let a caller probe ports, go to the log). An address the session's policy refuses
+raises :class:`~mail.errors.AddressRefusedError` instead, naming the rule. Each request
+has a timeout, reads at most 1 MiB and follows no redirect (a peer is asked at the URL it
+was given; a redirect answer is a failure).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from mail.errors import RemoteSwarmUnavailableError
+from mail.errors import AddressRefusedError, RemoteSwarmUnavailableError
 from mail.net._endpoint import SwarmEndpoint, is_legacy_version, utc_now
 from mail.net._session import SessionSource
 
@@ -22,6 +26,8 @@ if TYPE_CHECKING:
     import aiohttp
 
 __all__ = ["PeerClient", "PeerInfo", "is_http_url"]
+
+logger = logging.getLogger("mail.net.registry")
 
 #: Largest response body read from a peer.
 MAX_BODY = 1_048_576
@@ -126,15 +132,22 @@ class PeerClient:
     async def get_json(self, url: str) -> tuple[Any, float]:
         """The decoded JSON body of ``GET url`` and the round trip in seconds.
 
-        Raises :class:`RemoteSwarmUnavailableError` when the request fails, the status is
-        not 200, or the body is not JSON or larger than 1 MiB.
+        Raises :class:`AddressRefusedError` when the policy refuses the URL's host, and
+        :class:`RemoteSwarmUnavailableError` when the request fails (without the socket's
+        words, which are logged), the status is not 200, or the body is not JSON or larger
+        than 1 MiB.
         """
         started = time.perf_counter()
         try:
             status, body = await self._get(url)
         except _PeerCallError as e:
             cause = e.cause
-            raise RemoteSwarmUnavailableError(f"GET {url} failed: {describe(cause)}") from cause
+            logger.warning("GET %s failed: %s", url, describe(cause))
+            if isinstance(cause, TimeoutError):
+                problem = f"did not answer within {self._timeout_seconds:g} s"
+            else:
+                problem = "is unreachable"
+            raise RemoteSwarmUnavailableError(f"swarm at {url} {problem}") from cause
         elapsed = time.perf_counter() - started
         if status != HTTPStatus.OK:
             raise RemoteSwarmUnavailableError(f"GET {url} answered HTTP {status}")
@@ -152,12 +165,15 @@ class PeerClient:
             status, _ = await self._get(url)
         except _PeerCallError as e:
             return False, describe(e.cause), time.perf_counter() - started
+        except AddressRefusedError as e:
+            return False, str(e), time.perf_counter() - started
         return status == HTTPStatus.OK, f"HTTP {status}", time.perf_counter() - started
 
     async def read_root(self, base_url: str) -> PeerInfo:
         """Read a MAIL server's ``GET {base_url}/``.
 
-        Raises :class:`RemoteSwarmUnavailableError` when ``base_url`` is not an http(s) URL,
+        Raises :class:`AddressRefusedError` when the policy refuses its address, and
+        :class:`RemoteSwarmUnavailableError` when ``base_url`` is not an http(s) URL,
         the peer cannot be reached, or it does not answer like a MAIL server (a JSON object
         with ``protocol_version``, or the legacy ``version``, and ``name`` "mail" if any).
         """
@@ -201,8 +217,9 @@ class PeerClient:
         """``(name, base_url, metadata)`` of each item of ``GET {url}/swarms``.
 
         Items are named by ``swarm_name`` (what peers send), or ``name`` for old peers;
-        malformed items are skipped. Raises :class:`RemoteSwarmUnavailableError` when the
-        URL cannot be read or the answer has no ``swarms`` list.
+        malformed items are skipped. Raises :class:`AddressRefusedError` when the policy
+        refuses the URL's address, :class:`RemoteSwarmUnavailableError` when the URL cannot
+        be read or the answer has no ``swarms`` list.
         """
         if not is_http_url(url):
             raise RemoteSwarmUnavailableError(f"discovery URL must be http(s), got {url!r}")

@@ -2,11 +2,17 @@
 
 A server with no peers never calls one, so ``aiohttp`` (about half a second of imports) is
 imported only when the first peer call is made, not at start-up.
+
+A source made with an :class:`~mail.net._guard.AddressPolicy` gives its own session a
+connector that applies the policy to every connection, redirects included
+(``mail.net._guard_aiohttp``); an external session keeps its own connector.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from mail.net._guard import DEFAULT_POLICY, AddressPolicy
 
 if TYPE_CHECKING:
     import aiohttp
@@ -17,8 +23,9 @@ __all__ = ["SessionSource"]
 class SessionSource:
     """Hands out one ``aiohttp.ClientSession``: ``external`` if given, else its own.
 
-    Its own session is created by the first :meth:`get` (with ``headers``), re-created if
-    it was closed, and closed by :meth:`aclose`; an external session is never closed here.
+    Its own session is created by the first :meth:`get` (with ``headers``, and a connector
+    that refuses what ``policy`` refuses, if given), re-created if it was closed, and
+    closed by :meth:`aclose`; an external session is never closed here.
     """
 
     def __init__(
@@ -26,10 +33,12 @@ class SessionSource:
         external: aiohttp.ClientSession | None = None,
         *,
         headers: dict[str, str] | None = None,
+        policy: AddressPolicy | None = None,
     ) -> None:
         self._session = external
         self._owned = external is None
         self._headers = headers
+        self.policy = policy
 
     @classmethod
     def of(
@@ -37,17 +46,23 @@ class SessionSource:
     ) -> tuple[SessionSource, bool]:
         """A source for ``session`` and whether the caller should close it: a source given
         is shared and closed by whoever made it; otherwise a new source over ``session``
-        (or over a session of its own) is the caller's to close."""
+        (or over a session of its own, guarded by the default peer policy) is the caller's
+        to close."""
         if isinstance(session, SessionSource):
             return session, False
-        return cls(session), True
+        return cls(session, policy=DEFAULT_POLICY), True
 
     def get(self) -> aiohttp.ClientSession:
         """The session, created now if this source owns it and has none open."""
         if self._session is None or (self._owned and self._session.closed):
             import aiohttp  # noqa: PLC0415  # first peer call: see the module docstring
 
-            self._session = aiohttp.ClientSession(headers=self._headers)
+            connector = None
+            if self.policy is not None:
+                from mail.net._guard_aiohttp import guarded_connector  # noqa: PLC0415  # imports aiohttp
+
+                connector = guarded_connector(self.policy)
+            self._session = aiohttp.ClientSession(headers=self._headers, connector=connector)
         return self._session
 
     async def aclose(self) -> None:

@@ -3,21 +3,26 @@
 Connection errors and 5xx answers are retried with exponential backoff (the receiver
 deduplicates by message id, so a delivery that reached it before the connection dropped
 runs once). A 4xx answer is final, and so is a timeout: a peer that is too slow does not
-get faster by being asked again, and the sender's wait stays bounded by the timeout.
+get faster by being asked again, and the sender's wait stays bounded by the timeout. An
+address the session's policy refuses is final too, and says which rule refused it; a
+connection error is told without the socket's words (they are logged).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from http import HTTPStatus
 from typing import Any
 
-from mail.errors import RemoteSwarmUnavailableError
+from mail.errors import AddressRefusedError, RemoteSwarmUnavailableError
 from mail.net._peer_http import MAX_BODY, describe
 from mail.net._session import SessionSource
 
 __all__ = ["DeliveryError", "JsonPoster"]
+
+logger = logging.getLogger("mail.net.router")
 
 _DETAIL_CHARS = 200
 
@@ -80,8 +85,8 @@ class JsonPoster:
         """POST ``body`` as JSON with ``Authorization: Bearer <token>``; the decoded answer.
 
         Only HTTP 200 is success. Raises :class:`DeliveryError` naming the URL and what
-        went wrong: no connection (after the retries), a timeout, an error status, or an
-        answer that is not JSON or larger than 1 MiB.
+        went wrong: an address the policy refuses, no connection (after the retries), a
+        timeout, an error status, or an answer that is not JSON or larger than 1 MiB.
         """
         import aiohttp  # noqa: PLC0415  # imported with the first peer call (see SessionSource)
 
@@ -95,8 +100,11 @@ class JsonPoster:
                 raise DeliveryError(
                     f"{url} did not answer within {limit:g} s", attempts=attempt
                 ) from e
+            except AddressRefusedError as e:
+                raise DeliveryError(str(e), attempts=attempt) from e
             except aiohttp.ClientError as e:
-                problem, status = f"cannot reach {url}: {describe(e)}", None
+                logger.warning("POST %s failed: %s", url, describe(e))
+                problem, status = f"cannot reach {url}", None
             else:
                 if status == HTTPStatus.OK:
                     return self._decode(url, raw, attempt)

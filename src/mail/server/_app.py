@@ -28,7 +28,14 @@ from mail.errors import (
     SwarmDefinitionError,
     http_status_for,
 )
-from mail.net import DiscoveryPolicy, InterswarmRouter, RouterSettings, SessionSource, SwarmRegistry
+from mail.net import (
+    AddressPolicy,
+    DiscoveryPolicy,
+    InterswarmRouter,
+    RouterSettings,
+    SessionSource,
+    SwarmRegistry,
+)
 from mail.server import (
     _routes_core,
     _routes_interswarm,
@@ -334,10 +341,17 @@ def _start(
     base_url = config.server.advertised_url
     # one session for every call to peers (registry and router), created by the first such
     # call (no aiohttp import at start-up); closed by the state
-    session = SessionSource(
-        headers={"User-Agent": f"MAIL-Server/v{PROTOCOL_VERSION}/{template.name}"}
-    )
     interswarm = config.server.interswarm
+    session = SessionSource(
+        headers={"User-Agent": f"MAIL-Server/v{PROTOCOL_VERSION}/{template.name}"},
+        policy=AddressPolicy(
+            allow_networks=interswarm.allow_networks,
+            deny_networks=interswarm.deny_networks,
+            allow_hosts=interswarm.allow_hosts,
+            deny_hosts=interswarm.deny_hosts,
+            where="[server.interswarm]",
+        ),
+    )
     registry = SwarmRegistry(  # its entry's version is the protocol's (CONTRACT 8.5)
         template.name,
         base_url,

@@ -13,10 +13,13 @@ import importlib
 import inspect
 import json
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from mail.core.message import parse_agent_address
 from mail.errors import InvalidMessageError, SwarmDefinitionError
+
+if TYPE_CHECKING:
+    from mail.net import AddressPolicy
 
 __all__ = [
     "PYTHON_PREFIX",
@@ -41,7 +44,10 @@ class ReferencePolicy:
     otherwise the packages whose own objects an untrusted ``python::`` reference may name
     (:func:`read_untrusted_python_string`).
     ``allow_url``: whether ``url::`` may fetch at all; ``allow_http``: plain ``http://``
-    too (default https only); ``timeout`` in seconds and ``max_bytes`` bound a fetch.
+    too (default https only); ``timeout`` in seconds and ``max_bytes`` bound a fetch;
+    ``addresses`` decides which addresses a fetch may connect to, redirects included
+    (default :class:`~mail.net.AddressPolicy()`: no link-local, metadata, unspecified or
+    multicast address).
     """
 
     python_prefixes: tuple[str, ...] | None = None
@@ -49,6 +55,7 @@ class ReferencePolicy:
     allow_http: bool = False
     timeout: float = 10.0
     max_bytes: int = 1_048_576
+    addresses: AddressPolicy | None = None
 
     @classmethod
     def restricted(cls, python_prefixes: tuple[str, ...] = ("mail.",)) -> ReferencePolicy:
@@ -181,20 +188,26 @@ def _foreign_object(value: Any, prefixes: tuple[str, ...]) -> str | None:
 def read_url_string(string: str, policy: ReferencePolicy = DEFAULT_POLICY) -> str:
     """Fetch ``url::URL`` and return the JSON document it serves, re-encoded as a string.
 
-    The scheme is checked on the URL and on every redirect (https only unless
-    ``policy.allow_http``), and ``policy.timeout`` bounds the whole fetch, not each read
+    The scheme and the address are checked on the URL and on every redirect (https only
+    unless ``policy.allow_http``; addresses by ``policy.addresses``), and ``policy.timeout`` bounds the whole fetch, not each read
     (see :mod:`mail.swarms_json._fetch`). Raises :class:`SwarmDefinitionError` when
-    fetching is not allowed, a scheme is not allowed, the fetch fails or times out, the
+    fetching is not allowed, a scheme or address is not allowed (naming the rule), the
+    fetch fails or times out, the
     body exceeds ``policy.max_bytes``, or the body is not JSON. Nothing is silently kept.
     """
-    from mail.swarms_json._fetch import FetchError, fetch  # noqa: PLC0415  # only url:: needs it
+    from mail.net._guard import DEFAULT_POLICY  # noqa: PLC0415  # only url:: needs it
+    from mail.swarms_json._fetch import FetchError, fetch  # noqa: PLC0415
 
     url = string.removeprefix(URL_PREFIX)
     if not policy.allow_url:
         raise SwarmDefinitionError(f"reference {string!r}: url:: references are not allowed here")
     try:
         body = fetch(
-            url, allow_http=policy.allow_http, timeout=policy.timeout, max_bytes=policy.max_bytes
+            url,
+            allow_http=policy.allow_http,
+            timeout=policy.timeout,
+            max_bytes=policy.max_bytes,
+            policy=policy.addresses or DEFAULT_POLICY,
         )
     except FetchError as e:
         raise SwarmDefinitionError(f"reference {string!r}: {e}") from e
