@@ -20,6 +20,7 @@ from mail.core._system_messages import Subject
 from mail.core.message import MAILMessage, new_id, new_task_id
 from mail.errors import InvalidMessageError, TaskNotFoundError
 from mail.server._deps import AdminOrUser, AppState, DebugOnly
+from mail.server._routing import StrictJSONRoute
 from mail.server.models import JSONBody, RequestModel
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = ["router"]
 
-router = APIRouter()
+router = APIRouter(route_class=StrictJSONRoute)
 
 
 class ResponsesRequest(RequestModel):
