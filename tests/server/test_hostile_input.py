@@ -245,6 +245,12 @@ ROWS: list[Row] = [
         role="agent",
     ),
     Row(
+        "previous-response-id-nul",
+        "/responses",
+        {"input": [], "tools": [], "previous_response_id": "a\x00b"},
+        f"previous_response_id {TASK_ID_RULE}",
+    ),
+    Row(
         "query-task-id-nul",
         "/task?task_id=a%00b",
         None,
