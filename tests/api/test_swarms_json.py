@@ -285,6 +285,34 @@ def test_an_unwired_template_can_be_fixed_before_it_is_instantiated() -> None:
     assert template.instantiate({}).agent_names == ["supervisor", "worker"]
 
 
+@pytest.mark.parametrize("name", ["../../x", "${HOME}", "-x", "a/b", "x" * 65])
+def test_swarm_names_follow_the_name_pattern(name: str) -> None:
+    with pytest.raises(SwarmDefinitionError, match="field 'name': must be 1-64 letters"):
+        parse_swarm(swarm(name=name))
+
+
+@pytest.mark.parametrize("name", ["demo", "example-no-proxy", "swarm_2", "v1.2", "A"])
+def test_usual_swarm_names_load(name: str) -> None:
+    assert parse_swarm(swarm(name=name))["name"] == name
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("[" * 100 + "]" * 100, "nested deeper than 64 levels"),
+        ("[" * 100_000 + "]" * 100_000, "nested deeper than 64 levels"),
+        ('[{"name": NaN}]', "NaN is not a JSON number"),
+        ("[1e400]", "out of range"),
+    ],
+    ids=["deep", "deeper-than-recursion", "nan", "overflow"],
+)
+def test_hostile_swarms_json_is_refused(text: str, problem: str) -> None:
+    with pytest.raises(SwarmDefinitionError, match=problem):
+        load_swarms_json(text)
+    with pytest.raises(SwarmDefinitionError, match=problem):
+        MAILSwarmTemplate.from_swarm_json(text)
+
+
 def test_file_level_errors(tmp_path: Path) -> None:
     with pytest.raises(SwarmDefinitionError, match="JSON array"):
         load_swarms_json(json.dumps(swarm()))

@@ -112,6 +112,12 @@ def test_registry_file_is_an_alias_of_registry() -> None:
     assert SwarmConfig.model_validate({"registry_file": "r.json"}).registry == "r.json"
 
 
+@pytest.mark.parametrize("name", ["../../x", "${HOME}", "", "a b"])
+def test_swarm_name_follows_the_name_pattern(name: str) -> None:
+    with pytest.raises(pydantic.ValidationError, match="name"):
+        SwarmConfig(name=name)
+
+
 def test_data_files_follow_data_dir_when_built_directly() -> None:
     config = MAILConfig(server=ServerConfig(data_dir="/srv/mail"))
     assert config.auth.credentials_file == "/srv/mail/credentials.json"

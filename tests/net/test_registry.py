@@ -350,6 +350,17 @@ async def test_empty_name_is_a_configuration_error(make_registry: RegistryFactor
         await make_registry().register_swarm("", "http://127.0.0.1:1")
 
 
+@pytest.mark.parametrize("name", ["../../../x", "${HOME}", ".hidden", "a b", "x" * 65])
+async def test_names_outside_the_pattern_are_configuration_errors(
+    make_registry: RegistryFactory, name: str
+) -> None:
+    registry = make_registry()
+
+    with pytest.raises(ConfigurationError, match="swarm name must be 1-64 letters"):
+        await registry.register_swarm(name, "http://127.0.0.1:1")
+    assert registry.get_swarm_endpoint(name) is None
+
+
 # --- persistence -------------------------------------------------------------------------
 
 

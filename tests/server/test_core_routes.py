@@ -71,6 +71,26 @@ async def test_post_health_as_admin_sets_the_status(offline: Running) -> None:
     assert datetime.fromisoformat(after["timestamp"]) >= datetime.fromisoformat(before["timestamp"])
 
 
+async def test_post_health_answers_as_get_health_does(offline: Running) -> None:
+    admin = await offline.admin()
+
+    posted = (await admin.post("/health", json={"status": "maintenance"})).json()
+
+    got = (await admin.get("/health")).json()
+    assert posted == got  # storage and unsaved_tasks too, not null
+    assert posted["storage"] == "ok"
+    assert posted["status"] == "maintenance"
+
+
+async def test_health_timestamp_is_the_last_change(offline: Running) -> None:
+    admin = await offline.admin()
+    changed = (await admin.post("/health", json={"status": "healthy"})).json()["timestamp"]
+
+    later = (await admin.get("/health")).json()["timestamp"]
+
+    assert later == changed  # not the time of the answer
+
+
 @shared
 @pytest.mark.parametrize("body", [{}, {"status": ""}, {"status": "   "}, None], ids=repr)
 async def test_post_health_without_status_is_400(shared_offline: Running, body: object) -> None:

@@ -127,13 +127,15 @@ async def test_registered_private_peer_is_not_listed(start: Start, offline: Runn
     assert "secret" not in listed
 
 
-async def test_registering_the_local_name_is_ignored(offline: Running) -> None:
+async def test_registering_the_local_name_is_a_conflict(offline: Running) -> None:
     response = await (await offline.admin()).post(
         "/swarms", json={"name": "offline", "base_url": f"http://127.0.0.1:{closed_port()}"}
     )
 
-    assert response.status_code == 200
-    assert response.json() == {"status": "registered", "swarm_name": "offline"}
+    assert response.status_code == 409
+    assert response.json() == {
+        "detail": "'offline' is this server's own swarm; register peers under their names"
+    }
     swarms = (await (await offline.anon()).get("/swarms")).json()["swarms"]
     assert [s["base_url"] for s in swarms] == [offline.state.base_url]
 

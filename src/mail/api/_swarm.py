@@ -15,7 +15,6 @@ and fails only when run.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
@@ -27,6 +26,7 @@ from mail.api._checks import check_structure, check_whole
 from mail.api._interswarm import OwnedFederation
 from mail.api._messages import caller_message, user_message
 from mail.api._topology import adjacency_matrix, rewired_targets
+from mail.core._limits import loads
 from mail.core.message import MAILInterswarmMessage, MAILMessage, validate_interswarm_message
 from mail.errors import ConfigurationError, SwarmDefinitionError, TaskStateError
 from mail.swarms_json import find_swarm, load_swarms_json_file, parse_swarm
@@ -702,7 +702,7 @@ class MAILSwarmTemplate:
     ) -> MAILSwarmTemplate:
         """Like :meth:`from_swarms_json`, from the JSON text of one swarm object."""
         try:
-            data = json.loads(text)
+            data = loads(text)
         except ValueError as e:
             raise SwarmDefinitionError(f"swarm JSON is not valid: {e}") from e
         return cls.from_swarms_json(data, task_message_limit, policy=policy)

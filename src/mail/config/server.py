@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 from pydantic import AliasChoices, Field, field_validator, model_validator
 
 from mail.config._base import DEFAULT_DATA_DIR, ConfigModel, http_url
+from mail.core._limits import NAME_PATTERN
 
 __all__ = ["ServerConfig", "SwarmConfig", "SettingsConfig", "InterswarmConfig"]
 
@@ -29,7 +30,7 @@ class SwarmConfig(ConfigModel):
     raise ``pydantic.ValidationError``.
     """
 
-    name: str = Field(default="example-no-proxy", min_length=1)
+    name: str = Field(default="example-no-proxy", pattern=NAME_PATTERN)
     source: str = Field(default="swarms.json", min_length=1)
     registry: str = Field(
         default=".mail/registries/example-no-proxy.json",

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, cast
 
+from mail.core._limits import task_id_problem
 from mail.core._wire import (
     MAIL_ADDRESS_TYPES,
     MAIL_INTERSWARM_MESSAGE_TYPES,
@@ -24,7 +25,6 @@ __all__ = ["validate_interswarm_message", "validate_message"]
 _UUID_RE = re.compile(
     r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 )
-_TASK_ID_MAX = 256
 
 _COMMON_REQUIRED = ("task_id", "sender", "subject", "body")
 _SINGLE_KEYS = frozenset(
@@ -139,8 +139,9 @@ def _check_payload(payload: Any, msg_type: str, field: str) -> None:
     _check_keys(payload, allowed, (*_COMMON_REQUIRED, id_key, recipient_key), field)
     task_id = payload["task_id"]
     _check_str(task_id, f"{field}.task_id", non_empty=True)
-    if len(task_id) > _TASK_ID_MAX:
-        raise _fail(f"{field}.task_id", f"must be at most {_TASK_ID_MAX} characters")
+    problem = task_id_problem(task_id)
+    if problem is not None:
+        raise _fail(f"{field}.task_id", problem)
     _check_uuid(payload[id_key], f"{field}.{id_key}")
     _check_address(payload["sender"], f"{field}.sender")
     if multi:

@@ -10,7 +10,6 @@ was given; a redirect answer is a failure).
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from mail.core._limits import loads
 from mail.errors import AddressRefusedError, RemoteSwarmUnavailableError
 from mail.net._endpoint import SwarmEndpoint, is_legacy_version, utc_now
 from mail.net._session import SessionSource
@@ -154,7 +154,7 @@ class PeerClient:
         if len(body) > MAX_BODY:
             raise RemoteSwarmUnavailableError(f"GET {url} answered more than {MAX_BODY} bytes")
         try:
-            return json.loads(body), elapsed
+            return loads(body), elapsed
         except ValueError as e:
             raise RemoteSwarmUnavailableError(f"GET {url} did not answer JSON") from e
 

@@ -16,6 +16,7 @@ import logging
 from http import HTTPStatus
 from typing import Any
 
+from mail.core._limits import loads
 from mail.errors import AddressRefusedError, RemoteSwarmUnavailableError
 from mail.net._peer_http import MAX_BODY, describe
 from mail.net._session import SessionSource
@@ -38,7 +39,7 @@ class DeliveryError(RemoteSwarmUnavailableError):
 
 def _detail(raw: bytes) -> str:
     try:
-        data = json.loads(raw)
+        data = loads(raw)
     except ValueError:
         text = raw.decode("utf-8", "replace").strip()
     else:
@@ -121,6 +122,6 @@ class JsonPoster:
         if len(raw) > MAX_BODY:
             raise DeliveryError(f"{url} answered more than {MAX_BODY} bytes", attempts=attempt)
         try:
-            return json.loads(raw)
+            return loads(raw)
         except ValueError as e:
             raise DeliveryError(f"{url} did not answer JSON", attempts=attempt) from e

@@ -32,6 +32,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
+from mail.core._limits import name_problem
 from mail.errors import ConfigurationError, RemoteSwarmUnavailableError, StorageError
 from mail.net._discovery import discover
 from mail.net._endpoint import SwarmEndpoint, utc_now
@@ -262,13 +263,17 @@ class SwarmRegistry:
         replaced. Registering the local swarm's name changes nothing and returns the local
         entry.
 
-        Raises :class:`ConfigurationError` for an empty name,
+        Raises :class:`ConfigurationError` for an empty name or one that does not match
+        :data:`mail.core._limits.NAME_PATTERN`,
         :class:`RemoteSwarmUnavailableError` naming the URL when the peer is not an
         http(s) URL, unreachable or does not answer like a MAIL server, and
         :class:`StorageError` when saving fails (the previous entry is then restored).
         """
         if not swarm_name:
             raise ConfigurationError("a swarm name is required to register a swarm")
+        problem = name_problem(swarm_name)
+        if problem is not None:
+            raise ConfigurationError(f"swarm name {problem}")
         if swarm_name == self.local_swarm_name:
             logger.warning("not registering %r: it is the local swarm's own name", swarm_name)
             return self._copy(self._endpoints[swarm_name])

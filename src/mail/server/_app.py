@@ -20,6 +20,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mail.api import MAILSwarmTemplate
+from mail.core._limits import loads
 from mail.errors import (
     AuthError,
     AuthServiceError,
@@ -45,8 +46,9 @@ from mail.server import (
 )
 from mail.server._deps import check_gates
 from mail.server._reload import APP, reload_environment, uvicorn_options, worker_config
+from mail.server._routes_core import SwarmNameTakenError
 from mail.server._state import ServerState, every
-from mail.server.models import not_an_object
+from mail.server.models import PATTERN_RULES, not_an_object
 from mail.version import PROTOCOL_VERSION, __version__
 
 if TYPE_CHECKING:
@@ -63,6 +65,7 @@ logger = logging.getLogger("mail.server")
 _SERVER_STATUS: dict[type[MAILError], int] = {
     InvalidMessageError: 400,
     SwarmDefinitionError: 400,
+    SwarmNameTakenError: 409,
 }
 #: The body limit before the configuration is loaded (``create_app(None)``).
 _DEFAULT_BODY_LIMIT = 1_048_576
@@ -128,7 +131,7 @@ async def _validation_error(request: Request, error: Exception) -> Response:
 
 def _not_json(raw: bytes) -> str:
     try:
-        value = json.loads(raw)
+        value = loads(raw)
     except ValueError as e:
         return f"error parsing request: {e}"
     if not isinstance(value, dict):
@@ -157,7 +160,23 @@ def _problem(problem: Any) -> str:
     if kind in _MUST_BE:
         must_be, shown = _MUST_BE[kind]
         return f"{field} must be {must_be}, got {shown(problem.get('input'))}"
+    limit = _limit(kind, problem.get("ctx") or {}, problem.get("input"))
+    if limit is not None:
+        return f"{field} {limit}"
     return f"{field or 'request'}: {problem.get('msg', 'invalid')}"
+
+
+def _limit(kind: Any, ctx: dict[str, Any], value: Any) -> str | None:
+    """A limit a string or number broke, in words (``None`` for other problems)."""
+    if kind == "string_too_long":
+        return f"must be at most {ctx['max_length']} characters, got {len(value)}"
+    if kind == "string_pattern_mismatch":
+        pattern = ctx["pattern"]
+        rule = PATTERN_RULES.get(pattern, f"match {pattern}")
+        return f"must be {rule}, got {str(value)[:80]!r}"
+    if kind == "finite_number":
+        return "must be a finite number"
+    return None
 
 
 def _field(loc: Sequence[str | int]) -> str:

@@ -8,8 +8,9 @@ from typing import Any
 from fastapi import APIRouter
 
 from mail.api import MAILSwarmTemplate
-from mail.errors import SwarmDefinitionError
+from mail.errors import MAILError, SwarmDefinitionError
 from mail.server._deps import Admin, AdminOrUser, AppState
+from mail.server._routing import StrictJSONRoute
 from mail.server._state import ServerState
 from mail.server.models import (
     ERROR_RESPONSES,
@@ -32,7 +33,7 @@ from mail.version import PROTOCOL_VERSION
 __all__ = ["router"]
 
 logger = logging.getLogger("mail.server")
-router = APIRouter(responses=ERROR_RESPONSES)
+router = APIRouter(responses=ERROR_RESPONSES, route_class=StrictJSONRoute)
 #: Packages whose own objects ``python::`` references of swarms loaded over HTTP may name
 #: (see :func:`mail.utils.parsing.read_untrusted_python_string`).
 HTTP_PYTHON_PREFIXES = ("mail.",)
@@ -58,26 +59,12 @@ async def root(state: AppState) -> dict[str, Any]:
     }
 
 
-def _health(state: ServerState) -> dict[str, Any]:
-    return {
+async def _health(state: ServerState) -> dict[str, Any]:
+    health: dict[str, Any] = {
         "status": state.health,
         "swarm_name": state.template.name,
         "timestamp": state.health_updated.isoformat(),
     }
-
-
-@router.get(
-    "/health",
-    response_model=HealthResponse,
-    response_model_exclude_none=True,
-    summary="Health probe",
-)
-async def get_health(state: AppState) -> dict[str, Any]:
-    """The server's status; with a task store, ``storage`` says whether writes work
-    (``"ok"`` or the last failure: a write, a prune, the database), ``unsaved_tasks`` how
-    many tasks have changes not stored yet, and ``status`` is ``degraded`` while writes
-    fail."""
-    health = _health(state)
     storage = await state.storage_status()
     if storage is not None:
         health["storage"] = storage
@@ -87,16 +74,32 @@ async def get_health(state: AppState) -> dict[str, Any]:
     return health
 
 
+@router.get(
+    "/health",
+    response_model=HealthResponse,
+    response_model_exclude_none=True,
+    summary="Health probe",
+)
+async def get_health(state: AppState) -> dict[str, Any]:
+    """The server's status and when it last changed (``timestamp``: the start, or the
+    last ``POST /health``); with a task store, ``storage`` says whether writes work
+    (``"ok"`` or the last failure: a write, a prune, the database), ``unsaved_tasks`` how
+    many tasks have changes not stored yet, and ``status`` is ``degraded`` while writes
+    fail."""
+    return await _health(state)
+
+
 @router.post(
     "/health",
     response_model=HealthResponse,
-    summary="Set the health status",
+    response_model_exclude_none=True,
+    summary="Set the health status (at most 256 characters); answers as GET /health does",
 )
 async def post_health(
     state: AppState, _caller: Admin, body: JSONBody[HealthUpdate]
 ) -> dict[str, Any]:
     state.set_health(body.status)
-    return _health(state)
+    return await _health(state)
 
 
 @router.get("/whoami", response_model=WhoamiResponse, summary="Who the caller is")
@@ -124,7 +127,15 @@ async def list_swarms(state: AppState) -> dict[str, Any]:
     return {"swarms": [e.to_public_dict() for e in registry.get_public_endpoints().values()]}
 
 
+class SwarmNameTakenError(MAILError):
+    """A peer registered under the server's own swarm name (answered 409)."""
+
+
 async def _register(state: ServerState, peer: RegisterSwarmRequest) -> dict[str, Any]:
+    if peer.peer_name == state.registry.local_swarm_name:
+        raise SwarmNameTakenError(
+            f"'{peer.peer_name}' is this server's own swarm; register peers under their names"
+        )
     await state.registry.register_swarm(
         peer.peer_name,
         peer.peer_url,

@@ -49,14 +49,22 @@ from mail.errors import (
 )
 from mail.net.router import legacy_task_owner
 from mail.server._deps import AdminOrUser, Agent, AnyCaller, AppState
+from mail.server._routing import StrictJSONRoute
 from mail.server._sse import event_response
 from mail.server._state import ServerState
 from mail.server.auth import Caller
-from mail.server.models import ERROR_RESPONSES, JSONBody, RequestModel, not_an_object, validated
+from mail.server.models import (
+    ERROR_RESPONSES,
+    JSONBody,
+    RequestModel,
+    TaskId,
+    not_an_object,
+    validated,
+)
 
 __all__ = ["router"]
 
-router = APIRouter(responses=ERROR_RESPONSES)
+router = APIRouter(responses=ERROR_RESPONSES, route_class=StrictJSONRoute)
 
 #: role in a ``role:id@swarm`` contributor -> role of the caller whose runtime it is
 _RUNTIME_ROLES = {"admin": "admin", "user": "user", "swarm": "agent", "agent": "agent"}
@@ -150,7 +158,7 @@ class InterswarmSendRequest(RequestModel):
     body: str | None = Field(None, description="The message (other JSON values are sent as text)")
     subject: str | None = Field(None, description="Default: `Interswarm Message`")
     msg_type: Literal["request", "broadcast"] = "request"
-    task_id: str | None = None
+    task_id: TaskId | None = None
     routing_info: dict[str, Any] | None = None
     stream: bool | None = None
     ignore_stream_pings: bool | None = None
@@ -190,7 +198,8 @@ class InterswarmSendRequest(RequestModel):
     @field_validator("task_id", mode="before")
     @classmethod
     def _task(cls, value: Any) -> Any:
-        return value if isinstance(value, str) and value.strip() else None
+        # a blank string asks for a new task; other types are refused
+        return None if isinstance(value, str) and not value.strip() else value
 
     @field_validator("routing_info", mode="before")
     @classmethod

@@ -10,6 +10,7 @@ from fastapi.responses import Response
 from mail.core.message import new_task_id
 from mail.core.tasks import TaskState
 from mail.server._deps import AdminOrUser, AppState, UICaller
+from mail.server._routing import StrictJSONRoute
 from mail.server._sse import event_response, sse_object
 from mail.server._state import ServerState
 from mail.server.auth import Caller
@@ -23,7 +24,7 @@ from mail.server.models import (
 
 __all__ = ["router"]
 
-router = APIRouter(responses=ERROR_RESPONSES)
+router = APIRouter(responses=ERROR_RESPONSES, route_class=StrictJSONRoute)
 
 
 async def _send(

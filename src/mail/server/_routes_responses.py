@@ -20,14 +20,15 @@ from mail.core._system_messages import Subject
 from mail.core.message import MAILMessage, new_id, new_task_id
 from mail.errors import InvalidMessageError, TaskNotFoundError
 from mail.server._deps import AdminOrUser, AppState, DebugOnly
-from mail.server.models import JSONBody, RequestModel
+from mail.server._routing import StrictJSONRoute
+from mail.server.models import JSONBody, RequestModel, TaskId
 
 if TYPE_CHECKING:
     from mail.api import MAILSwarm
 
 __all__ = ["router"]
 
-router = APIRouter()
+router = APIRouter(route_class=StrictJSONRoute)
 
 
 class ResponsesRequest(RequestModel):
@@ -35,7 +36,7 @@ class ResponsesRequest(RequestModel):
 
     input: list[Any]
     tools: list[Any]
-    previous_response_id: str | None = None
+    previous_response_id: TaskId | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -15,6 +15,7 @@ from mail.core.events import EventName, MAILEvent
 from mail.core.tasks import MAILTask, TaskState
 from mail.errors import InvalidMessageError, PermissionDeniedError, TaskNotFoundError
 from mail.server._deps import AdminOrUser, AppState, UICaller
+from mail.server._routing import StrictJSONRoute
 from mail.server._sse import compact_json, event_response, stored_event
 from mail.server._state import ServerState
 from mail.server.auth import Caller
@@ -22,13 +23,14 @@ from mail.server.models import (
     ERROR_RESPONSES,
     EVENT_STREAM,
     JSONBody,
+    TaskId,
     TaskQuery,
     UIAgentsResponse,
 )
 
 __all__ = ["router", "task_record"]
 
-router = APIRouter(responses=ERROR_RESPONSES)
+router = APIRouter(responses=ERROR_RESPONSES, route_class=StrictJSONRoute)
 _TITLE_LENGTH = 60
 _FAILED = frozenset({TaskState.FAILED, TaskState.CANCELLED, TaskState.INTERRUPTED})
 
@@ -80,7 +82,7 @@ async def get_task(
     state: AppState,
     caller: AdminOrUser,
     body: JSONBody[TaskQuery],
-    task_id: str | None = Query(None),
+    task_id: TaskId | None = None,
 ) -> dict[str, Any]:
     if task_id is None:
         task_id = body.task_id
@@ -110,7 +112,7 @@ async def _replay_then_follow(
 async def task_events(
     state: AppState,
     caller: AdminOrUser,
-    task_id: str,
+    task_id: TaskId,
     after: int | None = Query(None, ge=0, description="Replay events after this sequence number"),
     last_event_id: str | None = Header(None),
 ) -> EventSourceResponse:
@@ -179,7 +181,7 @@ async def ui_tasks(state: AppState, caller: UICaller) -> list[dict[str, Any]]:
 
 
 @router.get("/ui/task/{task_id}", summary="One task with its events")
-async def ui_task(state: AppState, caller: UICaller, task_id: str) -> dict[str, Any]:
+async def ui_task(state: AppState, caller: UICaller, task_id: TaskId) -> dict[str, Any]:
     _, task = await _task_of(state, caller, task_id)
     record = _summary(task)
     del record["event_count"]
@@ -191,7 +193,10 @@ async def ui_task(state: AppState, caller: UICaller, task_id: str) -> dict[str, 
 
 @router.get("/ui/task-summary/{task_id}", summary="A short title for a task")
 async def ui_task_summary(
-    state: AppState, caller: UICaller, task_id: str, force_regen: bool = False
+    state: AppState,
+    caller: UICaller,
+    task_id: TaskId,
+    force_regen: bool = False,
 ) -> dict[str, Any]:
     _, task = await _task_of(state, caller, task_id)
     if force_regen:

@@ -10,6 +10,7 @@ int`` and so on).
 from __future__ import annotations
 
 import json
+import math
 from typing import Annotated, Any, Literal, Self, TypeVar
 from urllib.parse import urlsplit
 
@@ -19,11 +20,20 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StringConstraints,
     ValidationError,
     field_validator,
     model_validator,
 )
 
+from mail.core._limits import (
+    NAME_PATTERN,
+    NAME_RULE,
+    TASK_ID_MAX,
+    TASK_ID_PATTERN,
+    TASK_ID_RULE,
+    name_problem,
+)
 from mail.core.message import MAIL_MESSAGE_TYPES
 
 __all__ = [
@@ -38,12 +48,14 @@ __all__ = [
     "LoadSwarmResponse",
     "MessageRequest",
     "MessageResponse",
+    "PATTERN_RULES",
     "RegisterSwarmRequest",
     "RegisterSwarmResponse",
     "RequestModel",
     "RootResponse",
     "RootSwarm",
     "StatusResponse",
+    "TaskId",
     "SwarmEntry",
     "SwarmsResponse",
     "TaskQuery",
@@ -59,9 +71,18 @@ class _Model(BaseModel):
 
 
 class RequestModel(BaseModel):
-    """A JSON request body: no coercion (``"yes"`` is not ``true``), unknown keys ignored."""
+    """A JSON request body: no coercion (``"yes"`` is not ``true``), unknown keys ignored,
+    no ``NaN`` or infinite numbers (the body's parser refuses them already)."""
 
-    model_config = ConfigDict(strict=True)
+    model_config = ConfigDict(strict=True, allow_inf_nan=False)
+
+
+#: A task id in a body, query or path: 1-256 characters without control characters.
+TaskId = Annotated[str, StringConstraints(max_length=TASK_ID_MAX, pattern=TASK_ID_PATTERN)]
+#: What the patterns above mean, for the validation errors that name them.
+PATTERN_RULES = {TASK_ID_PATTERN: TASK_ID_RULE, NAME_PATTERN: NAME_RULE}
+#: The longest health status ``POST /health`` takes.
+HEALTH_STATUS_MAX = 256
 
 
 _T = TypeVar("_T")
@@ -166,7 +187,10 @@ class RootResponse(_Model):
 class HealthResponse(_Model):
     status: str
     swarm_name: str
-    timestamp: str
+    timestamp: str = Field(
+        description="When the status last changed (ISO-8601 UTC): the server's start until "
+        "an admin POSTs /health; not the time of this answer"
+    )
     storage: str | None = Field(
         default=None, description='The task store: "ok" or why writes fail (absent without one)'
     )
@@ -251,7 +275,9 @@ class UIAgentsResponse(_Model):
 class HealthUpdate(RequestModel):
     """``POST /health``: the new health status."""
 
-    status: str = Field(description="Any non-blank text; peers read `healthy`")
+    status: str = Field(
+        description="Any non-blank text; peers read `healthy`", max_length=HEALTH_STATUS_MAX
+    )
 
     @field_validator("status", mode="before")
     @classmethod
@@ -293,7 +319,9 @@ class MessageRequest(RequestModel):
     entrypoint: str | None = Field(
         None, description="An agent with enable_entrypoint; default: the swarm's"
     )
-    task_id: str | None = Field(None, description="Omit for a new task; give it to continue one")
+    task_id: TaskId | None = Field(
+        None, description="Omit (or send an empty string) for a new task; give it to continue one"
+    )
     resume_from: Literal["user_response", "breakpoint_tool_call"] | None = None
     kwargs: dict[str, Any] = Field(
         default_factory=dict,
@@ -330,8 +358,8 @@ class MessageRequest(RequestModel):
     @field_validator("task_id", mode="before")
     @classmethod
     def _task(cls, value: Any) -> Any:
-        # anything but a non-blank string asks for a new task
-        return value if isinstance(value, str) and value.strip() else None
+        # a blank string asks for a new task (CONTRACT 5); other types are refused
+        return None if isinstance(value, str) and not value.strip() else value
 
     @field_validator("resume_from", mode="before")
     @classmethod
@@ -358,7 +386,10 @@ class MessageRequest(RequestModel):
             )
         timeout = value.get("timeout")
         if "timeout" in value and (
-            isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or not math.isfinite(timeout)
+            or timeout <= 0
         ):
             raise ValueError(
                 f"kwargs.timeout must be a positive number of seconds, got {json.dumps(timeout)}"
@@ -388,7 +419,9 @@ def _is_http_url(value: str) -> bool:
 class RegisterSwarmRequest(RequestModel):
     """``POST /swarms``: register a remote swarm (``name`` and ``base_url`` are required)."""
 
-    name: str | None = None
+    name: str | None = Field(
+        None, description=f"The peer's name: {NAME_RULE}", examples=["weather-swarm"]
+    )
     swarm_name: str | None = Field(None, description="Protocol 1.1 name of `name`")
     base_url: str | None = Field(
         None,
@@ -410,6 +443,9 @@ class RegisterSwarmRequest(RequestModel):
     def _peer(self) -> Self:
         if not self.peer_name or not self.peer_url:
             raise ValueError("name and base_url are required")
+        problem = name_problem(self.peer_name)
+        if problem is not None:
+            raise ValueError(f"name {problem}")
         if not _is_http_url(self.peer_url):
             raise ValueError(f"base_url must be an http(s) URL, got {self.base_url!r}")
         return self
@@ -442,7 +478,7 @@ class LoadSwarmRequest(RequestModel):
 class TaskQuery(RequestModel):
     """``GET /task``'s optional body (protocol 1.3 sends the task id this way)."""
 
-    task_id: str | None = None
+    task_id: TaskId | None = None
 
     @field_validator("task_id", mode="before")
     @classmethod

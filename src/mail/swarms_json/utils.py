@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from mail.core._limits import loads, name_problem
 from mail.core.message import parse_agent_address
 from mail.core.tools import MAIL_TOOL_NAMES
 from mail.errors import InvalidMessageError, SwarmDefinitionError
@@ -166,6 +167,9 @@ def parse_swarm(obj: Any) -> SwarmsJSONSwarm:
     """
     swarm = obj.get("name") if isinstance(obj, dict) and isinstance(obj.get("name"), str) else None
     fields = _fields(obj, _SWARM_FIELDS, {"swarm": swarm, "agent": None})
+    problem = name_problem(fields["name"])
+    if problem is not None:  # the value is in the message
+        raise SwarmDefinitionError(problem, field="name")
     default_format = fields.pop("tool_format")
     fields["agents"] = [parse_agent(a, swarm, default_format) for a in fields["agents"]]
     fields["actions"] = [parse_action(a, swarm) for a in fields["actions"]]
@@ -176,7 +180,7 @@ def load_swarms_json(data: str | bytes | list[Any]) -> list[SwarmsJSONSwarm]:
     """Parse the text (or decoded JSON) of a ``swarms.json`` file: an array of swarms."""
     if isinstance(data, str | bytes):
         try:
-            data = json.loads(data)
+            data = loads(data)
         except ValueError as e:
             raise SwarmDefinitionError(f"swarms.json is not valid JSON: {e}") from e
     if not isinstance(data, list):
