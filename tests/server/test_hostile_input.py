@@ -1,7 +1,8 @@
 """Hostile input over every JSON route: a clear 4xx that says what to fix, never a 500.
 
 One table (:data:`ROWS`): deep nesting, ``NaN``/``Infinity``/overflowing numbers, wrong
-types, huge strings, control characters and traversal names. Each row sends its request to
+types, huge strings, control characters, traversal names, ``python::`` references past what
+an allowed module defines, and peers at link-local (metadata) addresses. Each row sends its request to
 one server (debug mode, so ``/responses`` is reachable), then checks that the server still
 answers ``GET /health`` on the same connection and that what was stored before the table
 (a finished task, a persistent registry entry) is still there.
@@ -39,6 +40,11 @@ KEPT_PEER = "kept-peer"
 NAME_RULE = "must be 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit"
 TASK_ID_RULE = "must be 1-256 characters, no control characters"
 PARSE = "error parsing request: "
+REFERENCE = (
+    "error loading swarm from JSON: swarm 'offline', agent 'supervisor', field 'factory': "
+    "reference "
+)
+LINK_LOCAL = "refused by the rule 'link-local': 169.254.169.254 is a link-local (metadata) address"
 
 
 @dataclass(frozen=True)
@@ -130,6 +136,12 @@ def _interswarm(**payload: Any) -> dict[str, Any]:
     )
     wire["payload"] = {**wire["payload"], **payload}
     return {"message": wire}
+
+
+def _swarm_with_factory(reference: str) -> dict[str, str]:
+    swarm = json.loads(SWARMS_JSON.read_text())[0]
+    first = {**swarm["agents"][0], "factory": reference}
+    return {"json": json.dumps({**swarm, "agents": [first, *swarm["agents"][1:]]})}
 
 
 def _swarm_named(name: str) -> dict[str, str]:
@@ -292,6 +304,51 @@ ROWS: list[Row] = [
         "/swarms/load",
         _swarm_named("../../x"),
         f"error loading swarm from JSON: field 'name': {NAME_RULE}, got '../../x'",
+        role="admin",
+    ),
+    # references that would reach past what an allowed module defines
+    Row(
+        "reference-attribute-chain",
+        "/swarms/load",
+        _swarm_with_factory("python::mail.cli:os.system"),
+        REFERENCE + "'python::mail.cli:os.system' is not allowed here: 'os' is a module",
+        role="admin",
+    ),
+    Row(
+        "reference-foreign-function",
+        "/swarms/load",
+        _swarm_with_factory("python::mail.server._app:logging.basicConfig"),
+        REFERENCE
+        + "'python::mail.server._app:logging.basicConfig' is not allowed here: 'logging' is a module",
+        role="admin",
+    ),
+    Row(
+        "reference-builtin",
+        "/swarms/load",
+        _swarm_with_factory("python::builtins:eval"),
+        REFERENCE + "'python::builtins:eval' is not allowed here: modules must start with mail.",
+        role="admin",
+    ),
+    # peers at addresses no federation needs (refused before any connection)
+    Row(
+        "peer-metadata",
+        "/swarms",
+        {"name": "meta", "base_url": "http://169.254.169.254/"},
+        "connection to 169.254.169.254 " + LINK_LOCAL,
+        role="admin",
+    ),
+    Row(
+        "peer-mapped-metadata",
+        "/swarms",
+        {"name": "meta", "base_url": "http://[::ffff:169.254.169.254]/"},
+        "connection to 169.254.169.254 " + LINK_LOCAL,
+        role="admin",
+    ),
+    Row(
+        "peer-hex-metadata",
+        "/swarms/register",
+        {"swarm_name": "meta", "base_url": "http://0xA9FEA9FE/"},
+        "connection to 0xa9fea9fe " + LINK_LOCAL,
         role="admin",
     ),
     Row(
