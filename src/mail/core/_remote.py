@@ -12,12 +12,13 @@ Public through :meth:`MAILRuntime.receive_interswarm
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, cast
 
 from mail.core._scheduler import Scheduler
 from mail.core._system_messages import Subject, SystemMessages
+from mail.core.agents import AgentCore
 from mail.core.events import EventName
 from mail.core.message import (
     MAILAddress,
@@ -66,7 +67,7 @@ class RemoteLedger:
 
     Args:
         swarm_name: the local swarm.
-        agents: the local agents (by name).
+        agents: the local agents (by name), whose ``comm_targets`` say whom they may answer.
         user_id: the caller the runtime serves (a reply to it ends the task's turn).
         owner: the runtime's caller as a task contributor (``role:id@swarm``).
         entrypoint: the agent that speaks for the swarm when a notice names no agent.
@@ -81,7 +82,7 @@ class RemoteLedger:
         self,
         *,
         swarm_name: str,
-        agents: Collection[str],
+        agents: Mapping[str, AgentCore],
         user_id: str,
         owner: str,
         entrypoint: str,
@@ -179,6 +180,8 @@ class RemoteLedger:
         recipients, to_caller = self._local_recipients(payload)
         sender = self._sender(payload["sender"], source)
         notice = message["msg_type"] == "response" and payload["subject"] == Subject.TASK_COMPLETE
+        if message["msg_type"] == "request":
+            self._check_answerable(recipients, sender["address"])
         task = self.tasks.get(task_id)
         if task is None:
             if direction == "back" or notice:
@@ -231,6 +234,19 @@ class RemoteLedger:
                 field=field,
             )
         return local, to_caller
+
+    def _check_answerable(self, recipients: list[MAILAddress], sender: str) -> None:
+        """Refuse a request that a recipient could not answer: its reply would be refused
+        here, and the asking agent would wait for it in vain."""
+        for recipient in recipients:
+            name = parse_agent_address(recipient["address"])[0]
+            agent = self.agents.get(name)
+            if agent is not None and sender not in agent.comm_targets:
+                raise InvalidMessageError(
+                    f"refused by swarm {self.swarm_name!r}: its agent {name!r} may not answer "
+                    f"{sender} (not among its comm_targets)",
+                    field="payload.recipient",
+                )
 
     @staticmethod
     def _sender(sender: MAILAddress, source: str) -> MAILAddress:
