@@ -6,11 +6,16 @@ Public through :meth:`MAILRuntime.receive_interswarm
 * the ids of recent inbound messages (bounded), so a delivery the sender retried after a
   lost answer is queued once;
 * per task, the swarm that forwarded the task here (its *upstream*), and per remote swarm
-  the agent we last dealt with there, which is whom a completion notice addresses.
+  the agent we last dealt with there, which is whom a completion notice addresses;
+* the requests local agents sent to remote swarms that await a reply, each with its
+  deadline: a reply from that swarm to that agent settles the oldest; a deadline that
+  passes, or the peer's loss (:meth:`RemoteLedger.swarm_lost`), tells the agent it will get
+  no reply, so its task goes on or fails as the agent decides.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
@@ -33,7 +38,7 @@ from mail.core.message import (
 from mail.core.tasks import MAILTask, TaskState, TaskTable
 from mail.errors import InvalidMessageError, TaskNotFoundError, TaskStateError
 
-__all__ = ["Direction", "RemoteLedger"]
+__all__ = ["Direction", "RemoteLedger", "ReplyWait"]
 
 Direction = Literal["forward", "back"]
 #: Opens a task here: ``(task_id, owner, contributors)``; refused while shutting down.
@@ -53,6 +58,26 @@ class _TaskLinks:
     # swarm -> the agent there that last messaged us (preferred) / that we last messaged
     heard_from: dict[str, str] = field(default_factory=dict)
     spoke_to: dict[str, str] = field(default_factory=dict)
+
+
+class ReplyWait:
+    """One request to a remote swarm awaiting its reply (see :meth:`RemoteLedger.await_reply`)."""
+
+    __slots__ = ("is_delivered", "key", "ledger", "timer")
+
+    def __init__(self, ledger: RemoteLedger, key: tuple[str, str, str]) -> None:
+        self.ledger = ledger
+        self.key = key  # (task id, swarm, local agent)
+        self.is_delivered = False
+        self.timer: asyncio.TimerHandle
+
+    def delivered(self) -> None:
+        """The peer accepted the request: from now on its loss fails the wait."""
+        self.is_delivered = True
+
+    def cancel(self) -> None:
+        """The request was not sent: wait for no reply."""
+        self.ledger._drop(self)  # the ledger's own helper
 
 
 def _swarm_of(contributor: str) -> str | None:
@@ -106,6 +131,8 @@ class RemoteLedger:
         self._seen: OrderedDict[str, str] = OrderedDict()
         self._seen_limit = seen_limit
         self._links: dict[str, _TaskLinks] = {}
+        # (task id, swarm, local agent) -> one deadline timer per request awaiting a reply
+        self._waits: dict[tuple[str, str, str], list[ReplyWait]] = {}
 
     # --- bookkeeping -----------------------------------------------------------------------
 
@@ -135,6 +162,69 @@ class RemoteLedger:
 
     def forget(self, task_id: str) -> None:
         self._links.pop(task_id, None)
+        for key in [k for k in self._waits if k[0] == task_id]:
+            for wait in self._waits.pop(key):
+                wait.timer.cancel()
+
+    # --- requests awaiting a remote reply ----------------------------------------------------
+
+    def await_reply(self, task_id: str, swarm: str, agent: str, deadline: float) -> ReplyWait:
+        """A request of local ``agent`` is going to ``swarm``: expect a reply within
+        ``deadline`` s. Call ``delivered()`` on the result once the peer accepted it (only
+        then does the peer's loss fail it), or ``cancel()`` when it was not sent."""
+        key = (task_id, swarm, agent)
+        wait = ReplyWait(self, key)
+        wait.timer = asyncio.get_running_loop().call_later(deadline, self._expired, wait, deadline)
+        self._waits.setdefault(key, []).append(wait)
+        return wait
+
+    def swarm_lost(self, swarm: str, reason: str) -> None:
+        """``swarm`` is gone (marked inactive): the replies awaited from it will not come."""
+        for key in [k for k in self._waits if k[1] == swarm]:
+            lost = [w for w in self._waits[key] if w.is_delivered]
+            for wait in lost:
+                self._drop(wait)
+            if lost:
+                self._no_reply(key, reason, len(lost))
+
+    def _drop(self, wait: ReplyWait) -> bool:
+        """Forget ``wait`` and cancel its timer; False when it was already gone."""
+        waits = self._waits.get(wait.key, [])
+        if wait not in waits:
+            return False
+        waits.remove(wait)
+        wait.timer.cancel()
+        if not waits:
+            del self._waits[wait.key]
+        return True
+
+    def _replied(self, task_id: str, swarm: str, recipients: list[MAILAddress]) -> None:
+        for recipient in recipients:
+            waits = self._waits.get((task_id, swarm, parse_agent_address(recipient["address"])[0]))
+            if waits:
+                self._drop(waits[0])  # the oldest request counts as answered
+
+    def _expired(self, wait: ReplyWait, deadline: float) -> None:
+        if self._drop(wait):
+            swarm = wait.key[1]
+            self._no_reply(wait.key, f"swarm {swarm} did not reply within {deadline:g} s", 1)
+
+    def _no_reply(self, key: tuple[str, str, str], reason: str, count: int) -> None:
+        """Tell ``agent`` that ``count`` of its requests will get no reply."""
+        task_id, swarm, agent = key
+        task = self.tasks.get(task_id)
+        if task is None or not task.is_running:
+            return
+        task.log.emit(
+            EventName.INTERSWARM_MESSAGE_ERROR,
+            f"no reply from swarm {swarm} to {agent}: {reason}",
+        )
+        task.outstanding[agent] = max(task.outstanding.get(agent, 0) - count, 0)
+        body = (
+            f"Your request to swarm {swarm} will get no reply: {reason}. "
+            "Continue without it, or end the task."
+        )
+        self.scheduler.put(self.system.agent_error(task_id, agent, body))
 
     def delivery_failed(self, task: MAILTask, agent: str | None, reason: str) -> None:
         """A message for another swarm was not delivered: tell the log and the sending
@@ -199,6 +289,7 @@ class RemoteLedger:
         envelope = self._envelope(message, sender, recipients)
         if message["msg_type"] == "response":
             self._answered(task, recipients)
+            self._replied(task_id, source, recipients)
         if notice:
             if recipients:
                 self._completion_notice(task, source, envelope)

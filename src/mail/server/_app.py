@@ -240,7 +240,8 @@ def create_app(
     --reload`` passes to its worker) when the app starts if not given; ``template``
     defaults to the configured swarm of the configured ``swarms.json``; ``authenticator``
     to the configured auth mode; ``router_settings`` (timeouts and retries of interswarm
-    deliveries) to :class:`~mail.net.RouterSettings`'s defaults; ``ping_interval`` is the
+    deliveries) to :class:`~mail.net.RouterSettings`'s defaults with the configured
+    ``[server.interswarm] reply_timeout``; ``ping_interval`` is the
     seconds of silence after which event streams send a ``ping``. The lifespan owns every
     resource: per-caller runtimes, the idle-runtime sweeper, the registry and the
     interswarm router with their one HTTP session.
@@ -360,7 +361,10 @@ def _start(
         base_url=base_url,
         registry=registry,
         router=InterswarmRouter(
-            registry, session=session, settings=router_settings, discovery=discovery
+            registry,
+            session=session,
+            settings=router_settings or RouterSettings(reply_timeout=interswarm.reply_timeout),
+            discovery=discovery,
         ),
         session=session,
     )
