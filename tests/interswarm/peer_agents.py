@@ -33,3 +33,16 @@ def weather(**params: Any) -> Any:
 def supervisor(**params: Any) -> Any:
     """Completes whatever it gets."""
     return scripted_agent(rule=lambda _m: tc("task_complete", finish_message="-"), **params)
+
+
+def _ask(incoming: Incoming) -> ScriptedCall:
+    if incoming.sender_type == "user":
+        return tc("send_request", target="weather@beta", subject="Forecast", body=incoming.body)
+    if incoming.sender_type == "system":
+        return tc("task_complete", finish_message=f"failed: {incoming.body}")
+    return tc("task_complete", finish_message=f"{incoming.sender} says: {incoming.body}")
+
+
+def asking(**params: Any) -> Any:
+    """Asks ``weather@beta`` for the user's body; completes with the answer (or the error)."""
+    return scripted_agent(rule=_ask, **params)

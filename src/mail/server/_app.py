@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import json
 import logging
@@ -38,6 +39,7 @@ from mail.server import (
 )
 from mail.server._deps import check_gates
 from mail.server._reload import APP, reload_environment, uvicorn_options, worker_config
+from mail.server._shutdown import serve
 from mail.server._state import ServerState, every
 from mail.server.models import not_an_object
 from mail.version import PROTOCOL_VERSION, __version__
@@ -251,6 +253,7 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         state = _start(config, template, authenticator, router_settings)
         state.ping_interval = ping_interval
+        state.loop = asyncio.get_running_loop()
         app.state.mail = state
         try:
             await state.registry.load()
@@ -418,4 +421,4 @@ def run_server(config: MAILConfig) -> None:
     # frozen, Python's full collections stop walking them again (a full collection every
     # few hundred tasks took ~60 ms; see benchmarks/README.md).
     gc.freeze()
-    uvicorn.run(app, **options)
+    serve(app, options)
