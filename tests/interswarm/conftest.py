@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import httpx
 import pytest
@@ -171,6 +171,16 @@ class Node:
         await self._stack.aclose()
 
 
+class Reachable(Protocol):
+    """A swarm a node can register: a node, a fake peer, a proxy, a peer process."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def url(self) -> str: ...
+
+
 class Cluster:
     """Starts nodes for one test and stops them all at its end."""
 
@@ -212,7 +222,7 @@ class Cluster:
         return node
 
     async def link(
-        self, node: Node, peer: Node | FakePeer | DropProxy, *, volatile: bool = True, **extra: Any
+        self, node: Node, peer: Reachable, *, volatile: bool = True, **extra: Any
     ) -> None:
         """Register ``peer`` on ``node`` over HTTP, with the key ``node`` presents to it."""
         body = {

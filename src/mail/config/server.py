@@ -61,6 +61,9 @@ class InterswarmConfig(ConfigModel):
     * ``health_interval``: seconds between health checks of the registered swarms
       (env ``MAIL_SWARM_HEALTH_INTERVAL``); a peer that failed ``n`` checks in a row is
       next checked after ``min(health_interval * 2**n, health_max_backoff)`` seconds.
+    * ``reply_timeout``: seconds a local agent's request (or interswarm broadcast) that a
+      peer accepted waits for the peer's reply; then the agent is told it will get none.
+      The agent is told sooner when a health check marks the peer inactive.
     * ``agent_discovery``: whether agents' ``discover_swarms`` tool may make the server
       fetch peers' ``GET /swarms`` at all.
     * ``discovery_hosts``: the hosts (``name``, ``address`` or ``host:port``) agents may
@@ -79,6 +82,7 @@ class InterswarmConfig(ConfigModel):
 
     health_interval: float = Field(default=30.0, gt=0)
     health_max_backoff: float = Field(default=600.0, gt=0)
+    reply_timeout: float = Field(default=300.0, gt=0)
     agent_discovery: bool = True
     discovery_hosts: tuple[str, ...] = Field(
         default=("localhost", "127.0.0.1", "::1"), strict=False

@@ -6,18 +6,24 @@ Public through :meth:`MAILRuntime.receive_interswarm
 * the ids of recent inbound messages (bounded), so a delivery the sender retried after a
   lost answer is queued once;
 * per task, the swarm that forwarded the task here (its *upstream*), and per remote swarm
-  the agent we last dealt with there, which is whom a completion notice addresses.
+  the agent we last dealt with there, which is whom a completion notice addresses;
+* the requests local agents sent to remote swarms that await a reply, each with its
+  deadline: a reply from that swarm to that agent settles the oldest; a deadline that
+  passes, or the peer's loss (:meth:`RemoteLedger.swarm_lost`), tells the agent it will get
+  no reply, so its task goes on or fails as the agent decides.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, cast
 
 from mail.core._scheduler import Scheduler
 from mail.core._system_messages import Subject, SystemMessages
+from mail.core.agents import AgentCore
 from mail.core.events import EventName
 from mail.core.message import (
     MAILAddress,
@@ -32,7 +38,7 @@ from mail.core.message import (
 from mail.core.tasks import MAILTask, TaskState, TaskTable
 from mail.errors import InvalidMessageError, TaskNotFoundError, TaskStateError
 
-__all__ = ["Direction", "RemoteLedger"]
+__all__ = ["Direction", "RemoteLedger", "ReplyWait"]
 
 Direction = Literal["forward", "back"]
 #: Opens a task here: ``(task_id, owner, contributors)``; refused while shutting down.
@@ -54,6 +60,26 @@ class _TaskLinks:
     spoke_to: dict[str, str] = field(default_factory=dict)
 
 
+class ReplyWait:
+    """One request to a remote swarm awaiting its reply (see :meth:`RemoteLedger.await_reply`)."""
+
+    __slots__ = ("is_delivered", "key", "ledger", "timer")
+
+    def __init__(self, ledger: RemoteLedger, key: tuple[str, str, str]) -> None:
+        self.ledger = ledger
+        self.key = key  # (task id, swarm, local agent)
+        self.is_delivered = False
+        self.timer: asyncio.TimerHandle
+
+    def delivered(self) -> None:
+        """The peer accepted the request: from now on its loss fails the wait."""
+        self.is_delivered = True
+
+    def cancel(self) -> None:
+        """The request was not sent: wait for no reply."""
+        self.ledger._drop(self)  # the ledger's own helper
+
+
 def _swarm_of(contributor: str) -> str | None:
     try:
         return parse_task_contributor(contributor)[2]
@@ -66,7 +92,7 @@ class RemoteLedger:
 
     Args:
         swarm_name: the local swarm.
-        agents: the local agents (by name).
+        agents: the local agents (by name), whose ``comm_targets`` say whom they may answer.
         user_id: the caller the runtime serves (a reply to it ends the task's turn).
         owner: the runtime's caller as a task contributor (``role:id@swarm``).
         entrypoint: the agent that speaks for the swarm when a notice names no agent.
@@ -81,7 +107,7 @@ class RemoteLedger:
         self,
         *,
         swarm_name: str,
-        agents: Collection[str],
+        agents: Mapping[str, AgentCore],
         user_id: str,
         owner: str,
         entrypoint: str,
@@ -105,6 +131,8 @@ class RemoteLedger:
         self._seen: OrderedDict[str, str] = OrderedDict()
         self._seen_limit = seen_limit
         self._links: dict[str, _TaskLinks] = {}
+        # (task id, swarm, local agent) -> one deadline timer per request awaiting a reply
+        self._waits: dict[tuple[str, str, str], list[ReplyWait]] = {}
 
     # --- bookkeeping -----------------------------------------------------------------------
 
@@ -134,6 +162,69 @@ class RemoteLedger:
 
     def forget(self, task_id: str) -> None:
         self._links.pop(task_id, None)
+        for key in [k for k in self._waits if k[0] == task_id]:
+            for wait in self._waits.pop(key):
+                wait.timer.cancel()
+
+    # --- requests awaiting a remote reply ----------------------------------------------------
+
+    def await_reply(self, task_id: str, swarm: str, agent: str, deadline: float) -> ReplyWait:
+        """A request of local ``agent`` is going to ``swarm``: expect a reply within
+        ``deadline`` s. Call ``delivered()`` on the result once the peer accepted it (only
+        then does the peer's loss fail it), or ``cancel()`` when it was not sent."""
+        key = (task_id, swarm, agent)
+        wait = ReplyWait(self, key)
+        wait.timer = asyncio.get_running_loop().call_later(deadline, self._expired, wait, deadline)
+        self._waits.setdefault(key, []).append(wait)
+        return wait
+
+    def swarm_lost(self, swarm: str, reason: str) -> None:
+        """``swarm`` is gone (marked inactive): the replies awaited from it will not come."""
+        for key in [k for k in self._waits if k[1] == swarm]:
+            lost = [w for w in self._waits[key] if w.is_delivered]
+            for wait in lost:
+                self._drop(wait)
+            if lost:
+                self._no_reply(key, reason, len(lost))
+
+    def _drop(self, wait: ReplyWait) -> bool:
+        """Forget ``wait`` and cancel its timer; False when it was already gone."""
+        waits = self._waits.get(wait.key, [])
+        if wait not in waits:
+            return False
+        waits.remove(wait)
+        wait.timer.cancel()
+        if not waits:
+            del self._waits[wait.key]
+        return True
+
+    def _replied(self, task_id: str, swarm: str, recipients: list[MAILAddress]) -> None:
+        for recipient in recipients:
+            waits = self._waits.get((task_id, swarm, parse_agent_address(recipient["address"])[0]))
+            if waits:
+                self._drop(waits[0])  # the oldest request counts as answered
+
+    def _expired(self, wait: ReplyWait, deadline: float) -> None:
+        if self._drop(wait):
+            swarm = wait.key[1]
+            self._no_reply(wait.key, f"swarm {swarm} did not reply within {deadline:g} s", 1)
+
+    def _no_reply(self, key: tuple[str, str, str], reason: str, count: int) -> None:
+        """Tell ``agent`` that ``count`` of its requests will get no reply."""
+        task_id, swarm, agent = key
+        task = self.tasks.get(task_id)
+        if task is None or not task.is_running:
+            return
+        task.log.emit(
+            EventName.INTERSWARM_MESSAGE_ERROR,
+            f"no reply from swarm {swarm} to {agent}: {reason}",
+        )
+        task.outstanding[agent] = max(task.outstanding.get(agent, 0) - count, 0)
+        body = (
+            f"Your request to swarm {swarm} will get no reply: {reason}. "
+            "Continue without it, or end the task."
+        )
+        self.scheduler.put(self.system.agent_error(task_id, agent, body))
 
     def delivery_failed(self, task: MAILTask, agent: str | None, reason: str) -> None:
         """A message for another swarm was not delivered: tell the log and the sending
@@ -179,6 +270,8 @@ class RemoteLedger:
         recipients, to_caller = self._local_recipients(payload)
         sender = self._sender(payload["sender"], source)
         notice = message["msg_type"] == "response" and payload["subject"] == Subject.TASK_COMPLETE
+        if message["msg_type"] == "request":
+            self._check_answerable(recipients, sender["address"])
         task = self.tasks.get(task_id)
         if task is None:
             if direction == "back" or notice:
@@ -196,6 +289,7 @@ class RemoteLedger:
         envelope = self._envelope(message, sender, recipients)
         if message["msg_type"] == "response":
             self._answered(task, recipients)
+            self._replied(task_id, source, recipients)
         if notice:
             if recipients:
                 self._completion_notice(task, source, envelope)
@@ -231,6 +325,19 @@ class RemoteLedger:
                 field=field,
             )
         return local, to_caller
+
+    def _check_answerable(self, recipients: list[MAILAddress], sender: str) -> None:
+        """Refuse a request that a recipient could not answer: its reply would be refused
+        here, and the asking agent would wait for it in vain."""
+        for recipient in recipients:
+            name = parse_agent_address(recipient["address"])[0]
+            agent = self.agents.get(name)
+            if agent is not None and sender not in agent.comm_targets:
+                raise InvalidMessageError(
+                    f"refused by swarm {self.swarm_name!r}: its agent {name!r} may not answer "
+                    f"{sender} (not among its comm_targets)",
+                    field="payload.recipient",
+                )
 
     @staticmethod
     def _sender(sender: MAILAddress, source: str) -> MAILAddress:

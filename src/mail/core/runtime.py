@@ -44,7 +44,7 @@ from typing import Any, Literal, Protocol
 from mail.core._breakpoints import resume_breakpoints
 from mail.core._dispatch import SwarmDirectory, TurnRunner
 from mail.core._recorder import StoreRecorder, restore
-from mail.core._remote import Direction, RemoteLedger
+from mail.core._remote import Direction, RemoteLedger, ReplyWait
 from mail.core._scheduler import Scheduler
 from mail.core._system_messages import SystemMessages
 from mail.core.actions import ActionCore, ActionOverrideFunction
@@ -554,6 +554,20 @@ class MAILRuntime:
     def record_remote_delivery(self, task_id: str, address: str) -> None:
         """The router delivered a message of the task to ``agent@swarm``."""
         self.remote.spoke_to(task_id, address)
+
+    def await_remote_reply(
+        self, task_id: str, swarm: str, agent: str, deadline: float
+    ) -> ReplyWait:
+        """A request of ``agent`` is going to ``swarm``: unless a reply from there comes
+        within ``deadline`` s, the agent is told (an ``::agent_error::``) it will get none.
+        The router marks the result ``delivered()`` once the peer accepted the request, or
+        cancels it when the request was not sent."""
+        return self.remote.await_reply(task_id, swarm, agent, deadline)
+
+    def remote_swarm_lost(self, swarm: str, reason: str) -> None:
+        """``swarm`` was marked inactive: each agent awaiting a reply from it is told
+        ``reason`` (an ``::agent_error::``) and may go on without it."""
+        self.remote.swarm_lost(swarm, reason)
 
     def remote_contact(self, task_id: str, swarm: str) -> str | None:
         """The agent of ``swarm`` that last messaged us in the task, else the one we messaged."""

@@ -22,7 +22,7 @@ class HealthMonitor:
 
     A peer that failed ``n`` times in a row is next due ``min(interval * 2**n,
     max_backoff)`` seconds later on ``clock``; a success makes it due again after
-    ``interval``.
+    ``interval``. ``on_down(name, problem)`` is called after each failed check.
     """
 
     def __init__(
@@ -34,6 +34,7 @@ class HealthMonitor:
         interval: float,
         max_backoff: float,
         clock: Callable[[], float],
+        on_down: Callable[[str, str], None] | None = None,
     ) -> None:
         self._endpoints = endpoints
         self._local_name = local_name
@@ -41,6 +42,7 @@ class HealthMonitor:
         self.interval = interval
         self.max_backoff = max_backoff
         self.clock = clock
+        self.on_down = on_down
         self._task: asyncio.Task[None] | None = None
 
     async def check(self, endpoint: SwarmEndpoint) -> bool:
@@ -62,6 +64,11 @@ class HealthMonitor:
         delay = min(self.interval * 2**endpoint.failures, self.max_backoff)
         endpoint.next_check = self.clock() + delay
         logger.debug("swarm %r: next health check in %.0f s", endpoint.swarm_name, delay)
+        if self.on_down is not None:
+            try:
+                self.on_down(endpoint.swarm_name, problem)
+            except Exception:  # a listener's bug must not stop the health checks
+                logger.exception("telling of swarm %r's failed check failed", endpoint.swarm_name)
         return False
 
     async def run(self, *, only_due: bool = True) -> dict[str, bool]:

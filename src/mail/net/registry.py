@@ -116,7 +116,9 @@ class SwarmRegistry:
             interval=health_interval,
             max_backoff=max_backoff,
             clock=clock,
+            on_down=self._peer_down,
         )
+        self._down_listeners: list[Callable[[str, str], None]] = []
         self.register_local_swarm(self.local_base_url)
 
     async def __aenter__(self) -> Self:
@@ -453,6 +455,15 @@ class SwarmRegistry:
         Checks run concurrently; returns ``{name: healthy}`` for the peers checked.
         """
         return await self._health.run(only_due=only_due)
+
+    def on_peer_down(self, listener: Callable[[str, str], None]) -> None:
+        """Call ``listener(name, problem)`` each time a peer fails a health check (it is
+        then inactive)."""
+        self._down_listeners.append(listener)
+
+    def _peer_down(self, name: str, problem: str) -> None:
+        for listener in self._down_listeners:
+            listener(name, problem)
 
     def start_health_checks(self) -> asyncio.Task[None]:
         """Start the health loop, named ``mail-registry-health``; returns its task.

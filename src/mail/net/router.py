@@ -28,6 +28,12 @@ header; the body's ``auth_token`` is an empty string.
 An agent's ``discover_swarms`` goes through :meth:`InterswarmRouter.discover_swarms`,
 which fetches only what the router's :class:`~mail.net.DiscoveryPolicy` allows.
 
+A request a local agent sent (or an interswarm broadcast) that the peer accepted then
+awaits a reply: when none comes within ``RouterSettings.reply_timeout`` seconds, or the
+registry marks the peer inactive (a failed health check) first, the agent gets an
+``::agent_error::`` saying it will get no reply (:meth:`~mail.core.runtime.MAILRuntime.
+await_remote_reply`), and its task goes on or ends as the agent decides.
+
 When a task with remote swarms completes, :meth:`InterswarmRouter.notify_completion`
 sends each a ``::task_complete::`` response addressed to the agent of that swarm that
 last messaged us in the task (else the one we last messaged).
@@ -38,6 +44,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import weakref
 from collections.abc import Collection, Coroutine, Mapping
 from dataclasses import dataclass
 from types import TracebackType
@@ -95,7 +102,8 @@ class RouterSettings:
     ``timeout``: seconds for one delivery (protocol 1.3 peers answer at once);
     ``retries`` after a connection error or a 5xx, waiting ``backoff``, then twice as
     long each time; ``legacy_timeout``: seconds for the synchronous exchange with a
-    protocol 1.1 peer, which answers only once its task is done. Raises
+    protocol 1.1 peer, which answers only once its task is done; ``reply_timeout``: seconds
+    a local agent's request accepted by a peer waits for the peer's reply. Raises
     :class:`~mail.errors.ConfigurationError` for a non-positive time or negative count.
     """
 
@@ -103,9 +111,10 @@ class RouterSettings:
     retries: int = 3
     backoff: float = 0.2
     legacy_timeout: float = 600.0
+    reply_timeout: float = 300.0
 
     def __post_init__(self) -> None:
-        if self.timeout <= 0 or self.legacy_timeout <= 0:
+        if self.timeout <= 0 or self.legacy_timeout <= 0 or self.reply_timeout <= 0:
             raise ConfigurationError("router timeouts must be positive")
         if self.retries < 0 or self.backoff < 0:
             raise ConfigurationError("router retries and backoff must not be negative")
@@ -141,6 +150,9 @@ class InterswarmRouter:
         # (runtime, task id) -> (swarm, future): a synchronous protocol 1.1 exchange waits
         # for the first message a local agent sends back to that swarm
         self._replies: dict[tuple[int, str], tuple[str, asyncio.Future[MAILMessage]]] = {}
+        # the runtimes with requests awaiting a peer's reply: told when a peer goes down
+        self._waiting: weakref.WeakSet[MAILRuntime] = weakref.WeakSet()
+        registry.on_peer_down(self._peer_down)
         self._closed = False
 
     @property
@@ -276,6 +288,13 @@ class InterswarmRouter:
         swarm: str,
         agent: str | None,
     ) -> None:
+        # the reply may come back before the peer's acknowledgement is read: wait from now
+        wait = None
+        if agent is not None and self._expects_reply(message, swarm):
+            self._waiting.add(runtime)
+            wait = runtime.await_remote_reply(
+                task.task_id, swarm, agent, self.settings.reply_timeout
+            )
         try:
             await self.deliver(runtime, task, message, swarm)
         except RemoteSwarmUnavailableError as e:
@@ -285,6 +304,23 @@ class InterswarmRouter:
             logger.exception("task %s: delivery to swarm %s failed", task.task_id, swarm)
             reason = f"error sending interswarm message to swarm {swarm}: {type(e).__name__}"
             runtime.report_remote_failure(task, agent, reason)
+        else:
+            if wait is not None:
+                wait.delivered()
+            return
+        if wait is not None:
+            wait.cancel()
+
+    def _expects_reply(self, message: MAILMessage, swarm: str) -> bool:
+        """A request or broadcast to a protocol 1.3 peer (a 1.1 exchange answers at once)."""
+        endpoint = self.registry.get_swarm_endpoint(swarm)
+        legacy = endpoint is not None and endpoint.legacy
+        return message["msg_type"] in ("request", "broadcast") and not legacy
+
+    def _peer_down(self, swarm: str, problem: str) -> None:
+        reason = f"swarm {swarm!r} is inactive: its health check fails ({problem})"
+        for runtime in list(self._waiting):
+            runtime.remote_swarm_lost(swarm, reason)
 
     async def deliver(
         self, runtime: MAILRuntime, task: MAILTask, message: MAILMessage, swarm: str

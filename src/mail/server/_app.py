@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import json
 import logging
@@ -47,6 +48,7 @@ from mail.server import (
 from mail.server._deps import check_gates
 from mail.server._reload import APP, reload_environment, uvicorn_options, worker_config
 from mail.server._routes_core import SwarmNameTakenError
+from mail.server._shutdown import serve
 from mail.server._state import ServerState, every
 from mail.server.models import PATTERN_RULES, not_an_object
 from mail.version import PROTOCOL_VERSION, __version__
@@ -266,7 +268,8 @@ def create_app(
     --reload`` passes to its worker) when the app starts if not given; ``template``
     defaults to the configured swarm of the configured ``swarms.json``; ``authenticator``
     to the configured auth mode; ``router_settings`` (timeouts and retries of interswarm
-    deliveries) to :class:`~mail.net.RouterSettings`'s defaults; ``ping_interval`` is the
+    deliveries) to :class:`~mail.net.RouterSettings`'s defaults with the configured
+    ``[server.interswarm] reply_timeout``; ``ping_interval`` is the
     seconds of silence after which event streams send a ``ping``. The lifespan owns every
     resource: per-caller runtimes, the idle-runtime sweeper, the registry and the
     interswarm router with their one HTTP session.
@@ -276,6 +279,7 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         state = _start(config, template, authenticator, router_settings)
         state.ping_interval = ping_interval
+        state.loop = asyncio.get_running_loop()
         app.state.mail = state
         try:
             await state.registry.load()
@@ -393,7 +397,10 @@ def _start(
         base_url=base_url,
         registry=registry,
         router=InterswarmRouter(
-            registry, session=session, settings=router_settings, discovery=discovery
+            registry,
+            session=session,
+            settings=router_settings or RouterSettings(reply_timeout=interswarm.reply_timeout),
+            discovery=discovery,
         ),
         session=session,
     )
@@ -447,4 +454,4 @@ def run_server(config: MAILConfig) -> None:
     # frozen, Python's full collections stop walking them again (a full collection every
     # few hundred tasks took ~60 ms; see benchmarks/README.md).
     gc.freeze()
-    uvicorn.run(app, **options)
+    serve(app, options)

@@ -11,6 +11,7 @@ from mail.core.message import new_task_id
 from mail.core.tasks import TaskState
 from mail.server._deps import AdminOrUser, AppState, UICaller
 from mail.server._routing import StrictJSONRoute
+from mail.server._shutdown import shutting_down, unless_closing
 from mail.server._sse import event_response, sse_object
 from mail.server._state import ServerState
 from mail.server.auth import Caller
@@ -56,8 +57,14 @@ async def _send(
             events = await swarm.post_message_stream(
                 request.text, ping_interval=state.ping_interval, **common
             )
-            return event_response(events, await anext(events))
-        final, log = await swarm.post_message(request.text, show_events=show_events, **common)
+            first = await anext(events)
+            return event_response(events, first, closing=state.closing, task_id=task_id)
+        answered, result = await unless_closing(
+            swarm.post_message(request.text, show_events=show_events, **common), state.closing
+        )
+        if result is None or not answered:
+            return shutting_down(task_id)
+        final, log = result
     task = swarm.get_task_by_id(task_id)
     return {
         "response": final["message"]["body"],

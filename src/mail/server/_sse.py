@@ -9,13 +9,16 @@ stream's ``ping`` events are MAIL's own.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from mail.core.events import MAILEvent
+from mail.core.events import EventName, MAILEvent
+from mail.server._shutdown import Signal, first_of, shutting_down_detail
 
 __all__ = [
     "SSE_HEADERS",
@@ -29,6 +32,8 @@ __all__ = [
 #: Headers of every stream besides ``Content-Type`` (CONTRACT 2.1).
 SSE_HEADERS = {"Cache-Control": "no-cache", "Connection": "keep-alive", "X-Accel-Buffering": "no"}
 _CRLF = "\r\n"
+#: Seconds sse-starlette lets a stream end by itself (its final event) at shutdown.
+_GRACE_SECONDS = 5.0
 
 
 def compact_json(value: Any) -> str:
@@ -47,28 +52,70 @@ def server_sent_event(event: MAILEvent) -> ServerSentEvent:
 
 
 async def _framed(
-    events: AsyncIterator[MAILEvent], first: MAILEvent | None
+    events: AsyncIterator[MAILEvent],
+    first: MAILEvent | None,
+    signals: tuple[Signal, ...] = (),
+    task_id: str = "",
 ) -> AsyncIterator[ServerSentEvent]:
+    stop = asyncio.ensure_future(first_of(signals)) if signals else None
+    pending: asyncio.Future[MAILEvent | None] | None = None
     try:
         if first is not None:
             yield server_sent_event(first)
-        async for event in events:
+        while True:
+            if stop is None:
+                event = await anext(events, None)
+            else:
+                pending = asyncio.ensure_future(anext(events, None))
+                await asyncio.wait({pending, stop}, return_when=asyncio.FIRST_COMPLETED)
+                if not pending.done():
+                    # the server is stopping: the client is told so, and how to resume
+                    detail = shutting_down_detail(task_id)
+                    final = MAILEvent.stream_final(EventName.TASK_ERROR, task_id, detail)
+                    yield server_sent_event(final)
+                    return
+                event, pending = pending.result(), None
+            if event is None:
+                return
             yield server_sent_event(event)
     finally:
+        for future in (stop, pending):
+            if future is not None and not future.done():
+                future.cancel()
+                await asyncio.wait({future})
         close = getattr(events, "aclose", None)
         if close is not None:
             await close()
 
 
 def event_response(
-    events: AsyncIterator[MAILEvent], first: MAILEvent | None = None
+    events: AsyncIterator[MAILEvent],
+    first: MAILEvent | None = None,
+    *,
+    closing: asyncio.Event | None = None,
+    task_id: str | None = None,
 ) -> EventSourceResponse:
     """A ``text/event-stream`` response over ``events`` (``first`` already fetched).
 
     When the client disconnects, the stream is cancelled and ``events`` closed, which ends
-    the reader: nothing of the stream outlives the connection.
+    the reader: nothing of the stream outlives the connection. When ``closing`` is set (the
+    server is stopping), the stream of task ``task_id`` ends with a final ``task_error``
+    event that says how to resume the task.
     """
-    return EventSourceResponse(_framed(events, first), headers=SSE_HEADERS, ping=0, sep=_CRLF)
+    if task_id is None:
+        return EventSourceResponse(_framed(events, first), headers=SSE_HEADERS, ping=0, sep=_CRLF)
+    # sse-starlette's own notice of a shutdown (it then waits the grace period before it
+    # cancels the stream), and the server's (sooner, where ``mail server`` runs uvicorn)
+    farewell = anyio.Event()
+    signals: tuple[Signal, ...] = (farewell,) if closing is None else (farewell, closing)
+    return EventSourceResponse(
+        _framed(events, first, signals, task_id),
+        headers=SSE_HEADERS,
+        ping=0,
+        sep=_CRLF,
+        shutdown_event=farewell,
+        shutdown_grace_period=_GRACE_SECONDS,
+    )
 
 
 def sse_object(event: MAILEvent) -> dict[str, Any]:

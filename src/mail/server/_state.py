@@ -274,6 +274,10 @@ class ServerState:
     retention: RetentionJob | None = None
     #: seconds of silence after which an event stream sends a ``ping`` (CONTRACT 2: 15)
     ping_interval: float = 15.0
+    #: set when the server was told to stop: requests waiting for a task answer at once
+    closing: asyncio.Event = field(default_factory=asyncio.Event)
+    #: the loop the app runs on (set by the lifespan), for signal handlers
+    loop: asyncio.AbstractEventLoop | None = None
 
     def __post_init__(self) -> None:
         self.swarms = CallerSwarms(self)
@@ -293,6 +297,13 @@ class ServerState:
     def set_health(self, status: str) -> None:
         self.health = status
         self.health_updated = datetime.now(UTC)
+
+    def begin_shutdown(self) -> None:
+        """The server is stopping: requests waiting for a task answer now (503 or a final
+        ``task_error`` event); the lifespan's shutdown then stores the tasks."""
+        if not self.closing.is_set():
+            logger.info("shutting down: answering the requests that wait for a task")
+            self.closing.set()
 
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> None:
         task = asyncio.get_running_loop().create_task(coro, name=name)

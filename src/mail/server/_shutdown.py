@@ -1,0 +1,100 @@
+"""What requests in flight get when the server is told to stop (SIGTERM, Ctrl-C).
+
+uvicorn stops accepting connections, waits for open requests (``timeout_graceful_shutdown``),
+cancels the rest and only then runs the lifespan's shutdown, which stores every caller's
+tasks. A request waiting for a task (one that waits on a peer, say) would be cancelled and
+answered uvicorn's plain-text 500. Instead, :func:`serve` tells the app at once
+(:meth:`ServerState.begin_shutdown <mail.server._state.ServerState.begin_shutdown>`): a
+waiting ``POST /message`` answers a JSON 503 (:func:`shutting_down`) and a stream ends with
+a final ``task_error`` event saying the same; the lifespan then stores the task as it is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from fastapi.responses import JSONResponse
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from mail.server._state import ServerState
+
+__all__ = ["Signal", "first_of", "serve", "shutting_down", "shutting_down_detail", "unless_closing"]
+
+T = TypeVar("T")
+#: uvicorn's exit status when the server could not start.
+STARTUP_FAILURE = 3
+
+
+class Signal(Protocol):
+    """An event to wait for (``asyncio.Event``, ``anyio.Event``)."""
+
+    def wait(self) -> Awaitable[Any]: ...
+
+
+def shutting_down_detail(task_id: str) -> str:
+    """What a client whose task was cut short by the server's shutdown reads."""
+    return (
+        f"the server is shutting down; task '{task_id}' is stored as it is now: once the "
+        f'server is back, resume it with POST /message {{"task_id": "{task_id}", '
+        '"resume_from": "user_response", "body": "..."}'
+    )
+
+
+def shutting_down(task_id: str) -> JSONResponse:
+    """``503 {"detail": ...}`` for a request whose task the shutdown cut short."""
+    return JSONResponse({"detail": shutting_down_detail(task_id)}, status_code=503)
+
+
+async def first_of(signals: tuple[Signal, ...]) -> None:
+    """Return once one of ``signals`` is set."""
+    waits = [asyncio.ensure_future(s.wait()) for s in signals]
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for wait in waits:
+            wait.cancel()
+
+
+async def unless_closing(work: Awaitable[T], *signals: Signal) -> tuple[bool, T | None]:
+    """``(True, result)`` of ``work``, or ``(False, None)`` when one of ``signals`` is set
+    first (``work`` is then cancelled)."""
+    job: asyncio.Future[T] = asyncio.ensure_future(work)
+    stop = asyncio.ensure_future(first_of(signals))
+    both: set[asyncio.Future[Any]] = {job, stop}
+    try:
+        await asyncio.wait(both, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stop.cancel()
+        if not job.done():
+            job.cancel()
+            await asyncio.wait({job})
+    if job.cancelled():
+        return False, None
+    return True, job.result()
+
+
+def serve(app: FastAPI, options: dict[str, Any]) -> None:
+    """``uvicorn.run(app, **options)`` (no reload), telling the app when a signal asks
+    the server to stop, before uvicorn waits for (and then cancels) open requests."""
+    import uvicorn  # noqa: PLC0415  # only the server process needs it
+
+    class _Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            super().handle_exit(sig, frame)
+            state: ServerState | None = getattr(app.state, "mail", None)
+            if state is not None and state.loop is not None:
+                state.loop.call_soon_threadsafe(state.begin_shutdown)
+
+    config = uvicorn.Config(app, **options)
+    config.load_app()
+    server = _Server(config)
+    with contextlib.suppress(KeyboardInterrupt):  # the re-raised SIGINT, as uvicorn.run
+        server.run()
+    if not server.started:
+        sys.exit(STARTUP_FAILURE)
