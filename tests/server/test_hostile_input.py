@@ -310,23 +310,33 @@ ROWS: list[Row] = [
     Row(
         "reference-attribute-chain",
         "/swarms/load",
-        _swarm_with_factory("python::mail.cli:os.system"),
-        REFERENCE + "'python::mail.cli:os.system' is not allowed here: 'os' is a module",
+        _swarm_with_factory("python::mail.factories.base:os.system"),
+        REFERENCE + "'python::mail.factories.base:os.system' is not allowed here: 'os' is a module",
         role="admin",
     ),
     Row(
         "reference-foreign-function",
         "/swarms/load",
-        _swarm_with_factory("python::mail.server._app:logging.basicConfig"),
+        _swarm_with_factory("python::mail.factories.base:logging.basicConfig"),
         REFERENCE
-        + "'python::mail.server._app:logging.basicConfig' is not allowed here: 'logging' is a module",
+        + "'python::mail.factories.base:logging.basicConfig' is not allowed here: "
+        + "'logging' is a module",
+        role="admin",
+    ),
+    Row(
+        "reference-server-module",
+        "/swarms/load",
+        _swarm_with_factory("python::mail.cli:main"),
+        REFERENCE + "'python::mail.cli:main' is not allowed here: modules must start with "
+        "mail.examples, mail.factories, mail.stdlib",
         role="admin",
     ),
     Row(
         "reference-builtin",
         "/swarms/load",
         _swarm_with_factory("python::builtins:eval"),
-        REFERENCE + "'python::builtins:eval' is not allowed here: modules must start with mail.",
+        REFERENCE + "'python::builtins:eval' is not allowed here: modules must start with "
+        "mail.examples, mail.factories, mail.stdlib",
         role="admin",
     ),
     # peers at addresses no federation needs (refused before any connection)

@@ -286,53 +286,58 @@ def _first_agent(**fields: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("swarm", "reason"),
     [
-        (_first_agent(factory="python::mail.cli:os.system"), "'os' is a module"),
+        (_first_agent(factory="python::mail.factories.base:os.system"), "'os' is a module"),
         (
             _first_agent(
-                factory="python::mail.server._app:logging.basicConfig",
+                factory="python::mail.factories.base:logging.basicConfig",
                 agent_params={"filename": "/tmp/mail.log", "force": True},  # noqa: S108
             ),
             "'logging' is a module",
         ),
-        (_first_agent(factory="python::mail.cli:os"), "'os' is a module"),
-        (_first_agent(factory="python::builtins:eval"), "modules must start with mail."),
-        (_first_agent(factory="python::mail.api:MAILAction.mro"), "'MAILAction.mro' is a builtin"),
+        (_first_agent(factory="python::mail.factories.base:os"), "'os' is a module"),
         (
-            _first_agent(factory="python::mail.server._auth_remote:partial"),
-            "'partial' is defined in 'functools', not in mail.",
+            _first_agent(factory="python::builtins:eval"),
+            "modules must start with mail.examples, mail.factories, mail.stdlib",
         ),
         (
-            _first_agent(factory="python::mail.api:MAILAction.from_swarms_json.__func__"),
+            _first_agent(factory="python::mail.cli:main"),
+            "modules must start with mail.examples, mail.factories, mail.stdlib",
+        ),
+        (
+            _first_agent(factory="python::mail.factories.base:MAILAgentFunction.mro"),
+            "'MAILAgentFunction.mro' is a builtin",
+        ),
+        (
+            _first_agent(factory="python::mail.factories.base:ABC"),
+            "'ABC' is defined in 'abc', not in mail",
+        ),
+        (
+            _first_agent(
+                factory="python::mail.factories.base:LiteLLMAgentFunction.__init__.__wrapped__"
+            ),
             "not a longer chain",
         ),
-        (_first_agent(factory="python::mail.cli:__builtins__"), "names starting with '__'"),
+        (
+            _first_agent(factory="python::mail.factories.base:__builtins__"),
+            "names starting with '__'",
+        ),
         (
             offline_swarm_object()
-            | {"action_imports": ["python::mail.server._app:logging.basicConfig"]},
+            | {"action_imports": ["python::mail.factories.base:logging.basicConfig"]},
             "'logging' is a module",
         ),
         (
-            _first_agent(agent_params={"x": "python::mail.server._app:logger"}),
+            _first_agent(agent_params={"x": "python::mail.factories.base:logger"}),
             "'logger' is defined in 'logging'",
         ),
-    ],
-    ids=[
-        "module-then-builtin",
-        "module-then-function",
-        "a-module",
-        "builtins-module",
-        "builtin-method-of-class",
-        "class-of-another-package",
-        "chain-past-class-attr",
-        "dunder",
-        "action-import-chain",
-        "instance-of-another-package",
     ],
 )
 async def test_load_refuses_references_to_objects_its_modules_do_not_define(
     shared_offline: Running, swarm: dict[str, Any], reason: str
 ) -> None:
-    """Issue 20, item 1: ``python::mail.cli:os.system`` passed the module allow-list."""
+    """Issue 20, item 1: ``python::mail.cli:os.system`` passed the module allow-list. Now
+    only the modules made to be named in swarms may be imported (not the CLI, the server or
+    the store), and only what they define themselves may be named."""
     response = await (await shared_offline.admin()).post(
         "/swarms/load", json={"json": json.dumps(swarm)}
     )
@@ -351,8 +356,10 @@ async def test_load_accepts_what_allowed_modules_define(shared_offline: Running)
     swarm = offline_swarm_object()
     params = {
         "prompt": "python::mail.examples.supervisor.prompts:SYSPROMPT",
-        "method": "python::mail.api:MAILSwarmTemplate.from_swarm_json",
-        "function": "python::mail.testing:tc",
+        "class": "python::mail.factories.base:LiteLLMAgentFunction",
+        "method": "python::mail.factories.base:LiteLLMAgentFunction.offered_tools",
+        "action": "python::mail.examples.math_dummy.actions:calculate_expression",
+        "function": "python::mail.factories.supervisor:supervisor_factory",
     }
     first = {**swarm["agents"][0], "agent_params": params}
     loaded = {**swarm, "name": "refs-ok", "agents": [first, *swarm["agents"][1:]]}

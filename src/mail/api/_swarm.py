@@ -20,13 +20,13 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from mail._limits import loads
 from mail.api._actions import MAILAction, load_swarm_actions
 from mail.api._agents import MAILAgent, MAILAgentTemplate, refresh_contacts
 from mail.api._checks import check_structure, check_whole
 from mail.api._interswarm import OwnedFederation
 from mail.api._messages import caller_message, user_message
 from mail.api._topology import adjacency_matrix, rewired_targets
-from mail.core._limits import loads
 from mail.core.message import MAILInterswarmMessage, MAILMessage, validate_interswarm_message
 from mail.errors import ConfigurationError, SwarmDefinitionError, TaskStateError
 from mail.swarms_json import find_swarm, load_swarms_json_file, parse_swarm

@@ -14,8 +14,8 @@ from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, Field, field_validator, model_validator
 
+from mail._limits import NAME_PATTERN
 from mail.config._base import DEFAULT_DATA_DIR, ConfigModel, http_url
-from mail.core._limits import NAME_PATTERN
 
 __all__ = ["ServerConfig", "SwarmConfig", "SettingsConfig", "InterswarmConfig"]
 

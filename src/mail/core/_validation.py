@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, cast
 
-from mail.core._limits import task_id_problem
+from mail._limits import task_id_problem
 from mail.core._wire import (
     MAIL_ADDRESS_TYPES,
     MAIL_INTERSWARM_MESSAGE_TYPES,

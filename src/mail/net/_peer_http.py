@@ -17,7 +17,7 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from mail.core._limits import loads
+from mail._limits import loads
 from mail.errors import AddressRefusedError, RemoteSwarmUnavailableError
 from mail.net._endpoint import SwarmEndpoint, is_legacy_version, utc_now
 from mail.net._session import SessionSource

@@ -16,7 +16,7 @@ import logging
 from http import HTTPStatus
 from typing import Any
 
-from mail.core._limits import loads
+from mail._limits import loads
 from mail.errors import AddressRefusedError, RemoteSwarmUnavailableError
 from mail.net._peer_http import MAX_BODY, describe
 from mail.net._session import SessionSource

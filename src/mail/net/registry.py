@@ -32,7 +32,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
-from mail.core._limits import name_problem
+from mail._limits import name_problem
 from mail.errors import ConfigurationError, RemoteSwarmUnavailableError, StorageError
 from mail.net._discovery import discover
 from mail.net._endpoint import SwarmEndpoint, utc_now
@@ -266,7 +266,7 @@ class SwarmRegistry:
         entry.
 
         Raises :class:`ConfigurationError` for an empty name or one that does not match
-        :data:`mail.core._limits.NAME_PATTERN`,
+        :data:`mail._limits.NAME_PATTERN`,
         :class:`RemoteSwarmUnavailableError` naming the URL when the peer is not an
         http(s) URL, unreachable or does not answer like a MAIL server, and
         :class:`StorageError` when saving fails (the previous entry is then restored).

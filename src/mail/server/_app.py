@@ -20,8 +20,8 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from mail._limits import loads
 from mail.api import MAILSwarmTemplate
-from mail.core._limits import loads
 from mail.errors import (
     AuthError,
     AuthServiceError,

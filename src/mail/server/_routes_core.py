@@ -34,9 +34,6 @@ __all__ = ["router"]
 
 logger = logging.getLogger("mail.server")
 router = APIRouter(responses=ERROR_RESPONSES, route_class=StrictJSONRoute)
-#: Packages whose own objects ``python::`` references of swarms loaded over HTTP may name
-#: (see :func:`mail.utils.parsing.read_untrusted_python_string`).
-HTTP_PYTHON_PREFIXES = ("mail.",)
 
 
 @router.get("/", response_model=RootResponse, summary="Server and swarm information")
@@ -183,7 +180,7 @@ async def load_swarm(
 ) -> dict[str, Any]:
     # A definition sent over HTTP may only name what our own modules define, and may not
     # fetch URLs (read_untrusted_python_string).
-    policy = ReferencePolicy.restricted(HTTP_PYTHON_PREFIXES)
+    policy = ReferencePolicy.restricted()
     try:
         template = MAILSwarmTemplate.from_swarm_json(
             body.json_text, state.config.server.settings.task_message_limit, policy=policy

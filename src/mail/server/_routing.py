@@ -1,4 +1,4 @@
-"""The route class of every router: request bodies are parsed by :func:`mail.core._limits.loads`.
+"""The route class of every router: request bodies are parsed by :func:`mail._limits.loads`.
 
 FastAPI parses a JSON body with ``Request.json()`` (``json.loads``), which reads ``NaN``,
 ``Infinity`` and ``1e400`` as floats and raises ``RecursionError`` on deep nesting. Our
@@ -15,7 +15,7 @@ from typing import Any
 from fastapi import Request, Response
 from fastapi.routing import APIRoute
 
-from mail.core._limits import loads
+from mail._limits import loads
 
 __all__ = ["StrictJSONRoute"]
 
@@ -28,7 +28,7 @@ class _StrictJSONRequest(Request):
 
 
 class StrictJSONRoute(APIRoute):
-    """An ``APIRoute`` whose handler reads JSON bodies with :func:`~mail.core._limits.loads`."""
+    """An ``APIRoute`` whose handler reads JSON bodies with :func:`~mail._limits.loads`."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()

@@ -26,7 +26,7 @@ from pydantic import (
     model_validator,
 )
 
-from mail.core._limits import (
+from mail._limits import (
     NAME_PATTERN,
     NAME_RULE,
     TASK_ID_MAX,

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from mail.core._limits import loads, name_problem
+from mail._limits import loads, name_problem
 from mail.core.message import parse_agent_address
 from mail.core.tools import MAIL_TOOL_NAMES
 from mail.errors import InvalidMessageError, SwarmDefinitionError

@@ -36,6 +36,15 @@ PYTHON_PREFIX = "python::"
 URL_PREFIX = "url::"
 
 
+
+#: The packages whose modules an untrusted ``python::`` reference may import: those made to
+#: be named in swarm definitions (agent factories, the examples, the standard library of
+#: actions), not the server, the CLI or the store, whose functions do things when called.
+SWARM_MODULES = ("mail.examples", "mail.factories", "mail.stdlib")
+#: What an object named by an untrusted reference must be defined in (its ``__module__``,
+#: or its type's): our own package, so that an allowed module's imports stay out of reach.
+OWN_PACKAGE = ("mail",)
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReferencePolicy:
     """What reference strings may do.
@@ -58,7 +67,7 @@ class ReferencePolicy:
     addresses: AddressPolicy | None = None
 
     @classmethod
-    def restricted(cls, python_prefixes: tuple[str, ...] = ("mail.",)) -> ReferencePolicy:
+    def restricted(cls, python_prefixes: tuple[str, ...] = SWARM_MODULES) -> ReferencePolicy:
         """The policy for swarm definitions received over HTTP."""
         return cls(python_prefixes=python_prefixes, allow_url=False)
 
@@ -87,12 +96,13 @@ def read_python_string(string: str, policy: ReferencePolicy = DEFAULT_POLICY) ->
 def read_untrusted_python_string(string: str, python_prefixes: tuple[str, ...]) -> Any:
     """Resolve a ``python::`` reference from an untrusted source (a swarm sent over HTTP).
 
-    The module must lie in one of ``python_prefixes`` and the reference must name what
-    that module offers: one name, or ``Class.attr`` where ``Class`` is a class of those
-    packages; no ``__dunder__`` names. The object found must be plain data (str, numbers,
-    lists and dicts of them) or be defined in those packages (its ``__module__``, for an
-    instance its type's): never a module, a builtin, or something of another package.
-    So ``python::mail.cli:os.system`` is refused although ``mail.cli`` is allowed.
+    The module must lie in one of ``python_prefixes`` (:data:`SWARM_MODULES` for swarms
+    loaded over HTTP) and the reference must name what that module offers: one name, or
+    ``Class.attr`` where ``Class`` is a class of ours; no ``__dunder__`` names. The object
+    found must be plain data (str, numbers, lists and dicts of them) or be defined in
+    ``mail`` (its ``__module__``, for an instance its type's): never a module, a builtin,
+    or something of another package. So ``python::mail.factories.base:os.system`` is
+    refused although ``mail.factories.base`` is allowed.
     Raises :class:`SwarmDefinitionError` saying which rule the reference breaks.
     """
     module_name, attr_path = _split_reference(string)
@@ -108,7 +118,7 @@ def read_untrusted_python_string(string: str, python_prefixes: tuple[str, ...]) 
         if depth and not inspect.isclass(value):
             _refuse(string, f"'{parts[0]}' is not a class, so it has no attributes to name")
         value = _attribute(string, value, part, module_name, attr_path)
-        why = _foreign_object(value, python_prefixes)
+        why = _foreign_object(value, OWN_PACKAGE)
         if why:
             _refuse(string, f"'{'.'.join(parts[: depth + 1])}' {why}")
     return value
