@@ -111,9 +111,9 @@ async def sqlite_figures(tasks: int, warmup: int) -> None:
 
 
 async def postgres_figures(dsn: str, tasks: int) -> None:
-    import asyncpg  # noqa: PLC0415  # optional
+    import asyncpg  # optional
 
-    from mail.db import PostgresStore  # noqa: PLC0415
+    from mail.db import PostgresStore
 
     user = f"bench-{uuid.uuid4().hex}"  # this run's rows only
     async with PostgresStore(dsn) as store:
@@ -126,8 +126,10 @@ async def postgres_figures(dsn: str, tasks: int) -> None:
         )
         print(f"PostgreSQL: row bytes per task over {tasks} tasks (no indexes)")
         for (table,) in tables:
-            where = f"FROM {table} t WHERE caller_id = $1"  # noqa: S608
-            size = await conn.fetchval(f"SELECT coalesce(sum(pg_column_size(t.*)), 0) {where}", user)
+            where = f"FROM {table} t WHERE caller_id = $1"
+            size = await conn.fetchval(
+                f"SELECT coalesce(sum(pg_column_size(t.*)), 0) {where}", user
+            )
             print(f"  {table:<20} {size / tasks:>10,.0f}")
             await conn.execute(f"DELETE {where}", user)
     finally:

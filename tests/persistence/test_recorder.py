@@ -12,6 +12,7 @@ from tests.persistence.conftest import KEY, CutStore, GatedStore, MakeSwarm
 
 from mail.api import MAILSwarmTemplate
 from mail.core.events import EventName
+from mail.core.runtime import MAILRuntime
 from mail.core.tasks import TaskState
 from mail.db import MemoryStore, TaskRow
 
@@ -38,21 +39,32 @@ async def test_an_answer_leaves_once_its_task_is_stored(
     assert answer["message"]["body"] == "done: hello"
     # no flush: what the caller was told is in the store already, with every event
     assert await _state(store, "t1") == "completed"
-    events = await store.load_events(KEY, "t1")
-    assert [(e.seq, e.event, e.data) for e in events] == [
-        (e.seq, e.event, e.data()) for e in rt.get_events("t1")
-    ]
-    assert (await store.load_response(KEY, "t1")) == rt.get_task("t1").response  # type: ignore[union-attr]
-    histories = await store.load_histories(KEY, "t1")
-    assert histories["supervisor"] == rt.agent_histories["t1::supervisor"]
+    await _reloads_as_it_is(make_swarm, store, rt, "t1")
 
     # a follow-up replaces the history and appends only the new events
     await _send(swarm, "again", "t1", resume_from="user_response")
-    histories = await store.load_histories(KEY, "t1")
-    assert histories["supervisor"] == rt.agent_histories["t1::supervisor"]
     assert [e.seq for e in await store.load_events(KEY, "t1")] == [
         e.seq for e in rt.get_events("t1")
     ]
+    await _reloads_as_it_is(make_swarm, store, rt, "t1")
+
+
+async def _reloads_as_it_is(
+    make_swarm: MakeSwarm, store: MemoryStore, rt: MAILRuntime, task_id: str
+) -> None:
+    """A runtime loading ``task_id`` from ``store`` has its events, response and histories
+    as ``rt`` has them (the store holds each message once, the rest is derived)."""
+    other = make_swarm(store).runtime
+    assert await other.restore() >= 1
+    assert [(e.seq, e.event, e.data()) for e in other.get_events(task_id)] == [
+        (e.seq, e.event, e.data()) for e in rt.get_events(task_id)
+    ]
+    task, loaded = rt.get_task(task_id), other.get_task(task_id)
+    assert task is not None and loaded is not None
+    assert loaded.response == task.response
+    prefix = f"{task_id}::"
+    mine = {k: v for k, v in rt.agent_histories.items() if k.startswith(prefix)}
+    assert {k: v for k, v in other.agent_histories.items() if k.startswith(prefix)} == mine
 
 
 async def test_an_answer_waits_for_a_write_already_under_way(
