@@ -1,13 +1,17 @@
 """The stored form of a task: each message once.
 
-A task's messages are stored in its ``new_message`` events (``extra_data.full_message``).
-What can be derived from them is not stored a second time:
+A task's messages are stored in its ``new_message`` events (``extra_data.full_message``)
+and its tool calls in its ``tool_call`` events. What can be derived from them is not
+stored a second time:
 
-- the ``task_id`` of every event's ``data`` (the row has it);
+- the ``task_id`` of every event's ``data`` (the row has it), and of each stored message;
 - the description of a ``new_message`` event, ``<prefix>`` + the message rendered by
-  :func:`~mail.core.message.build_mail_xml`: only the prefix is kept, as ``$prefix``;
+  :func:`~mail.core.message.build_mail_xml`: only the prefix is kept (``$prefix``); that
+  of a ``tool_call`` event, ``agent <name> called <tool>``: only the name (``$agent``);
 - a history's user turn that is a message of the task rendered the same way, and the
-  task's response when it is a message of the task: both become ``{"$message": id}``.
+  task's response when it is a message of the task: both become ``{"$message": id}``;
+- the ``arguments`` of a history's function call, when they are the JSON of the call's
+  ``tool_args``: ``$args`` says which of the standard encodings gave them.
 
 :func:`expand` turns what :class:`Compactor` wrote back into what the runtime had. Rows
 without these marks (written before, or by the original implementation) load as they
@@ -16,7 +20,9 @@ are, and anything that is not exactly derivable is stored whole.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from mail.core.events import EventName
@@ -29,16 +35,34 @@ if TYPE_CHECKING:
 __all__ = ["Compactor", "expand"]
 
 _PREFIX = "$prefix"
+_AGENT = "$agent"
 _MESSAGE = "$message"
+_ARGS = "$args"
+_TIME = "$t"
+_REPLY = "$reply"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# descriptions made from the agent's name and the event's extra data
+_TEMPLATES: dict[str, str] = {
+    EventName.TOOL_CALL: "agent {agent} called {tool_name}",
+    EventName.TASK_COMPLETE_CALL: "agent {agent} called task_complete, full response to follow",
+}
 _USER_TURN = {"role", "content"}
+# the encodings of tool arguments recognised, by the number ``$args`` stores
+_ENCODINGS: tuple[dict[str, Any], ...] = (
+    {},
+    {"separators": (",", ":")},
+    {"ensure_ascii": False},
+    {"separators": (",", ":"), "ensure_ascii": False},
+)
 
 
 @dataclass(slots=True)
 class _Index:
-    """A task's messages so far: by id, and the id of each message's rendering."""
+    """A task's messages and tool calls so far."""
 
     by_id: dict[str, MAILMessage] = field(default_factory=dict)
-    by_xml: dict[str, str] = field(default_factory=dict)
+    by_xml: dict[str, str] = field(default_factory=dict)  # rendering -> message id
+    calls: dict[str, Any] = field(default_factory=dict)  # tool call id -> tool_args
     seen: int = 0  # the sequence number of the last event indexed
 
 
@@ -49,16 +73,63 @@ def _full_message(event: MAILEvent) -> MAILMessage | None:
     return None
 
 
-def _rendered(message: MAILMessage) -> str | None:
+def _rendered(message: Any) -> str | None:
     try:
         return build_mail_xml(message)["content"]
     except (KeyError, TypeError, AttributeError):  # not a message after all: stored whole
         return None
 
 
+def _micros(timestamp: str) -> int | None:
+    """``timestamp`` as microseconds since the epoch, when that gives it back exactly."""
+    try:
+        value = datetime.fromisoformat(timestamp)
+    except (TypeError, ValueError):
+        return None
+    if value.tzinfo is None:
+        return None
+    micros = (value - _EPOCH) // timedelta(microseconds=1)
+    return micros if _timestamp(micros) == timestamp else None
+
+
+def _timestamp(micros: int) -> str:
+    return (_EPOCH + timedelta(microseconds=micros)).isoformat(timespec="microseconds")
+
+
+def _fill(template: str, extra: dict[str, Any], agent: str) -> str | None:
+    try:
+        return template.format_map({**extra, "agent": agent})
+    except (KeyError, ValueError, IndexError, AttributeError):
+        return None
+
+
+def _reply(message: Any) -> str | None:
+    """The description of the ``task_complete`` event whose final message is ``message``."""
+    try:
+        return f"response: '{message['message']['body']}'"
+    except (KeyError, TypeError):
+        return None
+
+
+def _encoding(arguments: Any, tool_args: Any) -> int | None:
+    """Which of :data:`_ENCODINGS` turns ``tool_args`` into ``arguments``, if any."""
+    if not isinstance(arguments, str) or not isinstance(tool_args, dict):
+        return None
+    for number, options in enumerate(_ENCODINGS):
+        if json.dumps(tool_args, **options) == arguments:
+            return number
+    return None
+
+
+def _call_args(data: dict[str, Any]) -> tuple[str, Any] | None:
+    extra = data.get("extra_data")
+    call_id = extra.get("tool_call_id") if isinstance(extra, dict) else None
+    return (call_id, extra.get("tool_args")) if isinstance(call_id, str) else None  # type: ignore[union-attr]
+
+
 class Compactor:
     """The compact stored form of each task's events, histories and response, from the
-    messages of its in-memory event log."""
+    messages and calls of its in-memory event log."""
 
     def __init__(self) -> None:
         self._indexes: dict[str, _Index] = {}
@@ -67,6 +138,10 @@ class Compactor:
         index = self._indexes.setdefault(log.task_id, _Index())
         for event in log.since(index.seen):
             index.seen = event.seq or index.seen
+            if event.event == EventName.TOOL_CALL:
+                call = _call_args({"extra_data": event.extra_data})
+                if call is not None:
+                    index.calls.setdefault(*call)
             message = _full_message(event)
             if message is not None and message["id"] not in index.by_id:
                 index.by_id[message["id"]] = message
@@ -76,31 +151,50 @@ class Compactor:
         return index
 
     def forget(self, task_id: str) -> None:
-        """Drop what is kept of ``task_id``'s messages (rebuilt from its log when needed)."""
+        """Drop what is kept of ``task_id`` (rebuilt from its log when needed)."""
         self._indexes.pop(task_id, None)
 
-    def event(self, event: MAILEvent) -> dict[str, Any]:
-        """The stored ``data`` of ``event``."""
-        data: dict[str, Any] = {"timestamp": event.timestamp}
-        message = _full_message(event)
-        xml = _rendered(message) if message is not None else None
-        if xml is not None and event.description.endswith(xml):
-            data[_PREFIX] = event.description[: len(event.description) - len(xml)]
+    def event(self, log: EventLog, event: MAILEvent) -> dict[str, Any]:
+        """The stored ``data`` of ``event``, an event of ``log``."""
+        data: dict[str, Any] = {}
+        stamp = _micros(event.timestamp)
+        if stamp is None:
+            data["timestamp"] = event.timestamp
         else:
-            data["description"] = event.description
-        data["extra_data"] = event.extra_data
+            data[_TIME] = stamp
+        extra = event.extra_data
+        message = _full_message(event)
+        data.update(self._description(log, event, message))
+        if message is not None:
+            payload = dict(message["message"])
+            if next(iter(payload), None) == "task_id" and payload["task_id"] == event.task_id:
+                del payload["task_id"]  # every message has one: absent means the row's
+                extra = {**extra, "full_message": {**message, "message": payload}}
+        data["extra_data"] = extra
         return data
+
+    def _description(
+        self, log: EventLog, event: MAILEvent, message: MAILMessage | None
+    ) -> dict[str, Any]:
+        description = event.description
+        xml = _rendered(message) if message is not None else None
+        if xml is not None and description.endswith(xml):
+            return {_PREFIX: description[: len(description) - len(xml)]}
+        template = _TEMPLATES.get(event.event)
+        if template is not None and description.startswith("agent "):
+            agent = description[6:].split(" ", 1)[0]
+            if _fill(template, event.extra_data, agent) == description:
+                return {_AGENT: agent}
+        if event.event == EventName.TASK_COMPLETE and not event.extra_data:
+            for message_id, known in reversed(self._index(log).by_id.items()):
+                if description == _reply(known):
+                    return {_REPLY: message_id}
+        return {"description": description}
 
     def history(self, log: EventLog, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The stored form of an agent's ``history`` in the task of ``log``."""
-        by_xml = self._index(log).by_xml
-        out: list[dict[str, Any]] = []
-        for item in history:
-            turn = item.keys() == _USER_TURN and item["role"] == "user"
-            content = item["content"] if turn else None
-            message_id = by_xml.get(content) if isinstance(content, str) else None
-            out.append(item if message_id is None else {_MESSAGE: message_id})
-        return out
+        index = self._index(log)
+        return [_compact_item(item, index) for item in history]
 
     def response(self, log: EventLog, response: dict[str, Any] | None) -> dict[str, Any] | None:
         """The stored form of the task's ``response``."""
@@ -111,25 +205,62 @@ class Compactor:
         return {_MESSAGE: message_id} if known == response else response
 
 
+def _compact_item(item: dict[str, Any], index: _Index) -> dict[str, Any]:
+    if item.keys() == _USER_TURN and item["role"] == "user":
+        content = item["content"]
+        message_id = index.by_xml.get(content) if isinstance(content, str) else None
+        return item if message_id is None else {_MESSAGE: message_id}
+    if item.get("type") == "function_call" and isinstance(item.get("call_id"), str):
+        return _without_arguments(item, index.calls.get(item["call_id"]))
+    calls = item.get("tool_calls") if item.get("role") == "assistant" else None
+    if isinstance(calls, list) and all(isinstance(c, dict) for c in calls):
+        compacted = []
+        for call in calls:
+            function = call.get("function")
+            if isinstance(function, dict) and isinstance(call.get("id"), str):
+                function = _without_arguments(function, index.calls.get(call["id"]))
+                call = {**call, "function": function}  # noqa: PLW2901
+            compacted.append(call)
+        return {**item, "tool_calls": compacted}
+    return item
+
+
+def _without_arguments(item: dict[str, Any], tool_args: Any) -> dict[str, Any]:
+    number = _encoding(item.get("arguments"), tool_args)
+    if number is None or _ARGS in item:
+        return item
+    return {
+        (_ARGS if k == "arguments" else k): (number if k == "arguments" else v)
+        for k, v in item.items()
+    }
+
+
+def _with_arguments(item: dict[str, Any], tool_args: Any) -> dict[str, Any]:
+    number = item.get(_ARGS)
+    if not isinstance(number, int) or not 0 <= number < len(_ENCODINGS) or tool_args is None:
+        return item
+    arguments = json.dumps(tool_args, **_ENCODINGS[number])
+    return {
+        ("arguments" if k == _ARGS else k): (arguments if k == _ARGS else v)
+        for k, v in item.items()
+    }
+
+
 def expand(
+    task_id: str,
     events: list[tuple[str, dict[str, Any]]],
     histories: dict[str, list[dict[str, Any]]],
     response: dict[str, Any] | None,
 ) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]], dict[str, Any] | None]:
     """What a task's stored ``events`` (``(name, data)``, in order), ``histories`` and
-    ``response`` were before :class:`Compactor` wrote them: event ``data`` without
-    ``task_id``, the histories and the response."""
+    ``response`` were before :class:`Compactor` wrote them (event ``data`` without its
+    ``task_id``)."""
     messages: dict[str, dict[str, Any]] = {}
-    datas: list[dict[str, Any]] = []
-    for name, stored in events:
-        data = dict(stored)
-        message = (data.get("extra_data") or {}).get("full_message")
-        if name == EventName.NEW_MESSAGE and isinstance(message, dict):
-            messages.setdefault(str(message.get("id")), message)
-        if _PREFIX in data and isinstance(message, dict):
-            prefix = data.pop(_PREFIX)
-            data["description"] = prefix + build_mail_xml(message)["content"]  # type: ignore[arg-type]
-        datas.append(data)
+    calls: dict[str, Any] = {}
+    datas = [_with_message(task_id, name, data, messages, calls) for name, data in events]
+    datas = [
+        _expand_event(name, data, messages) for (name, _), data in zip(events, datas, strict=True)
+    ]
 
     def message_of(value: dict[str, Any]) -> dict[str, Any] | None:
         ref = value.get(_MESSAGE) if len(value) == 1 else None
@@ -137,9 +268,72 @@ def expand(
 
     def item(value: dict[str, Any]) -> dict[str, Any]:
         message = message_of(value)
-        return value if message is None else build_mail_xml(message)  # type: ignore[arg-type]
+        if message is not None:
+            return build_mail_xml(message)  # type: ignore[arg-type]
+        if _ARGS in value and isinstance(value.get("call_id"), str):
+            return _with_arguments(value, calls.get(value["call_id"]))
+        tool_calls = value.get("tool_calls")
+        if isinstance(tool_calls, list) and any(_has_args(c) for c in tool_calls):
+            return {**value, "tool_calls": [_expand_call(c, calls) for c in tool_calls]}
+        return value
 
     expanded = {agent: [item(i) for i in history] for agent, history in histories.items()}
     if response is not None:
         response = message_of(response) or response
     return datas, expanded, response
+
+
+def _with_message(
+    task_id: str,
+    name: str,
+    stored: dict[str, Any],
+    messages: dict[str, dict[str, Any]],
+    calls: dict[str, Any],
+) -> dict[str, Any]:
+    """``stored`` with its message's task id put back; its message and tool call noted."""
+    data = dict(stored)
+    extra = data.get("extra_data")
+    message = extra.get("full_message") if isinstance(extra, dict) else None
+    if name == EventName.NEW_MESSAGE and isinstance(message, dict):
+        payload = message.get("message")
+        if isinstance(payload, dict) and "task_id" not in payload:
+            message = {**message, "message": {"task_id": task_id, **payload}}
+            data["extra_data"] = {**extra, "full_message": message}  # type: ignore[dict-item]
+        messages.setdefault(str(message.get("id")), message)
+    if name == EventName.TOOL_CALL:
+        call = _call_args(data)
+        if call is not None:
+            calls.setdefault(*call)
+    return data
+
+
+def _expand_event(
+    name: str, data: dict[str, Any], messages: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """``data`` with its timestamp and description as they were."""
+    if _TIME in data and isinstance(data[_TIME], int):
+        data = {"timestamp": _timestamp(data.pop(_TIME)), **data}
+    extra = data.get("extra_data")
+    extra = extra if isinstance(extra, dict) else {}
+    if _PREFIX in data and isinstance(extra.get("full_message"), dict):
+        data["description"] = data.pop(_PREFIX) + (_rendered(extra["full_message"]) or "")
+    elif _AGENT in data and name in _TEMPLATES:
+        data["description"] = _fill(_TEMPLATES[name], extra, data.pop(_AGENT)) or ""
+    elif _REPLY in data and data[_REPLY] in messages:
+        data["description"] = _reply(messages[data.pop(_REPLY)]) or ""
+    return data
+
+
+def _has_args(call: Any) -> bool:
+    return (
+        isinstance(call, dict)
+        and isinstance(call.get("function"), dict)
+        and (_ARGS in call["function"])
+    )
+
+
+def _expand_call(call: dict[str, Any], calls: dict[str, Any]) -> dict[str, Any]:
+    function = call.get("function")
+    if not isinstance(function, dict) or not isinstance(call.get("id"), str):
+        return call
+    return {**call, "function": _with_arguments(function, calls.get(call["id"]))}

@@ -176,7 +176,9 @@ class StoreRecorder:
             if new:
                 log.stored_seq = new[-1].seq or log.stored_seq
                 of(task_id).events += [
-                    EventRow(task_id=task_id, seq=e.seq or 0, event=e.event, data=compact.event(e))
+                    EventRow(
+                        task_id=task_id, seq=e.seq or 0, event=e.event, data=compact.event(log, e)
+                    )
                     for e in new
                 ]
         for task_id, task in self._tasks.items():
@@ -327,7 +329,10 @@ async def restore(
         events: list[MAILEvent] = []
         if stored is not None:
             datas, stored.histories, stored.response = expand(
-                [(e.event, e.data) for e in stored.events], stored.histories, stored.response
+                row.task_id,
+                [(e.event, e.data) for e in stored.events],
+                stored.histories,
+                stored.response,
             )
             events = [_event(e, data) for e, data in zip(stored.events, datas, strict=True)]
         task = MAILTask(
