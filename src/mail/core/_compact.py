@@ -29,6 +29,8 @@ from mail.core.events import EventName
 from mail.core.message import build_mail_xml
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from mail.core.events import EventLog, MAILEvent
     from mail.core.message import MAILMessage
 
@@ -94,6 +96,28 @@ def _micros(timestamp: str) -> int | None:
 
 def _timestamp(micros: int) -> str:
     return (_EPOCH + timedelta(microseconds=micros)).isoformat(timespec="microseconds")
+
+
+def _stored_message(message: MAILMessage, task_id: str) -> dict[str, Any]:
+    """``message`` without its task id (when it is the task's, in first place: every message
+    has one, so absent means the row's) and with its timestamp in microseconds."""
+    stored: dict[str, Any] = dict(message)
+    payload = dict(message["message"])
+    if next(iter(payload), None) == "task_id" and payload["task_id"] == task_id:
+        del payload["task_id"]
+        stored["message"] = payload
+    stamp = message.get("timestamp")
+    micros = _micros(stamp) if isinstance(stamp, str) else None
+    if micros is not None:
+        stored = _renamed(stored, "timestamp", _TIME, lambda _: micros)
+    return stored
+
+
+def _renamed(
+    value: dict[str, Any], old: str, new: str, convert: Callable[[Any], Any]
+) -> dict[str, Any]:
+    """``value`` with key ``old`` renamed ``new`` in its place, its value converted."""
+    return {(new if k == old else k): (convert(v) if k == old else v) for k, v in value.items()}
 
 
 def _fill(template: str, extra: dict[str, Any], agent: str) -> str | None:
@@ -166,10 +190,7 @@ class Compactor:
         message = _full_message(event)
         data.update(self._description(log, event, message))
         if message is not None:
-            payload = dict(message["message"])
-            if next(iter(payload), None) == "task_id" and payload["task_id"] == event.task_id:
-                del payload["task_id"]  # every message has one: absent means the row's
-                extra = {**extra, "full_message": {**message, "message": payload}}
+            extra = {**extra, "full_message": _stored_message(message, event.task_id)}
         data["extra_data"] = extra
         return data
 
@@ -298,7 +319,9 @@ def _with_message(
         payload = message.get("message")
         if isinstance(payload, dict) and "task_id" not in payload:
             message = {**message, "message": {"task_id": task_id, **payload}}
-            data["extra_data"] = {**extra, "full_message": message}  # type: ignore[dict-item]
+        if _TIME in message:
+            message = _renamed(message, _TIME, "timestamp", _timestamp)
+        data["extra_data"] = {**extra, "full_message": message}  # type: ignore[dict-item]
         messages.setdefault(str(message.get("id")), message)
     if name == EventName.TOOL_CALL:
         call = _call_args(data)
