@@ -5,6 +5,7 @@ reported and retried; reload in-process."""
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -14,7 +15,7 @@ from mail.api import MAILSwarmTemplate
 from mail.core.events import EventName
 from mail.core.runtime import MAILRuntime
 from mail.core.tasks import TaskState
-from mail.db import MemoryStore, TaskRow
+from mail.db import EventRow, MemoryStore, TaskChanges, TaskRow
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -264,3 +265,61 @@ async def test_closing_writes_what_waits(make_swarm: MakeSwarm, store: MemorySto
     for i in range(5):
         assert await _state(store, f"c{i}") == "completed", f"task c{i} was lost at shutdown"
     assert rt.unsaved_tasks == 0
+
+
+async def test_each_message_is_stored_once(make_swarm: MakeSwarm, store: MemoryStore) -> None:
+    swarm = make_swarm(store)
+    swarm.runtime.start()
+    await _send(swarm, "hello", "once")
+    rt = swarm.runtime
+    details = (await store.load_details(KEY, ["once"]))["once"]
+    stored = json.dumps([[e.data for e in details.events], details.histories, details.response])
+    assert "<incoming_message>" not in stored  # renderings are derived, not stored
+    messages = [
+        e.extra_data["full_message"]
+        for e in rt.get_events("once")
+        if "full_message" in e.extra_data
+    ]
+    assert len(messages) >= 2
+    for message in messages:  # each message's own ids once: one copy of it
+        assert stored.count(message["id"]) >= 1
+        payload = message["message"]
+        own_id = payload.get("request_id") or payload.get("broadcast_id")
+        assert stored.count(own_id) == 1
+    await _reloads_as_it_is(make_swarm, store, rt, "once")
+
+
+async def test_rows_stored_whole_load_as_they_are(
+    make_swarm: MakeSwarm, store: MemoryStore
+) -> None:
+    """Rows written before messages were stored once (full descriptions, rendered history
+    turns, the response in full) load unchanged."""
+    swarm = make_swarm(store)
+    swarm.runtime.start()
+    await _send(swarm, "hello", "whole")
+    rt = swarm.runtime
+    task = rt.get_task("whole")
+    assert task is not None
+    old = MemoryStore()
+    await old.open()
+    try:
+        [row] = await store.load_tasks(KEY)
+        histories = [
+            (k.split("::", 1)[1], h, "responses")
+            for k, h in rt.agent_histories.items()
+            if k.startswith("whole::")
+        ]
+        change = TaskChanges(
+            task_id="whole",
+            task=row,
+            events=[
+                EventRow(task_id="whole", seq=e.seq or 0, event=e.event, data=e.data())
+                for e in rt.get_events("whole")
+            ],
+            histories=histories,
+            response=dict(task.response or {}),
+        )
+        assert await old.save_changes(KEY, [change]) == {}
+        await _reloads_as_it_is(make_swarm, old, rt, "whole")
+    finally:
+        await old.close()
