@@ -73,7 +73,7 @@ def test_completions_history_and_encodings_read_back() -> None:
         {"role": "user", "content": build_mail_xml(message)["content"], "name": "x"},  # type: ignore[arg-type]
     ]  # fmt: skip
     events, stored = _round_trip(log, history)
-    assert stored[0] == {"$message": message["id"]}
+    assert stored[0] == {"$message": 0}
     kept = [c["function"].get("arguments") for c in stored[1]["tool_calls"]]
     assert kept == [None, None, None, json.dumps(ARGS, indent=1), "{}"]
     assert stored[3:] == history[3:]
@@ -101,8 +101,20 @@ def test_response_is_stored_as_its_message() -> None:
     log, message = _log()
     compactor = Compactor()
     events = [(e.event, compactor.event(log, e)) for e in log.all()]
-    assert compactor.response(log, message) == {"$message": message["id"]}
+    assert compactor.response(log, message) == {"$message": 0}
     other = {**message, "msg_type": "response"}
     assert compactor.response(log, other) == other  # not the task's message: whole
-    _, _, response = expand("t1", events, {}, {"$message": message["id"]})
+    _, _, response = expand("t1", events, {}, {"$message": 0})
     assert response == message
+
+
+def test_a_message_delivered_twice_is_stored_once() -> None:
+    log, message = _log()
+    copy = log.emit(
+        EventName.NEW_MESSAGE,
+        "sending message:\n" + build_mail_xml(message)["content"],  # type: ignore[arg-type]
+        {"full_message": message},
+    )
+    events, _ = _round_trip(log, [])
+    assert events[0][1]["extra_data"]["full_message"]["id"] == message["id"]
+    assert events[(copy.seq or 0) - 1][1]["extra_data"]["full_message"] == {"$message": 0}

@@ -5,13 +5,22 @@ and its tool calls in its ``tool_call`` events. What can be derived from them is
 stored a second time:
 
 - the ``task_id`` of every event's ``data`` (the row has it), and of each stored message;
+  timestamps are stored as microseconds since the epoch (``$t``);
 - the description of a ``new_message`` event, ``<prefix>`` + the message rendered by
   :func:`~mail.core.message.build_mail_xml`: only the prefix is kept (``$prefix``); that
-  of a ``tool_call`` event, ``agent <name> called <tool>``: only the name (``$agent``);
+  of a ``tool_call`` or ``task_complete_call`` event, made from the agent's name: only
+  the name (``$agent``); that of ``task_complete``, ``response: '<body>'``: which message
+  (``$reply``);
 - a history's user turn that is a message of the task rendered the same way, and the
-  task's response when it is a message of the task: both become ``{"$message": id}``;
+  task's response when it is a message of the task: both become ``{"$message": n}``;
+  so does the ``full_message`` of a message delivered again (to another recipient);
 - the ``arguments`` of a history's function call, when they are the JSON of the call's
   ``tool_args``: ``$args`` says which of the standard encodings gave them.
+
+A message is named by ``n``, its place among the distinct messages of the task's
+``new_message`` events in sequence order (0 first): shorter than its id, and fixed, since
+a task's events are only ever appended, and the events a reference needs are always in
+the same write as the reference or an earlier one.
 
 :func:`expand` turns what :class:`Compactor` wrote back into what the runtime had. Rows
 without these marks (written before, or by the original implementation) load as they
@@ -62,8 +71,10 @@ _ENCODINGS: tuple[dict[str, Any], ...] = (
 class _Index:
     """A task's messages and tool calls so far."""
 
-    by_id: dict[str, MAILMessage] = field(default_factory=dict)
-    by_xml: dict[str, str] = field(default_factory=dict)  # rendering -> message id
+    by_id: dict[str, MAILMessage] = field(default_factory=dict)  # in the log's order
+    number: dict[str, int] = field(default_factory=dict)  # id -> place in by_id
+    first: dict[str, int | None] = field(default_factory=dict)  # id -> seq of its first event
+    by_xml: dict[str, int] = field(default_factory=dict)  # rendering -> place in by_id
     calls: dict[str, Any] = field(default_factory=dict)  # tool call id -> tool_args
     seen: int = 0  # the sequence number of the last event indexed
 
@@ -168,10 +179,12 @@ class Compactor:
                     index.calls.setdefault(*call)
             message = _full_message(event)
             if message is not None and message["id"] not in index.by_id:
+                number = index.number[message["id"]] = len(index.by_id)
+                index.first[message["id"]] = event.seq
                 index.by_id[message["id"]] = message
                 xml = _rendered(message)
                 if xml is not None:
-                    index.by_xml.setdefault(xml, message["id"])
+                    index.by_xml.setdefault(xml, number)
         return index
 
     def forget(self, task_id: str) -> None:
@@ -190,7 +203,14 @@ class Compactor:
         message = _full_message(event)
         data.update(self._description(log, event, message))
         if message is not None:
-            extra = {**extra, "full_message": _stored_message(message, event.task_id)}
+            index = self._index(log)
+            number = index.number.get(message["id"])
+            again = index.first.get(message["id"]) != event.seq  # a copy delivered again
+            if number is not None and again and index.by_id[message["id"]] == message:
+                stored: dict[str, Any] = {_MESSAGE: number}
+            else:
+                stored = _stored_message(message, event.task_id)
+            extra = {**extra, "full_message": stored}
         data["extra_data"] = extra
         return data
 
@@ -207,9 +227,10 @@ class Compactor:
             if _fill(template, event.extra_data, agent) == description:
                 return {_AGENT: agent}
         if event.event == EventName.TASK_COMPLETE and not event.extra_data:
-            for message_id, known in reversed(self._index(log).by_id.items()):
-                if description == _reply(known):
-                    return {_REPLY: message_id}
+            known = list(self._index(log).by_id.values())
+            for number in reversed(range(len(known))):
+                if description == _reply(known[number]):
+                    return {_REPLY: number}
         return {"description": description}
 
     def history(self, log: EventLog, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -222,15 +243,16 @@ class Compactor:
         message_id = response.get("id") if response is not None else None
         if not isinstance(message_id, str):
             return response
-        known = self._index(log).by_id.get(message_id)
-        return {_MESSAGE: message_id} if known == response else response
+        index = self._index(log)
+        known = index.by_id.get(message_id)
+        return {_MESSAGE: index.number[message_id]} if known == response else response
 
 
 def _compact_item(item: dict[str, Any], index: _Index) -> dict[str, Any]:
     if item.keys() == _USER_TURN and item["role"] == "user":
         content = item["content"]
-        message_id = index.by_xml.get(content) if isinstance(content, str) else None
-        return item if message_id is None else {_MESSAGE: message_id}
+        number = index.by_xml.get(content) if isinstance(content, str) else None
+        return item if number is None else {_MESSAGE: number}
     if item.get("type") == "function_call" and isinstance(item.get("call_id"), str):
         return _without_arguments(item, index.calls.get(item["call_id"]))
     calls = item.get("tool_calls") if item.get("role") == "assistant" else None
@@ -279,13 +301,13 @@ def expand(
     messages: dict[str, dict[str, Any]] = {}
     calls: dict[str, Any] = {}
     datas = [_with_message(task_id, name, data, messages, calls) for name, data in events]
+    ordered = list(messages.values())
     datas = [
-        _expand_event(name, data, messages) for (name, _), data in zip(events, datas, strict=True)
+        _expand_event(name, data, ordered) for (name, _), data in zip(events, datas, strict=True)
     ]
 
     def message_of(value: dict[str, Any]) -> dict[str, Any] | None:
-        ref = value.get(_MESSAGE) if len(value) == 1 else None
-        return messages.get(ref) if isinstance(ref, str) else None
+        return _numbered(ordered, value.get(_MESSAGE)) if len(value) == 1 else None
 
     def item(value: dict[str, Any]) -> dict[str, Any]:
         message = message_of(value)
@@ -315,6 +337,11 @@ def _with_message(
     data = dict(stored)
     extra = data.get("extra_data")
     message = extra.get("full_message") if isinstance(extra, dict) else None
+    if name == EventName.NEW_MESSAGE and isinstance(message, dict) and _MESSAGE in message:
+        again = _numbered(list(messages.values()), message[_MESSAGE])  # delivered again
+        if again is not None and len(message) == 1:
+            data["extra_data"] = {**extra, "full_message": again}  # type: ignore[dict-item]
+            message = None
     if name == EventName.NEW_MESSAGE and isinstance(message, dict):
         payload = message.get("message")
         if isinstance(payload, dict) and "task_id" not in payload:
@@ -322,7 +349,8 @@ def _with_message(
         if _TIME in message:
             message = _renamed(message, _TIME, "timestamp", _timestamp)
         data["extra_data"] = {**extra, "full_message": message}  # type: ignore[dict-item]
-        messages.setdefault(str(message.get("id")), message)
+        if isinstance(message.get("id"), str):  # as the compactor numbered them
+            messages.setdefault(message["id"], message)
     if name == EventName.TOOL_CALL:
         call = _call_args(data)
         if call is not None:
@@ -331,7 +359,7 @@ def _with_message(
 
 
 def _expand_event(
-    name: str, data: dict[str, Any], messages: dict[str, dict[str, Any]]
+    name: str, data: dict[str, Any], messages: list[dict[str, Any]]
 ) -> dict[str, Any]:
     """``data`` with its timestamp and description as they were."""
     if _TIME in data and isinstance(data[_TIME], int):
@@ -342,9 +370,17 @@ def _expand_event(
         data["description"] = data.pop(_PREFIX) + (_rendered(extra["full_message"]) or "")
     elif _AGENT in data and name in _TEMPLATES:
         data["description"] = _fill(_TEMPLATES[name], extra, data.pop(_AGENT)) or ""
-    elif _REPLY in data and data[_REPLY] in messages:
-        data["description"] = _reply(messages[data.pop(_REPLY)]) or ""
+    elif _REPLY in data and (replied := _numbered(messages, data[_REPLY])) is not None:
+        del data[_REPLY]
+        data["description"] = _reply(replied) or ""
     return data
+
+
+def _numbered(messages: list[dict[str, Any]], number: Any) -> dict[str, Any] | None:
+    """The message a stored reference (its place among the task's messages) names."""
+    if type(number) is int and 0 <= number < len(messages):
+        return messages[number]
+    return None
 
 
 def _has_args(call: Any) -> bool:
