@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from mail.core._compact import Compactor, expand
-from mail.core.events import EventLog, EventName
+from mail.core.events import EventLog, EventName, MAILEvent
 from mail.core.message import build_mail_xml, create_agent_address, make_request
 
 ARGS = {"target": "worker", "body": "café <b> & ☕"}
@@ -118,3 +118,17 @@ def test_a_message_delivered_twice_is_stored_once() -> None:
     events, _ = _round_trip(log, [])
     assert events[0][1]["extra_data"]["full_message"]["id"] == message["id"]
     assert events[(copy.seq or 0) - 1][1]["extra_data"]["full_message"] == {"$message": 0}
+
+
+def test_timestamps_in_another_form_are_stored_whole() -> None:
+    log = EventLog("t1")
+    for stamp in ("2026-11-27T00:48:27+00:00", "2026-11-27T01:48:27.000001+01:00", "soon"):
+        log.append(MAILEvent(EventName.TASK_COMPLETE_CALL, "t1", "x", timestamp=stamp))
+    log.emit(EventName.TASK_COMPLETE_CALL, "y")
+    events, _ = _round_trip(log, [])
+    assert [data.get("timestamp") for _, data in events] == [
+        "2026-11-27T00:48:27+00:00",
+        "2026-11-27T01:48:27.000001+01:00",
+        "soon",
+        None,  # the runtime's own form: stored as microseconds
+    ]

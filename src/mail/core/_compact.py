@@ -30,6 +30,7 @@ are, and anything that is not exactly derivable is stored whole.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -52,6 +53,8 @@ _ARGS = "$args"
 _TIME = "$t"
 _REPLY = "$reply"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+_UTC_MICROS = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}\+00:00")
 # descriptions made from the agent's name and the event's extra data
 _TEMPLATES: dict[str, str] = {
     EventName.TOOL_CALL: "agent {agent} called {tool_name}",
@@ -75,6 +78,7 @@ class _Index:
     number: dict[str, int] = field(default_factory=dict)  # id -> place in by_id
     first: dict[str, int | None] = field(default_factory=dict)  # id -> seq of its first event
     by_xml: dict[str, int] = field(default_factory=dict)  # rendering -> place in by_id
+    xml: dict[str, str] = field(default_factory=dict)  # id -> rendering
     calls: dict[str, Any] = field(default_factory=dict)  # tool call id -> tool_args
     seen: int = 0  # the sequence number of the last event indexed
 
@@ -94,15 +98,14 @@ def _rendered(message: Any) -> str | None:
 
 
 def _micros(timestamp: str) -> int | None:
-    """``timestamp`` as microseconds since the epoch, when that gives it back exactly."""
+    """``timestamp`` as microseconds since the epoch, when that gives it back exactly: the
+    runtime's form (``utc_timestamp``), which :func:`_timestamp` writes the same way."""
+    if _UTC_MICROS.fullmatch(timestamp) is None:
+        return None
     try:
-        value = datetime.fromisoformat(timestamp)
-    except (TypeError, ValueError):
+        return (datetime.fromisoformat(timestamp) - _EPOCH) // _MICROSECOND
+    except ValueError:  # the shape, not a date (month 13)
         return None
-    if value.tzinfo is None:
-        return None
-    micros = (value - _EPOCH) // timedelta(microseconds=1)
-    return micros if _timestamp(micros) == timestamp else None
 
 
 def _timestamp(micros: int) -> str:
@@ -185,6 +188,7 @@ class Compactor:
                 xml = _rendered(message)
                 if xml is not None:
                     index.by_xml.setdefault(xml, number)
+                    index.xml[message["id"]] = xml
         return index
 
     def forget(self, task_id: str) -> None:
@@ -214,11 +218,17 @@ class Compactor:
         data["extra_data"] = extra
         return data
 
+    def _rendering(self, log: EventLog, message: MAILMessage) -> str | None:
+        index = self._index(log)
+        if index.by_id.get(message["id"]) is message:  # rendered once, when indexed
+            return index.xml.get(message["id"])
+        return _rendered(message)
+
     def _description(
         self, log: EventLog, event: MAILEvent, message: MAILMessage | None
     ) -> dict[str, Any]:
         description = event.description
-        xml = _rendered(message) if message is not None else None
+        xml = self._rendering(log, message) if message is not None else None
         if xml is not None and description.endswith(xml):
             return {_PREFIX: description[: len(description) - len(xml)]}
         template = _TEMPLATES.get(event.event)
