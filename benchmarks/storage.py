@@ -95,7 +95,11 @@ def per_table(path: Path) -> list[tuple[str, int, int]]:
 
 
 async def sqlite_figures(tasks: int, warmup: int) -> None:
-    path = Path(tempfile.mkdtemp()) / "mail.db"
+    with tempfile.TemporaryDirectory() as tmp:
+        await _sqlite_figures(Path(tmp) / "mail.db", tasks, warmup)
+
+
+async def _sqlite_figures(path: Path, tasks: int, warmup: int) -> None:
     async with SQLiteStore(path) as store:
         await run_tasks(store, warmup, 0)
     base = checkpointed_size(path)
