@@ -4,13 +4,16 @@ applies the configured retention by default, the flags when given, and reports e
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from mail.cli import main
-from mail.db import CallerKey, SQLiteStore, TaskRow, latest_version
+from mail.db import CallerKey, EventRow, SQLiteStore, TaskDetails, TaskRow, latest_version
 
 KEY = CallerKey(swarm="demo", role="user", id="u1")
 
@@ -127,3 +130,41 @@ def test_storage_failure_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[s
     config = _config(tmp_path, "")
     assert main(["db-prune", "-c", str(config), "--keep", "5"]) == 1
     assert "open failed" in capsys.readouterr().err
+
+
+def test_db_prune_command_prunes_a_sqlite_file(tmp_path: Path) -> None:
+    """``mail db-prune`` as a user runs it: its own process, a real file, every table."""
+    db = tmp_path / "mail.db"
+    config = _config(tmp_path, "retention_days = 5\nretention_max_tasks = 0")
+    _seed(db)
+
+    async def add_details() -> None:
+        async with SQLiteStore(db) as store:
+            for task_id in ("old-done", "young-done"):
+                data = {"timestamp": "t", "description": "d", "extra_data": {}}
+                await store.append_events(
+                    KEY, [EventRow(task_id=task_id, seq=1, event="e", data=data)]
+                )
+                await store.save_history(KEY, task_id, "a", [{"role": "user"}], "completions")
+                await store.save_response(KEY, task_id, {"id": task_id})
+
+    asyncio.run(add_details())
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "MAIL_CONFIG_PATH")}
+    result = subprocess.run(
+        [sys.executable, "-m", "mail.cli", "db-prune", "-c", str(config)],
+        capture_output=True, text=True, timeout=60, check=False, env=env,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "pruned 1 finished tasks (older than 5 days)\n"
+
+    async def details() -> dict[str, TaskDetails]:
+        async with SQLiteStore(db) as store:
+            return await store.load_details(KEY, ["old-done", "young-done"])
+
+    left = asyncio.run(details())
+    assert list(left) == ["young-done"]  # the pruned task's rows are gone from every table
+    assert (left["young-done"].response, len(left["young-done"].events)) == (
+        {"id": "young-done"},
+        1,
+    )
+    assert _left(db) == {"old-failed", "old-running", "young-done"}

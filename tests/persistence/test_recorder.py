@@ -5,6 +5,7 @@ reported and retried; reload in-process."""
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -12,8 +13,9 @@ from tests.persistence.conftest import KEY, CutStore, GatedStore, MakeSwarm
 
 from mail.api import MAILSwarmTemplate
 from mail.core.events import EventName
+from mail.core.runtime import MAILRuntime
 from mail.core.tasks import TaskState
-from mail.db import MemoryStore, TaskRow
+from mail.db import EventRow, MemoryStore, TaskChanges, TaskRow
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -38,21 +40,32 @@ async def test_an_answer_leaves_once_its_task_is_stored(
     assert answer["message"]["body"] == "done: hello"
     # no flush: what the caller was told is in the store already, with every event
     assert await _state(store, "t1") == "completed"
-    events = await store.load_events(KEY, "t1")
-    assert [(e.seq, e.event, e.data) for e in events] == [
-        (e.seq, e.event, e.data()) for e in rt.get_events("t1")
-    ]
-    assert (await store.load_response(KEY, "t1")) == rt.get_task("t1").response  # type: ignore[union-attr]
-    histories = await store.load_histories(KEY, "t1")
-    assert histories["supervisor"] == rt.agent_histories["t1::supervisor"]
+    await _reloads_as_it_is(make_swarm, store, rt, "t1")
 
     # a follow-up replaces the history and appends only the new events
     await _send(swarm, "again", "t1", resume_from="user_response")
-    histories = await store.load_histories(KEY, "t1")
-    assert histories["supervisor"] == rt.agent_histories["t1::supervisor"]
     assert [e.seq for e in await store.load_events(KEY, "t1")] == [
         e.seq for e in rt.get_events("t1")
     ]
+    await _reloads_as_it_is(make_swarm, store, rt, "t1")
+
+
+async def _reloads_as_it_is(
+    make_swarm: MakeSwarm, store: MemoryStore, rt: MAILRuntime, task_id: str
+) -> None:
+    """A runtime loading ``task_id`` from ``store`` has its events, response and histories
+    as ``rt`` has them (the store holds each message once, the rest is derived)."""
+    other = make_swarm(store).runtime
+    assert await other.restore() >= 1
+    assert [(e.seq, e.event, e.data()) for e in other.get_events(task_id)] == [
+        (e.seq, e.event, e.data()) for e in rt.get_events(task_id)
+    ]
+    task, loaded = rt.get_task(task_id), other.get_task(task_id)
+    assert task is not None and loaded is not None
+    assert loaded.response == task.response
+    prefix = f"{task_id}::"
+    mine = {k: v for k, v in rt.agent_histories.items() if k.startswith(prefix)}
+    assert {k: v for k, v in other.agent_histories.items() if k.startswith(prefix)} == mine
 
 
 async def test_an_answer_waits_for_a_write_already_under_way(
@@ -252,3 +265,61 @@ async def test_closing_writes_what_waits(make_swarm: MakeSwarm, store: MemorySto
     for i in range(5):
         assert await _state(store, f"c{i}") == "completed", f"task c{i} was lost at shutdown"
     assert rt.unsaved_tasks == 0
+
+
+async def test_each_message_is_stored_once(make_swarm: MakeSwarm, store: MemoryStore) -> None:
+    swarm = make_swarm(store)
+    swarm.runtime.start()
+    await _send(swarm, "hello", "once")
+    rt = swarm.runtime
+    details = (await store.load_details(KEY, ["once"]))["once"]
+    stored = json.dumps([[e.data for e in details.events], details.histories, details.response])
+    assert "<incoming_message>" not in stored  # renderings are derived, not stored
+    messages = [
+        e.extra_data["full_message"]
+        for e in rt.get_events("once")
+        if "full_message" in e.extra_data
+    ]
+    assert len(messages) >= 2
+    for message in messages:  # each message's own ids once: one copy of it
+        assert stored.count(message["id"]) >= 1
+        payload = message["message"]
+        own_id = payload.get("request_id") or payload.get("broadcast_id")
+        assert stored.count(own_id) == 1
+    await _reloads_as_it_is(make_swarm, store, rt, "once")
+
+
+async def test_rows_stored_whole_load_as_they_are(
+    make_swarm: MakeSwarm, store: MemoryStore
+) -> None:
+    """Rows written before messages were stored once (full descriptions, rendered history
+    turns, the response in full) load unchanged."""
+    swarm = make_swarm(store)
+    swarm.runtime.start()
+    await _send(swarm, "hello", "whole")
+    rt = swarm.runtime
+    task = rt.get_task("whole")
+    assert task is not None
+    old = MemoryStore()
+    await old.open()
+    try:
+        [row] = await store.load_tasks(KEY)
+        histories = [
+            (k.split("::", 1)[1], h, "responses")
+            for k, h in rt.agent_histories.items()
+            if k.startswith("whole::")
+        ]
+        change = TaskChanges(
+            task_id="whole",
+            task=row,
+            events=[
+                EventRow(task_id="whole", seq=e.seq or 0, event=e.event, data=e.data())
+                for e in rt.get_events("whole")
+            ],
+            histories=histories,
+            response=dict(task.response or {}),
+        )
+        assert await old.save_changes(KEY, [change]) == {}
+        await _reloads_as_it_is(make_swarm, old, rt, "whole")
+    finally:
+        await old.close()

@@ -29,6 +29,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
+from mail.core._compact import Compactor, expand
 from mail.core._system_messages import SystemMessages
 from mail.core.events import EventLog, EventName, MAILEvent
 from mail.core.tasks import MAILTask, PendingBreakpoint, TaskState, TaskTable
@@ -79,7 +80,9 @@ class StoreRecorder:
         self.error: str | None = None
         self._tasks: dict[str, MAILTask] = {}  # tasks whose record changed
         self._logs: dict[str, EventLog] = {}  # logs with events not taken yet
-        self._turns: set[tuple[str, str]] = set()  # (task_id, agent) whose history changed
+        # (task_id, agent) whose history changed -> the task's log
+        self._turns: dict[tuple[str, str], EventLog] = {}
+        self._compactor = Compactor()  # each message stored once
         self._retry: dict[str, TaskChanges] = {}  # what the last write could not store
         self._retry_logs: dict[str, EventLog] = {}
         self._reported: set[str] = set()  # tasks told of the current outage
@@ -105,7 +108,7 @@ class StoreRecorder:
 
     def turn_ended(self, task: MAILTask, agent: str) -> None:
         """``agent`` ended a turn in ``task``: its history changed."""
-        self._turns.add((task.task_id, agent))
+        self._turns[(task.task_id, agent)] = task.log
         self._noted()
 
     @property
@@ -160,20 +163,29 @@ class StoreRecorder:
         def of(task_id: str) -> TaskChanges:
             return changes.setdefault(task_id, TaskChanges(task_id=task_id))
 
+        compact = self._compactor
         for task_id, task in self._tasks.items():
-            of(task_id).merge(_record(task))
-        for task_id, agent in self._turns:
+            of(task_id).merge(_record(task, compact))
+        for (task_id, agent), log in self._turns.items():
             history = self._histories.get(f"{task_id}::{agent}")
             if history is not None:
                 fmt = self._tool_formats.get(agent, "responses")
-                of(task_id).histories.append((agent, history, fmt))
+                of(task_id).histories.append((agent, compact.history(log, history), fmt))
         for task_id, log in self._logs.items():
             new = log.since(log.stored_seq)
             if new:
                 log.stored_seq = new[-1].seq or log.stored_seq
-                of(task_id).events += [_event_row(task_id, e) for e in new]
+                of(task_id).events += [
+                    EventRow(
+                        task_id=task_id, seq=e.seq or 0, event=e.event, data=compact.event(log, e)
+                    )
+                    for e in new
+                ]
+        for task_id, task in self._tasks.items():
+            if not task.is_running:  # its messages are needed again only if it resumes
+                compact.forget(task_id)
         logs.update(self._logs)
-        self._tasks, self._logs, self._turns = {}, {}, set()
+        self._tasks, self._logs, self._turns = {}, {}, {}
         return list(changes.values()), logs
 
     async def flush(self) -> bool:
@@ -240,7 +252,7 @@ class StoreRecorder:
             logger.error("closing: %d tasks could not be stored: %s", self.backlog, self.error)
 
 
-def _record(task: MAILTask) -> TaskChanges:
+def _record(task: MAILTask, compact: Compactor) -> TaskChanges:
     """The task's record; once its turn ended, its final response and what it waits on
     (breakpoint calls, stashed messages: a resumed task's are replaced when it ends)."""
     changes = TaskChanges(
@@ -257,7 +269,8 @@ def _record(task: MAILTask) -> TaskChanges:
         ),
     )
     if not task.is_running:
-        changes.response = cast("dict[str, Any] | None", task.response)
+        response = cast("dict[str, Any] | None", task.response)
+        changes.response = compact.response(task.log, response)
         changes.breakpoints = [
             BreakpointRow(
                 call_id=call_id,
@@ -269,10 +282,6 @@ def _record(task: MAILTask) -> TaskChanges:
         ]
         changes.stash = [StashRow(priority=p, seq=s, message=dict(m)) for p, s, m in task.stash]
     return changes
-
-
-def _event_row(task_id: str, event: MAILEvent) -> EventRow:
-    return EventRow(task_id=task_id, seq=event.seq or 0, event=event.event, data=event.data())
 
 
 def _records(change: TaskChanges) -> int:
@@ -317,7 +326,15 @@ async def restore(
     details = await store.load_details(key, [r.task_id for r in rows])
     for row in rows:
         stored = details.get(row.task_id)
-        events = [_event(e) for e in stored.events] if stored is not None else []
+        events: list[MAILEvent] = []
+        if stored is not None:
+            datas, stored.histories, stored.response = expand(
+                row.task_id,
+                [(e.event, e.data) for e in stored.events],
+                stored.histories,
+                stored.response,
+            )
+            events = [_event(e, data) for e, data in zip(stored.events, datas, strict=True)]
         task = MAILTask(
             task_id=row.task_id,
             task_owner=row.task_owner,
@@ -360,8 +377,7 @@ async def restore(
     return len(rows)
 
 
-def _event(row: EventRow) -> MAILEvent:
-    data = row.data
+def _event(row: EventRow, data: dict[str, Any]) -> MAILEvent:
     return MAILEvent(
         event=row.event,
         task_id=row.task_id,

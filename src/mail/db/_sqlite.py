@@ -68,10 +68,9 @@ _DIALECT = Dialect(
     append_event="""INSERT OR IGNORE INTO task_events (swarm_name, caller_role, caller_id,
         task_id, seq, event_type, event_data) VALUES (?, ?, ?, ?, ?, ?, ?)""",
     save_history="""INSERT INTO agent_histories (swarm_name, caller_role, caller_id, task_id,
-        agent_name, tool_format, history, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+        agent_name, tool_format, history) VALUES (?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT (swarm_name, caller_role, caller_id, task_id, agent_name) DO UPDATE SET
-        tool_format = excluded.tool_format, history = excluded.history,
-        updated_at = excluded.updated_at""",
+        tool_format = excluded.tool_format, history = excluded.history""",
     save_response="""INSERT INTO task_responses (swarm_name, caller_role, caller_id, task_id,
         response) VALUES (?, ?, ?, ?, ?)
         ON CONFLICT (swarm_name, caller_role, caller_id, task_id) DO UPDATE SET
@@ -86,7 +85,7 @@ _DIALECT = Dialect(
     insert_stash="""INSERT INTO task_stash (swarm_name, caller_role, caller_id, task_id,
         position, priority, seq, message) VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
     when=iso,
-    history_time=True,
+    history_time=False,
 )
 _TASK_COLUMNS = """task_id, task_owner, task_contributors, remote_swarms, state, title,
     start_time, updated_at"""

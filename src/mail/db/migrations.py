@@ -105,6 +105,63 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
                 UNIQUE (swarm_name, caller_role, caller_id, task_id, position))""",
         ),
     ),
+    Migration(
+        2,
+        "drop the creation and update times no query reads from tasks, histories, responses",
+        (
+            # Each table is rebuilt (DROP COLUMN needs SQLite 3.35) with its constraints;
+            # the rows keep their rowid, which orders a task's histories.
+            """CREATE TABLE tasks_v2 (
+                swarm_name TEXT NOT NULL, caller_role TEXT NOT NULL, caller_id TEXT NOT NULL,
+                task_id TEXT NOT NULL,
+                task_owner TEXT NOT NULL,
+                task_contributors TEXT NOT NULL DEFAULT '[]',
+                remote_swarms TEXT NOT NULL DEFAULT '[]',
+                state TEXT NOT NULL DEFAULT 'running',
+                is_running INTEGER NOT NULL DEFAULT 0,
+                completed INTEGER NOT NULL DEFAULT 0,
+                title TEXT,
+                start_time TEXT NOT NULL,
+                updated_at TEXT NOT NULL,
+                UNIQUE (swarm_name, caller_role, caller_id, task_id))""",
+            """INSERT INTO tasks_v2 (rowid, swarm_name, caller_role, caller_id, task_id,
+                task_owner, task_contributors, remote_swarms, state, is_running, completed,
+                title, start_time, updated_at)
+                SELECT rowid, swarm_name, caller_role, caller_id, task_id, task_owner,
+                    task_contributors, remote_swarms, state, is_running, completed, title,
+                    start_time, updated_at
+                FROM tasks""",
+            "DROP TABLE tasks",
+            "ALTER TABLE tasks_v2 RENAME TO tasks",
+            "CREATE INDEX idx_tasks_start ON tasks (swarm_name, caller_role, caller_id, start_time)",
+            "CREATE INDEX idx_tasks_finished ON tasks (state, updated_at)",
+            """CREATE TABLE agent_histories_v2 (
+                swarm_name TEXT NOT NULL, caller_role TEXT NOT NULL, caller_id TEXT NOT NULL,
+                task_id TEXT NOT NULL,
+                agent_name TEXT NOT NULL,
+                tool_format TEXT NOT NULL,
+                history TEXT NOT NULL,
+                UNIQUE (swarm_name, caller_role, caller_id, task_id, agent_name))""",
+            """INSERT INTO agent_histories_v2 (rowid, swarm_name, caller_role, caller_id,
+                task_id, agent_name, tool_format, history)
+                SELECT rowid, swarm_name, caller_role, caller_id, task_id, agent_name,
+                    tool_format, history
+                FROM agent_histories""",
+            "DROP TABLE agent_histories",
+            "ALTER TABLE agent_histories_v2 RENAME TO agent_histories",
+            """CREATE TABLE task_responses_v2 (
+                swarm_name TEXT NOT NULL, caller_role TEXT NOT NULL, caller_id TEXT NOT NULL,
+                task_id TEXT NOT NULL,
+                response TEXT NOT NULL,
+                UNIQUE (swarm_name, caller_role, caller_id, task_id))""",
+            """INSERT INTO task_responses_v2 (rowid, swarm_name, caller_role, caller_id,
+                task_id, response)
+                SELECT rowid, swarm_name, caller_role, caller_id, task_id, response
+                FROM task_responses""",
+            "DROP TABLE task_responses",
+            "ALTER TABLE task_responses_v2 RENAME TO task_responses",
+        ),
+    ),
 )
 
 POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
