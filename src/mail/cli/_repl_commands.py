@@ -12,7 +12,6 @@ persistent).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from mail.cli import _render as render
-from mail.cli._repl import Repl
+from mail.cli._repl import BackgroundLoop, Repl
 
 if TYPE_CHECKING:
     from mail.cli._connect import Target
@@ -302,7 +301,7 @@ def run_repl(target: Target, console: Console | None = None) -> int:
     from mail.client import MAILClient  # noqa: PLC0415
 
     console = console or Console(highlight=False)
-    with asyncio.Runner() as runner:
+    with BackgroundLoop() as runner:
         client = MAILClient(target.url, target.api_key, config=target.config)
         try:
             repl = Repl(client, console)
