@@ -167,11 +167,15 @@ class _Commands:
         if a.verbose:
             return render.print_json(self.console, info)
         swarm = info.get("swarm", {})
-        ready = "ready" if info.get("user_mail_ready") else "not started"
-        running = "a task is running" if info.get("user_task_running") else "no task running"
+        ready = bool(info.get("user_mail_ready"))
+        # user_task_running says the runtime's loop is alive, not that a task runs: count
+        tasks = (await self.client.get_tasks()).values() if ready else ()
+        running = sum(1 for t in tasks if t.get("is_running"))
+        count = f"{running} task(s) running" if running else "no task running"
         self.say(
-            f"swarm {swarm.get('name')}: {swarm.get('status')}; your runtime: {ready}, "
-            f"{running}; {info.get('active_users', 0)} active user(s)"
+            f"swarm {swarm.get('name')}: {swarm.get('status')}; your runtime: "
+            f"{'ready' if ready else 'not started'}, {count}; "
+            f"{info.get('active_users', 0)} active user(s)"
         )
         return None
 
@@ -317,7 +321,7 @@ def _define_simple(repl: Repl, c: _Commands) -> None:
         ("ping", ("p",), "GET /: the server, its swarm and protocol", c.ping),
         ("health", ("h", "get-health"), "GET /health", c.health),
         ("whoami", ("me", "id", "get-whoami"), "GET /whoami: your role and id", c.whoami),
-        ("status", ("s",), "GET /status: your runtime on the server", c.status),
+        ("status", ("s",), "your runtime and how many tasks run", c.status),
         ("swarms-get", ("sg", "swarms-g", "get-swarms"), "GET /swarms: known swarms", c.swarms_get),
         (
             "swarm-dump",
