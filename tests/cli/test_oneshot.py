@@ -105,7 +105,11 @@ def test_an_unreachable_server_exits_1(
     closed_url: str, empty_toml: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["message", "hi", "--url", closed_url, "-ak", "k", "-c", str(empty_toml)]) == 1
-    assert capsys.readouterr().err.startswith(f"mail message: cannot reach {closed_url}")
+    err = capsys.readouterr().err
+    assert err.startswith(f"mail message: cannot reach {closed_url}")
+    # issue 21 item 2: say where to look
+    assert err.endswith("--url URL (a local `mail server` records it in its data directory), "
+                        "or run `mail doctor`\n")  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -20,10 +20,11 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
-from mail.cli._connect import Target, resolve, swarm_link
+from mail.cli._connect import UNREACHABLE_HINT, Target, resolve, swarm_link
 
 if TYPE_CHECKING:
     from mail.client import MAILClient
+    from mail.errors import MAILClientError
 
 __all__ = [
     "DESKTOP_FILE",
@@ -56,6 +57,12 @@ def _fail(command: str, message: object, status: int = EXIT_FAILED) -> int:
     for line in str(message).splitlines() or ["failed"]:
         _say(f"mail {command}: {line}", sys.stderr)
     return status
+
+
+def _failed_request(command: str, error: MAILClientError) -> int:
+    """Report a failed request; one that got no answer at all says where to look."""
+    text = str(error) if error.status is not None else f"{error}\n{UNREACHABLE_HINT}"
+    return _fail(command, text)
 
 
 def _target(command: str, args: argparse.Namespace) -> Target | int:
@@ -113,7 +120,7 @@ def run_message(args: argparse.Namespace) -> int:
             return _with_client(target, lambda c: _stream_message(c, args, common))
         result = _with_client(target, lambda c: _post_message(c, args.body, common))
     except MAILClientError as e:
-        return _fail("message", e)
+        return _failed_request("message", e)
     except KeyboardInterrupt:
         return 130
     state = str(result.get("status", "completed"))
@@ -164,7 +171,7 @@ def run_tasks(args: argparse.Namespace) -> int:
     try:
         tasks = _with_client(target, lambda c: c.get_tasks())
     except MAILClientError as e:
-        return _fail("tasks", e)
+        return _failed_request("tasks", e)
     if args.json:
         _say(json.dumps(tasks, indent=2, ensure_ascii=False))
     elif not tasks:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 from rich.console import Console
 from rich.table import Table
 
+from mail.cli._connect import UNREACHABLE_HINT
 from mail.errors import MAILClientError
 from mail.version import __version__
 
@@ -259,6 +260,8 @@ class Repl:
             await command.handler(args)
         except MAILClientError as e:
             self.error(f"{command.name}: {e}")
+            if e.status is None:  # no server answered
+                self.console.print(UNREACHABLE_HINT, markup=False, highlight=False)
         except (ValueError, OSError) as e:
             self.error(f"{command.name}: {e}")
         except Exception as e:  # noqa: BLE001  # a REPL reports a bug and keeps going
@@ -271,6 +274,8 @@ class Repl:
         except MAILClientError as e:
             self.identity = None
             self.error(f"whoami: {e}")
+            if e.status is None:  # no server answered
+                self.console.print(UNREACHABLE_HINT, markup=False, highlight=False)
         else:
             self.identity = f"{me.get('role', '?')}:{me.get('id', '?')}"
 
