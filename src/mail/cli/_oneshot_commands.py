@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
@@ -38,6 +39,7 @@ __all__ = [
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
 #: Name of the XDG desktop file ``mail register`` writes.
 DESKTOP_FILE = "mail-swarm.desktop"
 SCHEME_MIME = "x-scheme-handler/swarm"
@@ -111,8 +113,11 @@ def run_message(args: argparse.Namespace) -> int:
     if isinstance(target, int):
         return target
     stream = args.stream or args.raw
+    # chosen here (the server takes a new task's id from the request), so that Ctrl+C
+    # can say which task goes on without us
+    task_id = args.task_id or str(uuid.uuid4())
     common: dict[str, Any] = {
-        "subject": args.subject, "entrypoint": args.entrypoint, "task_id": args.task_id,
+        "subject": args.subject, "entrypoint": args.entrypoint, "task_id": task_id,
         "resume_from": args.resume_from, **args.kwargs,
     }  # fmt: skip
     try:
@@ -122,7 +127,12 @@ def run_message(args: argparse.Namespace) -> int:
     except MAILClientError as e:
         return _failed_request("message", e)
     except KeyboardInterrupt:
-        return 130
+        _say(
+            f"mail message: cancelled; task {task_id} goes on on the server; follow it with: "
+            f"mail events {task_id} --follow",
+            sys.stderr,
+        )
+        return EXIT_INTERRUPTED
     state = str(result.get("status", "completed"))
     ok = state in render.OK_STATES
     if args.json:
