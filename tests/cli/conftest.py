@@ -15,6 +15,8 @@
   scripted swarm in this test's event loop, with the static keys ``user-key`` (user ``u1``)
   and ``admin-key``; returns its URL. Commands that run their own event loop (``main``,
   the REPL's process) reach it from a worker thread or a child process.
+* ``gated`` (from tests/client/conftest.py): such a server whose ``worker`` agent waits for
+  ``gated.gate`` mid-task.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from tests.client.conftest import start  # noqa: F401  # a fixture, shared with tests/client
+from tests.client.conftest import gated, start  # noqa: F401  # fixtures, shared with tests/client
 
 RunMail = Callable[..., "subprocess.CompletedProcess[str]"]
 

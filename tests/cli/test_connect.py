@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from mail._server_file import local_url, write_server_file
 from mail.cli._connect import is_loopback, resolve, swarm_link
 from mail.errors import ConfigurationError
 
@@ -86,6 +90,46 @@ def test_defaults_are_the_local_server_and_its_user_key(toml: Path) -> None:
     )  # fmt: skip
     assert target.config.timeout == 3600.0
     assert target.config.verbose is False
+
+
+def dead_pid() -> int:
+    """The id of a process that has exited (and been reaped)."""
+    child = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                           capture_output=True, text=True, check=True, timeout=60)  # fmt: skip
+    return int(child.stdout)
+
+
+def test_a_running_local_server_is_found_through_its_data_dir(toml: Path) -> None:
+    # issue 21 item 2: a server on another port was not found without --url
+    write_server_file(toml.parent / "state", "http://127.0.0.1:19000", pid=os.getpid())
+    target = resolve(args(toml), env={})
+    assert (target.url, target.api_key) == ("http://127.0.0.1:19000", "U")
+
+
+def test_a_server_file_whose_process_is_gone_is_ignored(toml: Path) -> None:
+    write_server_file(toml.parent / "state", "http://127.0.0.1:19000", pid=dead_pid())
+    assert resolve(args(toml), env={}).url == "http://127.0.0.1:8123"
+
+
+def test_the_client_table_beats_the_server_file(toml: Path) -> None:
+    write_server_file(toml.parent / "state", "http://127.0.0.1:19000", pid=os.getpid())
+    toml.write_text(toml.read_text("utf-8") + '[client]\nurl = "http://h:1"\n', "utf-8")
+    assert resolve(args(toml), env={}).url == "http://h:1"
+    assert resolve(args(toml, url_flag="http://g:2"), env={}).url == "http://g:2"
+
+
+@pytest.mark.parametrize(
+    ("host", "url"),
+    [
+        ("0.0.0.0", "http://127.0.0.1:5"),  # noqa: S104  # a host name, nothing binds
+        ("::", "http://[::1]:5"),
+        ("::1", "http://[::1]:5"),
+        ("127.0.0.1", "http://127.0.0.1:5"),
+        ("localhost", "http://localhost:5"),
+    ],
+)
+def test_local_url(host: str, url: str) -> None:
+    assert local_url(host, 5) == url
 
 
 def test_client_table_beats_the_defaults(toml: Path) -> None:

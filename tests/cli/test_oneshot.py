@@ -7,17 +7,25 @@ processes.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.cli.conftest import LiveServer
+from tests.client.conftest import Start
 
+from mail.api import MAILAgentTemplate, MAILSwarmTemplate
 from mail.cli import main
 from mail.cli._oneshot_commands import desktop_entry
+from mail.client import MAILClient
+from mail.testing import ScriptedAgent, tc
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -105,7 +113,11 @@ def test_an_unreachable_server_exits_1(
     closed_url: str, empty_toml: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["message", "hi", "--url", closed_url, "-ak", "k", "-c", str(empty_toml)]) == 1
-    assert capsys.readouterr().err.startswith(f"mail message: cannot reach {closed_url}")
+    err = capsys.readouterr().err
+    assert err.startswith(f"mail message: cannot reach {closed_url}")
+    # issue 21 item 2: say where to look
+    assert err.endswith("--url URL (a local `mail server` records it in its data directory), "
+                        "or run `mail doctor`\n")  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -242,3 +254,56 @@ def test_desktop_entry_quotes_an_interpreter_path_with_spaces() -> None:
     entry = desktop_entry('/opt/my "mail"/bin/python')
     assert 'Exec="/opt/my \\"mail\\"/bin/python" -m mail.cli client %u\n' in entry
     assert desktop_entry("/usr/bin/py%3").count("%%3") == 1
+
+
+# --- Ctrl+C ----------------------------------------------------------------------------------
+
+
+def held_template(entered: asyncio.Event, gate: asyncio.Event) -> MAILSwarmTemplate:
+    """A swarm whose one agent sets ``entered`` when a task reaches it, then waits for
+    ``gate`` before completing the task."""
+    answer = ScriptedAgent(rule=lambda _incoming: tc("task_complete", finish_message="done"))
+
+    async def agent(messages: list[dict[str, Any]], tool_choice: Any = "required") -> Any:
+        entered.set()
+        await gate.wait()
+        return await answer(messages, tool_choice)
+
+    template = MAILAgentTemplate(
+        "supervisor", lambda **_: agent, [], [], {}, enable_entrypoint=True,
+        can_complete_tasks=True,
+    )  # fmt: skip
+    return MAILSwarmTemplate("held", "1.0.0", [template], [], "supervisor", description="held")
+
+
+async def test_ctrl_c_names_the_task_and_how_to_follow_it(
+    start: Start, empty_toml: Path, mail_env: dict[str, str]
+) -> None:
+    # issue 21 item 3e: Ctrl+C left no way back to the task that goes on
+    entered, gate = asyncio.Event(), asyncio.Event()
+    url = await start(template=held_template(entered, gate))
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "mail.cli", "message", "do the job", "--url", url,
+        "--api-key", "user-key", "-c", str(empty_toml), env=mail_env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        await asyncio.wait_for(entered.wait(), 30)  # the task runs on the server
+        process.send_signal(signal.SIGINT)
+        out, err = await asyncio.wait_for(process.communicate(), 30)
+    finally:
+        gate.set()
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    assert process.returncode == 130
+    assert out == b""
+    match = re.fullmatch(
+        rb"mail message: cancelled; task ([0-9a-f-]{36}) goes on on the server; "
+        rb"follow it with: mail events \1 --follow\n",
+        err,
+    )
+    assert match, err
+    async with MAILClient(url, "user-key") as client:  # the id is the server's task
+        task = await client.get_task(match.group(1).decode())
+    assert task["task_id"] == match.group(1).decode()

@@ -18,6 +18,7 @@ import pytest
 from aiohttp import web
 from rich.console import Console
 from tests.cli.conftest import LiveServer
+from tests.client.conftest import Gated
 
 from mail.cli._repl import Repl
 from mail.cli._repl_commands import define, split_targets
@@ -247,6 +248,26 @@ async def test_server_info_commands(live_server: LiveServer, make_repl: MakeRepl
         "role": "user",
         "username": "user",
     }
+
+
+async def test_status_counts_running_tasks_instead_of_saying_one_runs(
+    gated: Gated, make_repl: MakeRepl
+) -> None:
+    # issue 21 item 4: "a task is running" was printed whenever the runtime existed
+    repl = make_repl(gated.url, "user-key")
+    assert await say(repl, "status") == (
+        "swarm gated: ready; your runtime: not started, no task running; 0 active user(s)\n"
+    )
+    stream = await repl.client.post_message_stream("do the job")
+    async with stream:
+        await anext(aiter(stream))  # the task has started: the worker waits for the gate
+        text = await say(repl, "status")
+        assert text.endswith("your runtime: ready, 1 task(s) running; 1 active user(s)\n")
+        gated.gate.set()
+        async for _event in stream:
+            pass
+    text = await say(repl, "status")
+    assert text.endswith("your runtime: ready, no task running; 1 active user(s)\n")
 
 
 async def test_admin_commands(live_server: LiveServer, make_repl: MakeRepl) -> None:

@@ -11,6 +11,7 @@ import asyncio
 import re
 import socket
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -95,6 +96,31 @@ def test_a_session(spawn: Spawn, live_server: LiveServer, tmp_path: Path) -> Non
     history = tmp_path / ".mail_history"
     assert 'message "what is 6*7?"' in history.read_text(encoding="utf-8")
     assert history.stat().st_mode & 0o777 == 0o600  # lines may hold tokens
+
+
+#: Longer than uvicorn's keep-alive timeout (5 s): the server closes the idle connection.
+IDLE_PAUSE = 6.0
+
+
+@pytest.mark.timeout(90)
+def test_a_message_after_an_idle_pause_is_answered_the_first_time(
+    spawn: Spawn, live_server: LiveServer
+) -> None:
+    # issue 21 item 1: the pooled connection the start-up whoami used was closed by the
+    # server during the pause; the request went out on it and failed with "Can not write
+    # request body".
+    child = spawn(live_server.url, "--api-key", live_server.user_key)
+    prompt = prompt_of(live_server)
+    child.expect(prompt)
+    for _ in range(2):
+        time.sleep(IDLE_PAUSE)  # deliberate: the user thinks, the server closes the connection
+        screen = run(child, 'message "what is 2+2?"', prompt)
+        assert "error" not in screen
+        assert "2+2 = 4" in screen
+    child.sendline("exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
 
 
 def test_usage_errors_keep_the_loop(spawn: Spawn, live_server: LiveServer) -> None:

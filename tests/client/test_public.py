@@ -16,6 +16,7 @@ PUBLIC = (
     "MAILClientError",
     "USER_AGENT",
     "default_api_key",
+    "local_server_url",
     "ResumeFrom",
     "RootInfo",
     "RootSwarm",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import socket
 import time
 import uuid
@@ -15,7 +16,13 @@ import aiohttp
 import pytest
 from tests.client.conftest import Connect, Echo
 
-from mail.client import USER_AGENT, MAILClient, MAILClientError, default_api_key
+from mail.client import (
+    USER_AGENT,
+    MAILClient,
+    MAILClientError,
+    default_api_key,
+    local_server_url,
+)
 from mail.config import ClientConfig, load_config
 from mail.errors import ConfigurationError
 from mail.version import __version__
@@ -382,6 +389,16 @@ async def test_unusable_mail_toml_gives_the_defaults(
 
     assert client.config == ClientConfig()
     assert "using the default client settings" in caplog.text
+
+
+def test_local_server_url(tmp_path: Path) -> None:
+    config = load_config(None, env={"MAIL_DATA_DIR": str(tmp_path)}, search=False)
+    assert local_server_url(config) is None  # no server recorded
+    record = {"url": "http://127.0.0.1:19000", "pid": os.getpid()}  # a process that runs
+    (tmp_path / "server.json").write_text(json.dumps(record))
+    assert local_server_url(config) == "http://127.0.0.1:19000"
+    (tmp_path / "server.json").write_text("{broken")
+    assert local_server_url(config) is None
 
 
 def test_default_api_key(tmp_path: Path) -> None:

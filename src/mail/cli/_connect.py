@@ -1,7 +1,8 @@
 """Which server ``mail client`` and the one-shot commands talk to, and with which key.
 
 The URL is the one given (argument or ``--url``; a ``swarm://`` link is turned into an
-HTTP(S) URL and its token), else ``[client] url``, else ``http://127.0.0.1:<[server] port>``.
+HTTP(S) URL and its token), else ``[client] url``, else the address a running local server
+recorded in ``<[server] data_dir>/server.json``, else ``http://127.0.0.1:<[server] port>``.
 The key is ``--api-key``, else the link's token, else ``[client] api_key``, else (for a
 loopback URL only, so it never leaves the machine) the ``user`` key the local server wrote.
 Standard library only at import; the configuration is loaded inside :func:`resolve`.
@@ -16,13 +17,20 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 
+from mail._server_file import listening_url
+
 if TYPE_CHECKING:
     from mail.config import ClientConfig, MAILConfig
 
-__all__ = ["Target", "is_loopback", "resolve", "swarm_link"]
+__all__ = ["UNREACHABLE_HINT", "Target", "is_loopback", "resolve", "swarm_link"]
 
 SWARM_SCHEME = "swarm"
 _LINK_KINDS = ("connect", "invite")
+#: What a command adds when no server answered at all.
+UNREACHABLE_HINT = (
+    "hint: is the server running? Give its address with --url URL "
+    "(a local `mail server` records it in its data directory), or run `mail doctor`"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +109,11 @@ def resolve(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> T
     if url and url.lower().startswith(f"{SWARM_SCHEME}:"):
         url, token = swarm_link(url)
     if not url:
-        url = config.client.url or f"http://127.0.0.1:{config.server.port}"
+        url = (
+            config.client.url
+            or listening_url(config.server.data_dir)
+            or f"http://127.0.0.1:{config.server.port}"
+        )
     if "://" not in url:
         raise ValueError(f"not an http(s) URL: {url!r}")
     url = url.rstrip("/")

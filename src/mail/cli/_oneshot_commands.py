@@ -16,14 +16,16 @@ import os
 import shutil
 import subprocess
 import sys
+import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
-from mail.cli._connect import Target, resolve, swarm_link
+from mail.cli._connect import UNREACHABLE_HINT, Target, resolve, swarm_link
 
 if TYPE_CHECKING:
     from mail.client import MAILClient
+    from mail.errors import MAILClientError
 
 __all__ = [
     "DESKTOP_FILE",
@@ -37,6 +39,7 @@ __all__ = [
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
 #: Name of the XDG desktop file ``mail register`` writes.
 DESKTOP_FILE = "mail-swarm.desktop"
 SCHEME_MIME = "x-scheme-handler/swarm"
@@ -56,6 +59,12 @@ def _fail(command: str, message: object, status: int = EXIT_FAILED) -> int:
     for line in str(message).splitlines() or ["failed"]:
         _say(f"mail {command}: {line}", sys.stderr)
     return status
+
+
+def _failed_request(command: str, error: MAILClientError) -> int:
+    """Report a failed request; one that got no answer at all says where to look."""
+    text = str(error) if error.status is not None else f"{error}\n{UNREACHABLE_HINT}"
+    return _fail(command, text)
 
 
 def _target(command: str, args: argparse.Namespace) -> Target | int:
@@ -104,8 +113,11 @@ def run_message(args: argparse.Namespace) -> int:
     if isinstance(target, int):
         return target
     stream = args.stream or args.raw
+    # chosen here (the server takes a new task's id from the request), so that Ctrl+C
+    # can say which task goes on without us
+    task_id = args.task_id or str(uuid.uuid4())
     common: dict[str, Any] = {
-        "subject": args.subject, "entrypoint": args.entrypoint, "task_id": args.task_id,
+        "subject": args.subject, "entrypoint": args.entrypoint, "task_id": task_id,
         "resume_from": args.resume_from, **args.kwargs,
     }  # fmt: skip
     try:
@@ -113,9 +125,14 @@ def run_message(args: argparse.Namespace) -> int:
             return _with_client(target, lambda c: _stream_message(c, args, common))
         result = _with_client(target, lambda c: _post_message(c, args.body, common))
     except MAILClientError as e:
-        return _fail("message", e)
+        return _failed_request("message", e)
     except KeyboardInterrupt:
-        return 130
+        _say(
+            f"mail message: cancelled; task {task_id} goes on on the server; follow it with: "
+            f"mail events {task_id} --follow",
+            sys.stderr,
+        )
+        return EXIT_INTERRUPTED
     state = str(result.get("status", "completed"))
     ok = state in render.OK_STATES
     if args.json:
@@ -164,7 +181,7 @@ def run_tasks(args: argparse.Namespace) -> int:
     try:
         tasks = _with_client(target, lambda c: c.get_tasks())
     except MAILClientError as e:
-        return _fail("tasks", e)
+        return _failed_request("tasks", e)
     if args.json:
         _say(json.dumps(tasks, indent=2, ensure_ascii=False))
     elif not tasks:

@@ -3,9 +3,11 @@
 Each line is split with :mod:`shlex`, its first word looked up among the command names and
 aliases (CONTRACT 10.2, plus the names of the seed's CLI doc), and the rest parsed by that
 command's own argparse parser; a usage error, a refused request or an unknown command is
-reported and the loop goes on. Every command runs on one ``asyncio.Runner``, so Ctrl+C
-cancels the command (the runner turns SIGINT into a cancellation) and returns to the
-prompt; Ctrl+C at the prompt starts a new line, Ctrl+D or ``exit`` leaves. Commands are
+reported and the loop goes on. Every command runs on one event loop that a
+:class:`BackgroundLoop` thread keeps running while the prompt waits, so the client's pooled
+connections see a server close them when idle (uvicorn does after 5 s) and the next request
+opens a fresh one instead of failing on a dead one. Ctrl+C cancels the running command and
+returns to the prompt; Ctrl+C at the prompt starts a new line, Ctrl+D or ``exit`` leaves. Commands are
 defined in :mod:`mail.cli._repl_commands`, which registers them on a :class:`Repl` and runs
 it (``run_repl``); this module owns the loop, parsing and history, and knows no command.
 """
@@ -16,27 +18,30 @@ import argparse
 import asyncio
 import difflib
 import shlex
-from collections.abc import Awaitable, Callable, Iterator
+import threading
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from rich.console import Console
 from rich.table import Table
 
+from mail.cli._connect import UNREACHABLE_HINT
 from mail.errors import MAILClientError
 from mail.version import __version__
 
 if TYPE_CHECKING:
     from mail.client import MAILClient
 
-__all__ = ["Command", "Repl", "ReplParser", "UsageError", "history_path"]
+__all__ = ["BackgroundLoop", "Command", "Repl", "ReplParser", "UsageError", "history_path"]
 
 #: Lines of history kept in ``~/.mail_history``.
 HISTORY_LENGTH = 1000
 Handler = Callable[[argparse.Namespace], Awaitable[None]]
+_T = TypeVar("_T")
 
 
 class UsageError(Exception):
@@ -88,6 +93,65 @@ def _import_readline() -> ModuleType | None:
     except ImportError:
         return None
     return readline
+
+
+class BackgroundLoop:
+    """An event loop that a daemon thread runs from ``__enter__`` to ``__exit__``.
+
+    :meth:`run` is ``asyncio.Runner.run`` for the main thread: it waits for a coroutine on
+    that loop, and Ctrl+C (delivered to the main thread) cancels it, waits for its cleanup
+    and raises ``KeyboardInterrupt``. Between runs the loop goes on, so the transports of
+    pooled connections handle what arrives while the main thread blocks in ``input()``;
+    with a loop stopped between commands, a connection the server closed while the user
+    typed looked alive and the next request failed ("Can not write request body").
+    """
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self.loop.run_forever, name="mail-repl-loop", daemon=True
+        )
+
+    def __enter__(self) -> BackgroundLoop:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join()
+        self.loop.close()
+
+    def run(self, coro: Coroutine[Any, Any, _T]) -> _T:
+        """Run ``coro`` on the loop and return its result (or raise its exception)."""
+        finished = threading.Event()
+        started: list[asyncio.Task[_T]] = []
+
+        def start() -> None:
+            task = self.loop.create_task(coro)
+            task.add_done_callback(lambda _task: finished.set())
+            started.append(task)
+
+        self.loop.call_soon_threadsafe(start)
+        try:
+            finished.wait()
+        except KeyboardInterrupt:
+            self._cancel(started, finished)
+            raise
+        return started[0].result()
+
+    def _cancel(self, started: list[asyncio.Task[_T]], finished: threading.Event) -> None:
+        """Cancel the task ``run`` started and wait until its cleanup is done."""
+
+        def cancel() -> None:  # on the loop, after start(): callbacks run in order
+            started[0].cancel()
+
+        while True:
+            self.loop.call_soon_threadsafe(cancel)
+            try:
+                finished.wait()
+            except KeyboardInterrupt:
+                continue  # another Ctrl+C while it cleans up: cancel again, keep waiting
+            return
 
 
 class Repl:
@@ -196,6 +260,8 @@ class Repl:
             await command.handler(args)
         except MAILClientError as e:
             self.error(f"{command.name}: {e}")
+            if e.status is None:  # no server answered
+                self.console.print(UNREACHABLE_HINT, markup=False, highlight=False)
         except (ValueError, OSError) as e:
             self.error(f"{command.name}: {e}")
         except Exception as e:  # noqa: BLE001  # a REPL reports a bug and keeps going
@@ -208,6 +274,8 @@ class Repl:
         except MAILClientError as e:
             self.identity = None
             self.error(f"whoami: {e}")
+            if e.status is None:  # no server answered
+                self.console.print(UNREACHABLE_HINT, markup=False, highlight=False)
         else:
             self.identity = f"{me.get('role', '?')}:{me.get('id', '?')}"
 
@@ -233,7 +301,7 @@ class Repl:
                 readline.remove_history_item(length - 1)
         return line
 
-    def loop(self, runner: asyncio.Runner) -> int:
+    def loop(self, runner: BackgroundLoop) -> int:
         """Read, run and print until ``exit`` or end of input; returns the exit status (0)."""
         try:
             runner.run(self.identify())

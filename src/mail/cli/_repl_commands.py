@@ -12,7 +12,6 @@ persistent).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from mail.cli import _render as render
-from mail.cli._repl import Repl
+from mail.cli._repl import BackgroundLoop, Repl
 
 if TYPE_CHECKING:
     from mail.cli._connect import Target
@@ -168,11 +167,15 @@ class _Commands:
         if a.verbose:
             return render.print_json(self.console, info)
         swarm = info.get("swarm", {})
-        ready = "ready" if info.get("user_mail_ready") else "not started"
-        running = "a task is running" if info.get("user_task_running") else "no task running"
+        ready = bool(info.get("user_mail_ready"))
+        # user_task_running says the runtime's loop is alive, not that a task runs: count
+        tasks = (await self.client.get_tasks()).values() if ready else ()
+        running = sum(1 for t in tasks if t.get("is_running"))
+        count = f"{running} task(s) running" if running else "no task running"
         self.say(
-            f"swarm {swarm.get('name')}: {swarm.get('status')}; your runtime: {ready}, "
-            f"{running}; {info.get('active_users', 0)} active user(s)"
+            f"swarm {swarm.get('name')}: {swarm.get('status')}; your runtime: "
+            f"{'ready' if ready else 'not started'}, {count}; "
+            f"{info.get('active_users', 0)} active user(s)"
         )
         return None
 
@@ -302,7 +305,7 @@ def run_repl(target: Target, console: Console | None = None) -> int:
     from mail.client import MAILClient  # noqa: PLC0415
 
     console = console or Console(highlight=False)
-    with asyncio.Runner() as runner:
+    with BackgroundLoop() as runner:
         client = MAILClient(target.url, target.api_key, config=target.config)
         try:
             repl = Repl(client, console)
@@ -318,7 +321,7 @@ def _define_simple(repl: Repl, c: _Commands) -> None:
         ("ping", ("p",), "GET /: the server, its swarm and protocol", c.ping),
         ("health", ("h", "get-health"), "GET /health", c.health),
         ("whoami", ("me", "id", "get-whoami"), "GET /whoami: your role and id", c.whoami),
-        ("status", ("s",), "GET /status: your runtime on the server", c.status),
+        ("status", ("s",), "your runtime and how many tasks run", c.status),
         ("swarms-get", ("sg", "swarms-g", "get-swarms"), "GET /swarms: known swarms", c.swarms_get),
         (
             "swarm-dump",

@@ -29,7 +29,7 @@ from urllib.parse import quote
 
 import aiohttp
 
-from mail.client._config import default_api_key, load_client_config
+from mail.client._config import default_api_key, load_client_config, local_server_url
 from mail.client._sse import ServerSentEvent
 from mail.client._stream import EventStream, new_task_id, transport_error
 from mail.client._types import (
@@ -72,6 +72,7 @@ __all__ = [
     "MAILClientError",
     "USER_AGENT",
     "default_api_key",
+    "local_server_url",
     "ResumeFrom",
     # result shapes
     "RootInfo",

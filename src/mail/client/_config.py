@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from mail.config import ClientConfig, MAILConfig
 
-__all__ = ["default_api_key", "load_client_config"]
+__all__ = ["default_api_key", "load_client_config", "local_server_url"]
 
 logger = logging.getLogger("mail.client")
 
@@ -63,3 +63,16 @@ def default_api_key(config: MAILConfig | None = None, *, role: str = "user") -> 
     if chosen is None and matching:
         chosen = matching[0][1]
     return chosen if isinstance(chosen, str) else None
+
+
+def local_server_url(config: MAILConfig | None = None) -> str | None:
+    """The base URL a running local ``mail server`` recorded in ``<data_dir>/server.json``
+    (``config`` defaults to ``mail.config.load_config()``); ``None`` when there is no such
+    file or its server process is gone.
+
+    Raises :class:`~mail.errors.ConfigurationError` when the configuration is invalid.
+    """
+    from mail._server_file import listening_url  # noqa: PLC0415
+    from mail.config import load_config  # noqa: PLC0415  # keeps the import light
+
+    return listening_url((config or load_config()).server.data_dir)

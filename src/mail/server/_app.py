@@ -46,6 +46,7 @@ from mail.server import (
     _routes_tasks,
 )
 from mail.server._deps import check_gates
+from mail.server._listen import check_port, recorded
 from mail.server._reload import APP, reload_environment, uvicorn_options, worker_config
 from mail.server._routes_core import SwarmNameTakenError
 from mail.server._shutdown import serve
@@ -431,12 +432,15 @@ def run_server(config: MAILConfig) -> None:
 
     With ``config.server.reload``, uvicorn serves ``mail.server:app`` from a worker process
     it restarts when a Python file under the working directory changes; the worker loads
-    the same configuration (see :mod:`mail.server._reload`). Raises
+    the same configuration (see :mod:`mail.server._reload`). While it listens, its address
+    is in ``<data_dir>/server.json`` for local clients. Raises
+    :class:`~mail.errors.ConfigurationError` when the port is in use and
     :class:`~mail.errors.SwarmDefinitionError` when the configured swarm cannot be loaded.
     """
     import uvicorn  # noqa: PLC0415  # only the server process needs it
 
     server = config.server
+    check_port(server.host, server.port)  # one line, before any start-up log
     # Loaded here rather than in the lifespan, so a broken swarm is reported by the CLI
     # as one line instead of a failed startup.
     template = MAILSwarmTemplate.from_swarm_json_file(
@@ -444,14 +448,17 @@ def run_server(config: MAILConfig) -> None:
     )
     template.validate()  # its wiring too (entrypoint, comm targets, who completes tasks)
     options = uvicorn_options(config)
-    if server.reload:
-        # the worker builds its own app: it inherits this process's environment
-        os.environ.update(reload_environment(config))
-        uvicorn.run(APP, **options)
-        return
-    app = create_app(config, template=template)
-    # The imported modules and the app (some 80,000 objects) live as long as the process:
-    # frozen, Python's full collections stop walking them again (a full collection every
-    # few hundred tasks took ~60 ms; see benchmarks/README.md).
-    gc.freeze()
-    serve(app, options)
+    with recorded(server.data_dir, server.host) as listening:
+        if server.reload:
+            # the worker builds its own app: it inherits this process's environment
+            os.environ.update(reload_environment(config))
+            if server.port:  # this process holds the port; its workers come and go
+                listening(server.port)
+            uvicorn.run(APP, **options)
+            return
+        app = create_app(config, template=template)
+        # The imported modules and the app (some 80,000 objects) live as long as the
+        # process: frozen, Python's full collections stop walking them again (a full
+        # collection every few hundred tasks took ~60 ms; see benchmarks/README.md).
+        gc.freeze()
+        serve(app, options, on_started=listening)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from fastapi.responses import JSONResponse
@@ -79,12 +79,21 @@ async def unless_closing(work: Awaitable[T], *signals: Signal) -> tuple[bool, T 
     return True, job.result()
 
 
-def serve(app: FastAPI, options: dict[str, Any]) -> None:
+def serve(
+    app: FastAPI, options: dict[str, Any], *, on_started: Callable[[int], None] | None = None
+) -> None:
     """``uvicorn.run(app, **options)`` (no reload), telling the app when a signal asks
-    the server to stop, before uvicorn waits for (and then cancels) open requests."""
+    the server to stop, before uvicorn waits for (and then cancels) open requests.
+    ``on_started`` is called with the bound port once the server listens."""
     import uvicorn  # noqa: PLC0415  # only the server process needs it
 
     class _Server(uvicorn.Server):
+        async def startup(self, sockets: list[Any] | None = None) -> None:
+            await super().startup(sockets=sockets)
+            if self.started and on_started is not None:
+                bound = self.servers[0].sockets[0].getsockname()
+                await asyncio.to_thread(on_started, bound[1])
+
         def handle_exit(self, sig: int, frame: Any) -> None:
             super().handle_exit(sig, frame)
             state: ServerState | None = getattr(app.state, "mail", None)
