@@ -36,7 +36,6 @@ PYTHON_PREFIX = "python::"
 URL_PREFIX = "url::"
 
 
-
 #: The packages whose modules an untrusted ``python::`` reference may import: those made to
 #: be named in swarm definitions (agent factories, the examples, the standard library of
 #: actions), not the server, the CLI or the store, whose functions do things when called.
@@ -44,6 +43,7 @@ SWARM_MODULES = ("mail.examples", "mail.factories", "mail.stdlib")
 #: What an object named by an untrusted reference must be defined in (its ``__module__``,
 #: or its type's): our own package, so that an allowed module's imports stay out of reach.
 OWN_PACKAGE = ("mail",)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReferencePolicy:
