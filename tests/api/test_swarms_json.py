@@ -356,7 +356,7 @@ def test_trusted_references_still_follow_attribute_chains() -> None:
     with pytest.raises(SwarmDefinitionError, match="'os' is a module"):
         read_python_string("python::mail.factories.base:os", restricted)
     assert read_python_string("python::mail.cli:os.path.join") is os.path.join
-    with pytest.raises(SwarmDefinitionError, match="modules must start with mail.examples"):
+    with pytest.raises(SwarmDefinitionError, match=r"modules must start with mail\.examples"):
         read_python_string("python::mail.cli:main", restricted)
 
 
