@@ -486,3 +486,14 @@ class TaskQuery(RequestModel):
         if value is not None and not isinstance(value, str):
             raise ValueError("task_id must be a string")
         return value
+
+
+class CancelResponse(_Model):
+    """``POST /tasks/{task_id}/cancel``: the task is cancelled (and stored as such)."""
+
+    task_id: str
+    status: Literal["cancelled"]
+
+
+#: The largest page of ``GET /tasks``.
+TASKS_PAGE_MAX = 1000
