@@ -26,6 +26,8 @@ PUBLIC = (
     "MessageResult",
     "MessageEvent",
     "TaskRecord",
+    "TaskPage",
+    "CancelResult",
     "StoredEvent",
     "SwarmsList",
     "SwarmEntry",
