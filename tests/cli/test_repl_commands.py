@@ -7,6 +7,7 @@ the test is about the request the REPL sends.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 from collections.abc import AsyncIterator, Callable
@@ -18,7 +19,7 @@ import pytest
 from aiohttp import web
 from rich.console import Console
 from tests.cli.conftest import LiveServer
-from tests.client.conftest import Gated
+from tests.client.conftest import Gated, gated_template
 
 from mail.cli._repl import Repl
 from mail.cli._repl_commands import define, split_targets
@@ -44,6 +45,7 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "responses": ("r", "resp"),
     "tasks-get": ("tsg", "tasks-g"),
     "task-get": ("tg", "task-g"),
+    "cancel": ("tc", "task-cancel"),
     "task-events": ("te",),
     "help": ("?",),
     "exit": ("quit",),
@@ -380,3 +382,23 @@ async def test_swarm_register_sends_volatile_by_default(make_repl: MakeRepl) -> 
     assert [s["body"]["volatile"] for s in seen] == [True, False]
     assert seen[1]["body"]["auth_token"] == "T"
     assert seen[1]["body"]["metadata"] == {"a": 1}
+
+
+async def test_cancel_a_running_task(start: Any, make_repl: MakeRepl) -> None:
+    gate = asyncio.Event()
+    template, _worker = gated_template(gate)
+    url = await start(template=template)
+    repl = make_repl(url, "user-key")
+    stream = await repl.client.post_message_stream("job", task_id="t-repl")
+    async with stream:
+        async for event in stream:
+            if event.event == "new_message" and "worker" in event.data:
+                break
+        text = await say(repl, "cancel t-repl")
+        final = [event async for event in stream][-1]
+
+    assert "task t-repl: cancelled" in text
+    assert (final.event, final.json()["status"]) == ("task_error", "cancelled")
+    again = await say(repl, "tc t-repl")
+    assert "error: cancel: HTTP 409" in again
+    assert "already cancelled" in again

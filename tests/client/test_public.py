@@ -27,6 +27,8 @@ PUBLIC = (
     "MessageResult",
     "MessageEvent",
     "TaskRecord",
+    "TaskPage",
+    "CancelResult",
     "StoredEvent",
     "SwarmsList",
     "SwarmEntry",

@@ -72,7 +72,10 @@ async def test_update_health_errors(admin: MAILClient, user: MAILClient) -> None
     with pytest.raises(MAILClientError) as empty:
         await admin.update_health("  ")
 
-    assert (wrong_role.value.status, wrong_role.value.detail) == (401, "invalid role")
+    assert (wrong_role.value.status, wrong_role.value.detail) == (
+        401,
+        "invalid role: this route needs admin",
+    )
     assert (empty.value.status, empty.value.detail) == (400, "status is required")
     assert str(empty.value) == "HTTP 400: status is required"
 
@@ -129,7 +132,10 @@ async def test_agent_key_is_refused_on_user_routes(offline: str, connect: Connec
     with pytest.raises(MAILClientError) as caught:
         await connect(offline, "agent-key").get_status()
 
-    assert (caught.value.status, caught.value.detail) == (401, "invalid role")
+    assert (caught.value.status, caught.value.detail) == (
+        401,
+        "invalid role: this route needs admin or user",
+    )
 
 
 # --- swarms ----------------------------------------------------------------------------------
@@ -220,7 +226,10 @@ async def test_post_interswarm_response_needs_the_agent_role(user: MAILClient) -
     with pytest.raises(MAILClientError) as caught:
         await user.post_interswarm_response({"message_id": "m"})
 
-    assert (caught.value.status, caught.value.detail) == (401, "invalid role")
+    assert (caught.value.status, caught.value.detail) == (
+        401,
+        "invalid role: this route needs agent",
+    )
 
 
 # --- POST /responses -------------------------------------------------------------------------

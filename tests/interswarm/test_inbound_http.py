@@ -126,7 +126,7 @@ async def test_a_wrong_payload_inside_the_message_names_its_field(beta: Node) ->
     ("key", "detail"),
     [
         ("wrong-key", "invalid API key"),
-        ("beta-user", "invalid role"),
+        ("beta-user", "invalid role: this route needs agent"),
         (None, "no API key provided"),
     ],
 )

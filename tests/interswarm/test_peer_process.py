@@ -15,6 +15,9 @@ from tests.interswarm.test_failures import error_event
 from tests.interswarm.test_federation import alpha_asking, ask
 from tests.persistence.server_process import read_line
 
+from mail.core.events import MAILEvent
+from mail.core.tasks import MAILTask
+
 pytestmark = pytest.mark.timeout(60)
 
 
@@ -123,3 +126,47 @@ async def test_a_reply_within_the_deadline_settles_the_wait(
     swarm = a.state.swarms.lookup("user", "u1")
     assert swarm is not None
     assert not [k for k in swarm.runtime.remote._waits if k[0] == task_id]
+
+
+async def _notice_sent(task: MAILTask) -> MAILEvent:
+    """The first event of ``task`` that records a ``::task_complete::`` notice it sent."""
+    async for event in task.log.follow():
+        if event.event == "interswarm_message_sent" and "::task_complete::" in event.description:
+            return event
+    raise AssertionError("the log ended")
+
+
+async def test_cancel_a_task_waiting_on_a_slow_peer_tells_the_peer(
+    cluster: Cluster, beta: PeerProcess
+) -> None:
+    # beta's weather never ends its turn on "hang": alpha's task waits on the peer
+    a = await _federate(cluster, beta)
+    client = await a.user()
+    task_id = "t-slow"
+    body = {"body": "hang Tokyo", "stream": True, "task_id": task_id}
+    async with client.stream("POST", "/message", json=body) as response:
+        frame: dict[str, Any] = {}
+        rest: list[dict[str, Any]] = []
+        cancelled = None
+        async for line in response.aiter_lines():
+            done = read_line(frame, line)
+            if done is None:
+                continue
+            rest.append(done)
+            if done["event"] == "interswarm_message_sent" and cancelled is None:
+                # beta accepted the request: the task waits on it
+                cancelled = await client.post(f"/tasks/{task_id}/cancel")
+
+    assert cancelled is not None
+    assert (cancelled.status_code, cancelled.json()) == (
+        200,
+        {"task_id": task_id, "status": "cancelled"},
+    )
+    assert (rest[-1]["event"], rest[-1]["data"]["status"]) == ("task_error", "cancelled")
+    # the peer got the completion notice with the cancellation text, and accepted it
+    notice = await within(_notice_sent(a.task_of("user", "u1", task_id)))
+    assert notice.description.startswith("sent interswarm message forward to swarm beta:")
+    assert "The task was cancelled by its owner." in notice.description
+    errors = [e for e in a.task_of("user", "u1", task_id).log.all() if "error" in e.event]
+    assert [e.event for e in errors] == ["task_error"]  # the cancellation, no failed notice
+    beta.kill()  # its weather's turn would hold up a graceful stop

@@ -641,10 +641,11 @@ async def test_gate_wrong_role_is_permission_denied() -> None:
         admin_on_agent = await client.get("/agent", headers=_bearer("k-admin"))
         agent_on_agent = await client.get("/agent", headers=_bearer("k-agent"))
 
-    for response in (agent_on_people, admin_on_agent):
+    needs = {agent_on_people: "admin or user", admin_on_agent: "agent"}
+    for response, roles in needs.items():
         assert response.status_code == 401
         assert response.json() == {
-            "detail": "invalid role",
+            "detail": f"invalid role: this route needs {roles}",
             "error": PermissionDeniedError.__name__,
         }
     assert agent_on_agent.json() == {"id": "b"}

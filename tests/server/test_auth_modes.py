@@ -61,7 +61,10 @@ async def test_remote_unknown_key_is_401(remote: Running, auth_service: FakeAuth
 async def test_remote_wrong_role_is_401(remote: Running) -> None:
     response = await (await remote.client("peer-key")).get("/whoami")
 
-    assert (response.status_code, response.json()) == (401, {"detail": "invalid role"})
+    assert (response.status_code, response.json()) == (
+        401,
+        {"detail": "invalid role: this route needs admin or user"},
+    )
 
 
 LOGIN_FAILED = {"detail": "failed to authenticate user or agent with API key"}
@@ -166,7 +169,9 @@ async def test_embedded_default_creates_private_credentials(
     assert (await user.get("/whoami")).json() == {"id": "user", "role": "user", "username": "user"}
     assert (await admin.get("/whoami")).json()["role"] == "admin"
     assert (await admin.post("/health", json={"status": "busy"})).status_code == 200
-    assert (await agent.get("/whoami")).json() == {"detail": "invalid role"}
+    assert (await agent.get("/whoami")).json() == {
+        "detail": "invalid role: this route needs admin or user"
+    }
     answer = await user.post("/message", json={"body": "what is 6*7?"})
     assert "42" in answer.json()["response"]
     nobody = await server.client("mail-user-nope")

@@ -114,7 +114,11 @@ async def test_post_health_status_of_wrong_type_is_400(shared_offline: Running) 
 @shared
 @pytest.mark.parametrize(
     ("who", "detail"),
-    [("user", "invalid role"), ("agent", "invalid role"), ("anon", "no API key provided")],
+    [
+        ("user", "invalid role: this route needs admin"),
+        ("agent", "invalid role: this route needs admin"),
+        ("anon", "no API key provided"),
+    ],
 )
 async def test_post_health_refuses_non_admins(
     shared_offline: Running, who: str, detail: str
@@ -144,7 +148,7 @@ async def test_whoami(shared_offline: Running, who: str, id_: str) -> None:
 @pytest.mark.parametrize(
     ("headers", "detail"),
     [
-        ({"Authorization": "Bearer agent-key"}, "invalid role"),
+        ({"Authorization": "Bearer agent-key"}, "invalid role: this route needs admin or user"),
         ({}, "no API key provided"),
         ({"Authorization": "user-key"}, "invalid API key format"),
         ({"Authorization": "Basic dXNlcjpwdw=="}, "invalid API key format"),
@@ -190,7 +194,8 @@ async def test_status_before_and_after_a_message(offline: Running) -> None:
 
 @shared
 @pytest.mark.parametrize(
-    ("who", "detail"), [("agent", "invalid role"), ("anon", "no API key provided")]
+    ("who", "detail"),
+    [("agent", "invalid role: this route needs admin or user"), ("anon", "no API key provided")],
 )
 async def test_status_refuses_agents_and_anonymous(
     shared_offline: Running, who: str, detail: str

@@ -195,7 +195,8 @@ async def test_body_that_is_not_an_object_is_400(
 
 @shared
 @pytest.mark.parametrize(
-    ("who", "detail"), [("anon", "no API key provided"), ("agent", "invalid role")]
+    ("who", "detail"),
+    [("anon", "no API key provided"), ("agent", "invalid role: this route needs admin or user")],
 )
 async def test_malformed_json_without_a_valid_caller_is_401(
     shared_offline: Running, who: str, detail: str
@@ -277,7 +278,10 @@ async def test_message_role_and_token_checks(offline: Running) -> None:
     as_agent = await agent.post("/message", json=payload)
     as_anon = await anon.post("/message", json=payload)
 
-    assert (as_agent.status_code, as_agent.json()) == (401, {"detail": "invalid role"})
+    assert (as_agent.status_code, as_agent.json()) == (
+        401,
+        {"detail": "invalid role: this route needs admin or user"},
+    )
     assert (as_anon.status_code, as_anon.json()) == (401, {"detail": "no API key provided"})
     assert len(offline.state.swarms) == 0  # nothing was built for them
 
@@ -309,7 +313,10 @@ async def test_chat_needs_an_admin_or_user_token(shared_offline: Running) -> Non
     agent = await (await shared_offline.agent()).post("/chat", json=payload)
 
     assert (anon.status_code, anon.json()) == (401, {"detail": "no API key provided"})
-    assert (agent.status_code, agent.json()) == (401, {"detail": "invalid role"})
+    assert (agent.status_code, agent.json()) == (
+        401,
+        {"detail": "invalid role: this route needs admin or user"},
+    )
 
 
 # --- body size --------------------------------------------------------------------------------

@@ -186,7 +186,10 @@ async def test_no_token_is_401(debug_server: Running) -> None:
 async def test_wrong_role_is_401(debug_server: Running) -> None:
     response = await (await debug_server.agent()).post("/responses", json=ask("hi"))
 
-    assert (response.status_code, response.json()) == (401, {"detail": "invalid role"})
+    assert (response.status_code, response.json()) == (
+        401,
+        {"detail": "invalid role: this route needs admin or user"},
+    )
 
 
 async def test_not_served_outside_debug_mode(offline: Running) -> None:

@@ -252,7 +252,8 @@ async def test_register_peer_that_is_not_mail_is_502(start: Start, offline: Runn
 @shared
 @pytest.mark.parametrize("path", ["/swarms", "/swarms/register"])
 @pytest.mark.parametrize(
-    ("who", "detail"), [("user", "invalid role"), ("anon", "no API key provided")]
+    ("who", "detail"),
+    [("user", "invalid role: this route needs admin"), ("anon", "no API key provided")],
 )
 async def test_register_is_admin_only(
     shared_offline: Running, path: str, who: str, detail: str
@@ -376,7 +377,8 @@ async def test_load_accepts_what_allowed_modules_define(shared_offline: Running)
 
 @shared
 @pytest.mark.parametrize(
-    ("who", "detail"), [("user", "invalid role"), ("anon", "no API key provided")]
+    ("who", "detail"),
+    [("user", "invalid role: this route needs admin"), ("anon", "no API key provided")],
 )
 async def test_dump_is_admin_only(shared_offline: Running, who: str, detail: str) -> None:
     response = await (await getattr(shared_offline, who)()).get("/swarms/dump")
@@ -489,7 +491,8 @@ async def test_load_restricts_references(shared_offline: Running, change: dict[s
 
 @shared
 @pytest.mark.parametrize(
-    ("who", "detail"), [("user", "invalid role"), ("anon", "no API key provided")]
+    ("who", "detail"),
+    [("user", "invalid role: this route needs admin"), ("anon", "no API key provided")],
 )
 async def test_load_is_admin_only(shared_offline: Running, who: str, detail: str) -> None:
     swarm = json.dumps(offline_swarm_object())

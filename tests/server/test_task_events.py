@@ -152,7 +152,10 @@ async def test_events_need_an_admin_or_user_token(
     agent = await (await server.agent()).get("/tasks/t-done/events")
 
     assert (anon.status_code, anon.json()) == (401, {"detail": "no API key provided"})
-    assert (agent.status_code, agent.json()) == (401, {"detail": "invalid role"})
+    assert (agent.status_code, agent.json()) == (
+        401,
+        {"detail": "invalid role: this route needs admin or user"},
+    )
 
 
 async def test_reconnect_with_last_event_id_sees_every_event_once(start: Start) -> None:

@@ -141,7 +141,10 @@ async def test_tasks_need_admin_or_user(shared_offline: Running, path: str) -> N
     agent = await (await shared_offline.agent()).get(path)
 
     assert (anon.status_code, anon.json()) == (401, {"detail": "no API key provided"})
-    assert (agent.status_code, agent.json()) == (401, {"detail": "invalid role"})
+    assert (agent.status_code, agent.json()) == (
+        401,
+        {"detail": "invalid role: this route needs admin or user"},
+    )
 
 
 async def test_another_user_cannot_see_or_resume_the_task(u1_task: Running) -> None:

@@ -53,7 +53,10 @@ async def test_ui_routes_refuse_agents(shared_offline: Running, path: str) -> No
         agent.post(path, json={"body": "hi"}) if path == "/ui/message" else agent.get(path)
     )
 
-    assert (response.status_code, response.json()) == (401, {"detail": "invalid role"})
+    assert (response.status_code, response.json()) == (
+        401,
+        {"detail": "invalid role: this route needs admin or user"},
+    )
 
 
 @shared
@@ -243,7 +246,10 @@ async def test_dump_events_is_admin_only_outside_debug_mode(with_task: Running) 
 
     refused = await user.get("/ui/dump-events")
 
-    assert (refused.status_code, refused.json()) == (401, {"detail": "invalid role"})
+    assert (refused.status_code, refused.json()) == (
+        401,
+        {"detail": "invalid role: this route needs admin (or a server in debug mode)"},
+    )
     assert not dump_file(with_task).exists()
     mine = await admin.post("/message", json={"body": "what is 2+2?", "task_id": "t-admin"})
     assert mine.status_code == 200

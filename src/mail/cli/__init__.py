@@ -272,11 +272,17 @@ def _add_client_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     message.set_defaults(handler=_oneshot("message"))
 
     tasks = sub.add_parser(
-        "tasks", help="list your tasks", description="List the caller's tasks on the server."
+        "tasks", help="list your tasks", description="List the caller's newest tasks."
     )
     _add_connection_flags(tasks)
     tasks.add_argument("--json", action="store_true", help="print the tasks as JSON")
+    tasks.add_argument(
+        "-n", "--limit", type=int, default=50, metavar="N",
+        help="at most N tasks, newest first (default: %(default)s)",
+    )  # fmt: skip
+    tasks.add_argument("--cursor", metavar="CURSOR", help="the older tasks after a page")
     tasks.set_defaults(handler=_oneshot("tasks"))
+    _add_task_parsers(sub)
 
     ping = sub.add_parser(
         "ping",
@@ -306,6 +312,22 @@ def _add_client_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]
         "--dry-run", action="store_true", help="print what would be written, change nothing"
     )
     register.set_defaults(handler=_oneshot("register"))
+
+
+def _add_task_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    for name, text in (
+        ("task", "show one task: state, title, answer"),
+        ("events", "show a task's events (--follow: then live, until it ends)"),
+        ("cancel", "cancel a running or paused task"),
+    ):
+        cmd = sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
+        cmd.add_argument("task_id", metavar="ID", help="the task id")
+        _add_connection_flags(cmd)
+        if name != "cancel":
+            cmd.add_argument("--json", action="store_true", help="print JSON")
+        if name == "events":
+            cmd.add_argument("-f", "--follow", action="store_true", help="follow live events")
+        cmd.set_defaults(handler=_oneshot(name))
 
 
 def build_parser() -> argparse.ArgumentParser:

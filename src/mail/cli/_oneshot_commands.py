@@ -1,4 +1,5 @@
-"""The client-side commands of ``mail``: ``client``, ``message``, ``tasks``, ``ping``, ``register``.
+"""The client-side commands of ``mail``: ``client``, ``message``, ``tasks``, ``task``,
+``events``, ``cancel``, ``ping``, ``register``.
 
 :mod:`mail.cli` parses the flags and imports this module only when one of these commands
 runs. It needs aiohttp, rich and the configuration models, never the server, FastAPI,
@@ -30,10 +31,13 @@ if TYPE_CHECKING:
 __all__ = [
     "DESKTOP_FILE",
     "desktop_entry",
+    "run_cancel",
     "run_client",
+    "run_events",
     "run_message",
     "run_ping",
     "run_register",
+    "run_task",
     "run_tasks",
 ]
 
@@ -169,7 +173,7 @@ async def _stream_message(
 
 
 def run_tasks(args: argparse.Namespace) -> int:
-    """``mail tasks``: the caller's tasks as a table (or JSON)."""
+    """``mail tasks``: the caller's newest tasks as a table (or JSON), without their events."""
     from rich.console import Console  # noqa: PLC0415
 
     from mail.cli import _render as render  # noqa: PLC0415
@@ -179,15 +183,109 @@ def run_tasks(args: argparse.Namespace) -> int:
     if isinstance(target, int):
         return target
     try:
-        tasks = _with_client(target, lambda c: c.get_tasks())
+        page: dict[str, Any] = dict(
+            _with_client(target, lambda c: c.get_task_page(limit=args.limit, cursor=args.cursor))
+        )
     except MAILClientError as e:
         return _failed_request("tasks", e)
+    if isinstance(page.get("tasks"), list):
+        tasks = {t["task_id"]: t for t in page["tasks"]}
+        more = page.get("next_cursor")
+    else:  # a v1.3.6 server answers every task, by id
+        tasks, more = page, None
     if args.json:
         _say(json.dumps(tasks, indent=2, ensure_ascii=False))
     elif not tasks:
         _say("no tasks")
     else:
         Console(highlight=False).print(render.tasks_table(tasks))
+        if more:
+            _say(f"older tasks: mail tasks --cursor {more}")
+    return 0
+
+
+def run_task(args: argparse.Namespace) -> int:
+    """``mail task ID``: the task's state, title and answer (or its record as JSON)."""
+    from mail.errors import MAILClientError  # noqa: PLC0415
+
+    target = _target("task", args)
+    if isinstance(target, int):
+        return target
+    try:
+        task = _with_client(target, lambda c: c.get_task(args.task_id))
+    except MAILClientError as e:
+        return _failed_request("task", e)
+    if args.json:
+        _say(json.dumps(task, indent=2, ensure_ascii=False))
+        return 0
+    state = task.get("state") or ("completed" if task.get("completed") else "running")
+    _say(f"task:    {task['task_id']}\nstate:   {state}\ntitle:   {task.get('title') or ''}")
+    _say(f"started: {task.get('start_time', '')}\nevents:  {len(task.get('events') or ())}")
+    answer = _answer(task.get("events") or [])
+    if answer is not None:
+        _say(f"answer:  {answer}")
+    return 0
+
+
+def _answer(events: list[Any]) -> str | None:
+    """The body of the last ``broadcast_complete`` the task's events show, if any."""
+    from mail.cli._render import event_data  # noqa: PLC0415
+
+    for event in reversed(events):
+        data = event_data(event.get("data"))
+        extra = (data.get("extra_data") if isinstance(data, dict) else None) or {}
+        message = extra.get("full_message") if event.get("event") == "new_message" else None
+        if isinstance(message, dict) and message.get("msg_type") == "broadcast_complete":
+            return str(message["message"]["body"])
+    return None
+
+
+def run_events(args: argparse.Namespace) -> int:
+    """``mail events ID [--follow]``: the task's stored events; with ``--follow`` also the
+    live ones until the task's turn ends (exit 1 when it ends with ``task_error``)."""
+    from rich.console import Console  # noqa: PLC0415
+
+    from mail.cli import _render as render  # noqa: PLC0415
+    from mail.errors import MAILClientError  # noqa: PLC0415
+
+    target = _target("events", args)
+    if isinstance(target, int):
+        return target
+    console = Console(highlight=False)
+    try:
+        if not args.follow:
+            task = _with_client(target, lambda c: c.get_task(args.task_id))
+            events = task.get("events") or []
+            if args.json:
+                for event in events:
+                    _say(json.dumps(event, ensure_ascii=False))
+            else:
+                render.show_events(console, events)
+            return 0
+
+        async def follow(client: MAILClient) -> bool:
+            stream = await client.task_events(args.task_id, ignore_pings=True)
+            async with stream:
+                return await render.show_stream(console, stream, raw=args.json)
+
+        ok = _with_client(target, follow)
+    except MAILClientError as e:
+        return _failed_request("events", e)
+    return 0 if ok else EXIT_FAILED
+
+
+def run_cancel(args: argparse.Namespace) -> int:
+    """``mail cancel ID``: cancel a running or paused task."""
+    from mail.errors import MAILClientError  # noqa: PLC0415
+
+    target = _target("cancel", args)
+    if isinstance(target, int):
+        return target
+    try:
+        result = _with_client(target, lambda c: c.cancel_task(args.task_id))
+    except MAILClientError as e:
+        return _failed_request("cancel", e)
+    _say(f"task {result['task_id']}: {result['status']}")
     return 0
 
 

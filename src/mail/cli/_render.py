@@ -333,7 +333,8 @@ async def show_stream(
 
 
 def tasks_table(tasks: Mapping[str, Mapping[str, Any]]) -> Table:
-    """The caller's tasks (``GET /tasks``), oldest first: id, state, title, started, events."""
+    """The caller's tasks (``GET /tasks``), oldest first: id, state, title, started, and
+    the number of events when the records have them."""
     table = Table(box=None, header_style="bold", pad_edge=False, collapse_padding=True)
     rows = sorted(tasks.values(), key=lambda t: str(t.get("start_time", "")))
     id_width = max((len(str(t.get("task_id", ""))) for t in rows), default=2)
@@ -342,7 +343,9 @@ def tasks_table(tasks: Mapping[str, Mapping[str, Any]]) -> Table:
     table.add_column("state", no_wrap=True, overflow="ellipsis", min_width=5)
     table.add_column("title", no_wrap=True, overflow="ellipsis", min_width=5)
     table.add_column("started", no_wrap=True, overflow="ellipsis", min_width=7)
-    table.add_column("events", no_wrap=True, justify="right", min_width=6)
+    counted = any("events" in t for t in rows)  # pages of GET /tasks leave events out
+    if counted:
+        table.add_column("events", no_wrap=True, justify="right", min_width=6)
     for task in rows:
         state = str(task.get("state") or ("completed" if task.get("completed") else "running"))
         style = (
@@ -353,8 +356,13 @@ def tasks_table(tasks: Mapping[str, Mapping[str, Any]]) -> Table:
             else "yellow"
         )
         started = str(task.get("start_time", ""))[:16].replace("T", " ")
-        table.add_row(
-            str(task.get("task_id", "")), Text(state, style=style), str(task.get("title") or ""),
-            started, str(len(task.get("events") or ())),
-        )  # fmt: skip
+        cells: list[str | Text] = [
+            str(task.get("task_id", "")),
+            Text(state, style=style),
+            str(task.get("title") or ""),
+            started,
+        ]
+        if counted:
+            cells.append(str(len(task.get("events") or ())))
+        table.add_row(*cells)
     return table

@@ -32,7 +32,8 @@ RESUME_CHOICES = ("user_response", "breakpoint_tool_call")
 ORDER = (
     "ping", "health", "health-update", "login", "logout", "whoami", "status", "message",
     "message-stream", "task-events", "message-interswarm", "swarms-get", "swarm-register",
-    "swarm-dump", "swarm-load-from-json", "responses", "tasks-get", "task-get", "help", "exit",
+    "swarm-dump", "swarm-load-from-json", "responses", "tasks-get", "task-get", "cancel", "help",
+    "exit",
 )  # fmt: skip
 
 
@@ -283,6 +284,10 @@ class _Commands:
         render.show_events(self.console, events)
         return None
 
+    async def cancel(self, a: argparse.Namespace) -> None:
+        result = await self.client.cancel_task(a.task_id)
+        self.say(f"task {result['task_id']}: {result['status']}")
+
     async def help(self, a: argparse.Namespace) -> None:
         self.repl.help(a.command)
 
@@ -451,6 +456,8 @@ def _define_tasks(repl: Repl, c: _Commands) -> None:
     p = add("task-get", ("tg", "task-g"), "one task and its events", c.task_get)
     p.add_argument("task_id", metavar="TASK_ID")
     _verbose(p)
+    p = add("cancel", ("tc", "task-cancel"), "cancel a running or paused task", c.cancel)
+    p.add_argument("task_id", metavar="TASK_ID")
     p = add("task-events", ("te",), "follow a task's events (stored, then live)", c.task_events)
     p.add_argument("task_id", metavar="TASK_ID")
     p.add_argument("--after", type=int, metavar="N", help="only events after sequence number N")

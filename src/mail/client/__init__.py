@@ -33,6 +33,7 @@ from mail.client._config import default_api_key, load_client_config, local_serve
 from mail.client._sse import ServerSentEvent
 from mail.client._stream import EventStream, new_task_id, transport_error
 from mail.client._types import (
+    CancelResult,
     DumpResult,
     HealthInfo,
     InterswarmAck,
@@ -56,6 +57,7 @@ from mail.client._types import (
     StoredEvent,
     SwarmEntry,
     SwarmsList,
+    TaskPage,
     TaskRecord,
     WhoAmI,
 )
@@ -84,6 +86,8 @@ __all__ = [
     "MessageResult",
     "MessageEvent",
     "TaskRecord",
+    "TaskPage",
+    "CancelResult",
     "StoredEvent",
     "SwarmsList",
     "SwarmEntry",
@@ -447,9 +451,35 @@ class MAILClient:
             backoff=self.reconnect_backoff,
         )
 
-    async def get_tasks(self) -> dict[str, TaskRecord]:
-        """``GET /tasks``: the caller's tasks by id. Raises :class:`MAILClientError`."""
-        return cast("dict[str, TaskRecord]", await self._object("GET", "/tasks"))
+    async def get_tasks(self, *, events: bool = True) -> dict[str, TaskRecord]:
+        """``GET /tasks``: the caller's tasks by id (without their ``events`` if not
+        ``events``). Raises :class:`MAILClientError`."""
+        params = None if events else {"events": "false"}
+        return cast("dict[str, TaskRecord]", await self._object("GET", "/tasks", params=params))
+
+    async def get_task_page(
+        self, limit: int = 100, cursor: str | None = None, *, events: bool = False
+    ) -> TaskPage:
+        """``GET /tasks?limit=&cursor=``: one page of the caller's tasks, newest first,
+        with the ``next_cursor`` to pass back (``None`` on the last page). Without
+        ``events`` the records leave out their events.
+
+        Raises :class:`MAILClientError` (400 for a bad ``limit`` or ``cursor``).
+        """
+        params = {"limit": str(limit), "events": "true" if events else "false"}
+        if cursor is not None:
+            params["cursor"] = cursor
+        return cast("TaskPage", await self._object("GET", "/tasks", params=params))
+
+    async def cancel_task(self, task_id: str) -> CancelResult:
+        """``POST /tasks/{task_id}/cancel``: cancel a running or paused task; its open
+        streams end with ``task_error`` (data ``status: cancelled``).
+
+        Raises :class:`MAILClientError`: 404 for an unknown task (or another caller's),
+        409 for a task that already finished.
+        """
+        path = f"/tasks/{quote(task_id, safe='')}/cancel"
+        return cast("CancelResult", await self._object("POST", path))
 
     async def get_task(self, task_id: str) -> TaskRecord:
         """``GET /task?task_id=``: one of the caller's tasks with its stored events. The id

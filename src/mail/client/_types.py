@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Literal, NotRequired, TypedDict
 
 __all__ = [
+    "CancelResult",
     "DumpResult",
     "HealthInfo",
     "InterswarmAck",
@@ -33,6 +34,7 @@ __all__ = [
     "StoredEvent",
     "SwarmEntry",
     "SwarmsList",
+    "TaskPage",
     "TaskRecord",
     "WhoAmI",
 ]
@@ -135,7 +137,7 @@ class TaskRecord(TypedDict):
     task_owner: str
     task_contributors: list[str]
     start_time: str
-    events: list[StoredEvent]
+    events: NotRequired[list[StoredEvent]]  # left out with events=false
     is_running: bool
     completed: bool
     task_message_queue: list[Any]
@@ -143,6 +145,20 @@ class TaskRecord(TypedDict):
     state: NotRequired[str]
     remote_swarms: NotRequired[list[str]]
     title: NotRequired[str | None]
+
+
+class TaskPage(TypedDict):
+    """``GET /tasks?limit=&cursor=``: one page, newest first."""
+
+    tasks: list[TaskRecord]
+    next_cursor: str | None
+
+
+class CancelResult(TypedDict):
+    """``POST /tasks/{task_id}/cancel``."""
+
+    task_id: str
+    status: str
 
 
 class SwarmEntry(TypedDict):

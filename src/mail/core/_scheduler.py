@@ -340,6 +340,18 @@ class Scheduler:
         self.tasks.mark_finished(task)
         return True
 
+    def cancel(self, task: MAILTask, message: MAILMessage) -> bool:
+        """End a running or paused task as cancelled: its pending breakpoints and the
+        messages waiting for it are dropped. False when it had already ended."""
+        if task.state not in {TaskState.RUNNING, TaskState.WAITING_BREAKPOINT}:
+            return False
+        task.pending_breakpoints.clear()
+        task.stash.clear()
+        task.close_turn(TaskState.CANCELLED, message)
+        task.changed()
+        self.tasks.mark_finished(task)
+        return True
+
     def reopen(self, task: MAILTask) -> None:
         """Open a new turn of ``task`` (a follow-up); when it was not running, its step
         count starts again and its stashed messages go back on the queue."""

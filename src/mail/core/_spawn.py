@@ -44,9 +44,16 @@ class Spawner:
         _, pending = await asyncio.wait(set(self._tasks), timeout=timeout)
         return not pending
 
+    async def cancel_group(self, group: str) -> None:
+        """Cancel the tasks named ``{group}:{name}`` and wait for them to unwind."""
+        await self._cancel({t for t in self._tasks if t.get_name().rpartition(":")[0] == group})
+
     async def cancel_all(self) -> None:
         """Cancel what is still running and wait for it to unwind."""
-        tasks = set(self._tasks)
+        await self._cancel(set(self._tasks))
+
+    @staticmethod
+    async def _cancel(tasks: set[asyncio.Task[Any]]) -> None:
         for task in tasks:
             task.cancel()
         # gather collects the children's cancellations as results; our own cancellation

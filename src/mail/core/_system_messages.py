@@ -28,7 +28,10 @@ if TYPE_CHECKING:
     from mail.core.agents import AgentCore
     from mail.core.events import MAILEvent
 
-__all__ = ["Subject", "SystemMessages", "is_system_subject"]
+__all__ = ["CANCELLED_BODY", "Subject", "SystemMessages", "is_system_subject"]
+
+#: The answer of a task its owner cancelled, and the notice its peers receive.
+CANCELLED_BODY = "The task was cancelled by its owner."
 
 
 class Subject(StrEnum):
@@ -168,6 +171,9 @@ class SystemMessages:
         return self.complete(
             task_id, Subject.TASK_ERROR, f"The task encountered an error: {error}."
         )
+
+    def cancelled(self, task_id: str) -> MAILMessage:
+        return self.complete(task_id, Subject.TASK_ERROR, CANCELLED_BODY)
 
     def shutdown(self, task_id: str) -> MAILMessage:
         return self.complete(

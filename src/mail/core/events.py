@@ -104,10 +104,15 @@ class MAILEvent:
         return f"MAILEvent(seq={self.seq}, event={self.event!r}, task_id={self.task_id!r})"
 
     @classmethod
-    def stream_final(cls, name: str, task_id: str, response: str) -> MAILEvent:
-        """Build the stream's closing ``task_complete`` or ``task_error`` event."""
+    def stream_final(
+        cls, name: str, task_id: str, response: str, *, status: str | None = None
+    ) -> MAILEvent:
+        """Build the stream's closing ``task_complete`` or ``task_error`` event; ``status``
+        (``"cancelled"`` for a cancelled task) is added to its data when given."""
         ts = utc_timestamp()
         payload = {"timestamp": ts, "task_id": task_id, "response": response}
+        if status is not None:
+            payload["status"] = status
         return cls(event=name, task_id=task_id, timestamp=ts, payload=payload)
 
     @classmethod

@@ -46,12 +46,12 @@ from mail.core._dispatch import SwarmDirectory, TurnRunner
 from mail.core._recorder import StoreRecorder, restore
 from mail.core._remote import Direction, RemoteLedger, ReplyWait
 from mail.core._scheduler import Scheduler
-from mail.core._system_messages import SystemMessages
+from mail.core._system_messages import CANCELLED_BODY, SystemMessages
 from mail.core.actions import ActionCore, ActionOverrideFunction
 from mail.core.agents import AgentCore
 from mail.core.events import EventLog, EventName, MAILEvent
 from mail.core.message import MAILInterswarmMessage, MAILMessage, format_task_contributor
-from mail.core.tasks import MAILTask, TaskState, TaskTable
+from mail.core.tasks import MAILTask, TaskState, TaskTable, short_title
 from mail.db.store import CallerKey, TaskStore
 from mail.errors import InvalidMessageError, TaskNotFoundError, TaskStateError
 
@@ -61,6 +61,7 @@ logger = logging.getLogger("mail.runtime")
 
 ResumeFrom = Literal["user_response", "breakpoint_tool_call"]
 _STREAM_FAILED = frozenset({TaskState.FAILED, TaskState.CANCELLED})
+_CANCELLABLE = frozenset({TaskState.RUNNING, TaskState.WAITING_BREAKPOINT})
 
 
 def _check_step_limit(kwargs: dict[str, Any]) -> None:
@@ -305,7 +306,8 @@ class MAILRuntime:
         final = turn.result()
         await self.persisted()
         name = EventName.TASK_ERROR if task.state in _STREAM_FAILED else EventName.TASK_COMPLETE
-        yield MAILEvent.stream_final(name, task.task_id, final["message"]["body"])
+        status = "cancelled" if task.state is TaskState.CANCELLED else None
+        yield MAILEvent.stream_final(name, task.task_id, final["message"]["body"], status=status)
 
     def _begin(
         self, message: MAILMessage, resume_from: ResumeFrom | None, kwargs: dict[str, Any]
@@ -323,6 +325,7 @@ class MAILRuntime:
                     f"task '{task_id}' already exists; to continue it, send resume_from='user_response'"
                 )
             task = self._open_task(task_id, self.this_owner, [self.this_owner])
+            task.title = short_title(message["message"]["body"]) or None
         elif resume_from not in ("user_response", "breakpoint_tool_call"):
             raise InvalidMessageError(
                 f"must be 'user_response', 'breakpoint_tool_call' or null, got {resume_from!r}",
@@ -375,6 +378,29 @@ class MAILRuntime:
             return task.response
         async with asyncio.timeout(timeout):
             return await task.wait_turn()
+
+    async def cancel_task(self, task_id: str) -> MAILTask:
+        """Cancel a running task, or one paused on breakpoints, and return it.
+
+        The agents' turns in the task are cancelled, its pending breakpoints and waiting
+        messages are dropped, its turn ends ``cancelled`` (streams get a final
+        ``task_error``) and the remote swarms that took part are sent the
+        ``::task_complete::`` notice with :data:`CANCELLED_BODY`, which closes their copy.
+        The task can be resumed with ``user_response``, as a failed one. Raises
+        :class:`TaskNotFoundError` and :class:`TaskStateError` (already finished).
+        """
+        task = self.tasks.get(task_id)
+        if task is None:
+            raise TaskNotFoundError(task_id)
+        if task.state not in _CANCELLABLE:
+            raise TaskStateError(f"task '{task_id}' is already {task.state}")
+        await self.scheduler.spawner.cancel_group(f"agent:{task_id}")
+        message = self.system.cancelled(task_id)
+        task.log.emit(EventName.TASK_ERROR, f"task '{task_id}' was cancelled by its owner")
+        if not self.scheduler.cancel(task, message):
+            raise TaskStateError(f"task '{task_id}' is already {task.state}")
+        self.notify_remote_completion(task, self.entrypoint, CANCELLED_BODY)
+        return task
 
     # --- running -------------------------------------------------------------------------
 

@@ -38,7 +38,19 @@ __all__ = [
     "MAILTask",
     "TaskListener",
     "TaskTable",
+    "TITLE_LENGTH",
+    "short_title",
 ]
+
+#: How long a task's title may be, ellipsis included.
+TITLE_LENGTH = 60
+
+
+def short_title(text: str) -> str:
+    """``text`` on one line, shortened to :data:`TITLE_LENGTH` characters with ``...``."""
+    line = " ".join(text.split())
+    return line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 3] + "..."
+
 
 #: ``(priority, sequence, message)`` as held by the runtime's priority queue.
 QueueItem = tuple[int, int, "MAILMessage"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol, get_args
 
@@ -18,6 +19,7 @@ __all__ = [
     "Role",
     "key_digest",
     "key_fingerprint",
+    "wrong_role",
 ]
 
 logger = logging.getLogger("mail.server.auth")
@@ -71,3 +73,10 @@ def key_digest(api_key: str) -> bytes:
 def key_fingerprint(api_key: str) -> str:
     """What logs may show of a key: 8 hex digits of its SHA-256."""
     return key_digest(api_key).hex()[:8]
+
+
+def wrong_role(roles: Sequence[str]) -> str:
+    """The detail of a 401 for a caller of another role: ``invalid role`` (the v1.3.6
+    text, which clients may match as a prefix) and the roles the route admits."""
+    names = " or ".join([", ".join(roles[:-1]), roles[-1]] if len(roles) > 1 else roles)
+    return f"invalid role: this route needs {names}"

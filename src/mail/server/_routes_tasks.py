@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -12,8 +14,9 @@ from sse_starlette import EventSourceResponse
 
 from mail.api import MAILSwarm
 from mail.core.events import EventName, MAILEvent
-from mail.core.tasks import MAILTask, TaskState
+from mail.core.tasks import MAILTask, TaskState, short_title
 from mail.errors import InvalidMessageError, PermissionDeniedError, TaskNotFoundError
+from mail.server._auth_types import wrong_role
 from mail.server._deps import AdminOrUser, AppState, UICaller
 from mail.server._routing import StrictJSONRoute
 from mail.server._sse import compact_json, event_response, stored_event
@@ -22,6 +25,8 @@ from mail.server.auth import Caller
 from mail.server.models import (
     ERROR_RESPONSES,
     EVENT_STREAM,
+    TASKS_PAGE_MAX,
+    CancelResponse,
     JSONBody,
     TaskId,
     TaskQuery,
@@ -31,13 +36,12 @@ from mail.server.models import (
 __all__ = ["router", "task_record"]
 
 router = APIRouter(responses=ERROR_RESPONSES, route_class=StrictJSONRoute)
-_TITLE_LENGTH = 60
 _FAILED = frozenset({TaskState.FAILED, TaskState.CANCELLED, TaskState.INTERRUPTED})
 
 
-def task_record(task: MAILTask) -> dict[str, Any]:
-    """A task as ``/tasks`` and ``/task`` return it."""
-    return {
+def task_record(task: MAILTask, *, events: bool = True) -> dict[str, Any]:
+    """A task as ``/tasks`` and ``/task`` return it (without ``events`` if not ``events``)."""
+    record = {
         "task_id": task.task_id,
         "task_owner": task.task_owner,
         "task_contributors": list(task.task_contributors),
@@ -51,6 +55,9 @@ def task_record(task: MAILTask) -> dict[str, Any]:
         "completed": task.completed,
         "title": task.title,
     }
+    if not events:
+        del record["events"]
+    return record
 
 
 async def _task_of(state: ServerState, caller: Caller, task_id: str) -> tuple[MAILSwarm, MAILTask]:
@@ -65,13 +72,85 @@ async def _task_of(state: ServerState, caller: Caller, task_id: str) -> tuple[MA
     return swarm, task
 
 
-@router.get("/tasks", summary="All tasks of the caller, by id")
-async def list_tasks(state: AppState, caller: AdminOrUser) -> dict[str, Any]:
+_TASKS_DOC = (
+    "Without `limit` and `cursor`: an object keyed by task id (the v1.3.6 shape). With "
+    "either: one page, newest first, `{tasks: [...], next_cursor}`; pass `next_cursor` "
+    "back as `cursor` for the next page (null on the last). `events=false` leaves out "
+    "each task's `events`."
+)
+
+
+@router.get(
+    "/tasks",
+    summary="The caller's tasks: all by id, or one page, newest first",
+    description=_TASKS_DOC,
+)
+async def list_tasks(
+    state: AppState,
+    caller: AdminOrUser,
+    limit: int | None = Query(
+        None, ge=1, le=TASKS_PAGE_MAX, description="Page size: at most this many tasks"
+    ),
+    cursor: str | None = Query(
+        None, max_length=512, description="`next_cursor` of the previous page"
+    ),
+    events: bool = Query(True, description="false: leave out each task's events"),
+) -> dict[str, Any]:
+    after = _decode_cursor(cursor) if cursor is not None else None
     swarm = await state.swarms.resolve(caller)
-    if swarm is None:
-        return {}
-    await swarm.runtime.persisted()  # what is shown finished is stored
-    return {t.task_id: task_record(t) for t in swarm.runtime.tasks}
+    tasks = list(swarm.runtime.tasks) if swarm is not None else []
+    if swarm is not None:
+        await swarm.runtime.persisted()  # what is shown finished is stored
+    if limit is None and cursor is None:
+        return {t.task_id: task_record(t, events=events) for t in tasks}
+    newest = sorted(tasks, key=_page_key, reverse=True)
+    if after is not None:
+        newest = [t for t in newest if _page_key(t) < after]
+    page = newest[: limit or TASKS_PAGE_MAX]
+    more = len(newest) > len(page)
+    return {
+        "tasks": [task_record(t, events=events) for t in page],
+        "next_cursor": _encode_cursor(_page_key(page[-1])) if more else None,
+    }
+
+
+def _page_key(task: MAILTask) -> tuple[str, str]:
+    return task.start_time.isoformat(), task.task_id
+
+
+def _encode_cursor(key: tuple[str, str]) -> str:
+    raw = json.dumps(list(key), separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> tuple[str, str]:
+    try:
+        key = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except ValueError:
+        key = None
+    match key:
+        case [str(start), str(task_id)]:
+            return start, task_id
+    raise InvalidMessageError(
+        "is not a cursor of GET /tasks (pass back the next_cursor of a page)", field="query.cursor"
+    )
+
+
+@router.post(
+    "/tasks/{task_id}/cancel",
+    response_model=CancelResponse,
+    summary="Cancel a running or paused task of the caller",
+    description=(
+        "The agents' turns are cancelled, every open stream of the task ends with "
+        "`task_error` (data `status: cancelled`) and the swarms that took part are told. "
+        "404 for an unknown task (or another caller's), 409 for a finished one."
+    ),
+)
+async def cancel_task(state: AppState, caller: AdminOrUser, task_id: TaskId) -> dict[str, Any]:
+    swarm, _ = await _task_of(state, caller, task_id)
+    await swarm.runtime.cancel_task(task_id)
+    await swarm.runtime.persisted()  # the cancellation is stored before it is told
+    return {"task_id": task_id, "status": "cancelled"}
 
 
 @router.get(
@@ -100,7 +179,8 @@ async def _replay_then_follow(
     await swarm.runtime.persisted()  # the end of the turn is stored before it is told
     name = EventName.TASK_ERROR if task.state in _FAILED else EventName.TASK_COMPLETE
     body = task.response["message"]["body"] if task.response is not None else ""
-    yield MAILEvent.stream_final(name, task.task_id, body)
+    status = "cancelled" if task.state is TaskState.CANCELLED else None
+    yield MAILEvent.stream_final(name, task.task_id, body, status=status)
 
 
 @router.get(
@@ -156,8 +236,7 @@ def _title(task: MAILTask) -> str:
             event.extra_data.get("full_message") if event.event == EventName.NEW_MESSAGE else None
         )
         if message and message["message"]["sender"]["address_type"] in ("user", "admin"):
-            body = " ".join(message["message"]["body"].split())
-            return body if len(body) <= _TITLE_LENGTH else body[: _TITLE_LENGTH - 3] + "..."
+            return short_title(message["message"]["body"])
     return "<no messages>"
 
 
@@ -213,7 +292,7 @@ async def ui_dump_events(state: AppState, caller: UICaller) -> dict[str, Any]:
     # a file written on the server: only admins may ask for it in production (CONTRACT 1.3
     # gates the route behind debug mode; decision 5 keeps /ui/* closed in production)
     if caller.role != "admin" and not state.config.server.debug:
-        raise PermissionDeniedError("invalid role")
+        raise PermissionDeniedError(wrong_role(["admin"]) + " (or a server in debug mode)")
     swarm = await state.swarms.resolve(caller)
     rows = [
         {"task_id": t.task_id, "event_type": e.event, "event_id": e.seq, "data": e.data()}

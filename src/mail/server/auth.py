@@ -44,7 +44,14 @@ if TYPE_CHECKING:
 
 from mail.server._auth_embedded import EmbeddedAuth
 from mail.server._auth_remote import RemoteAuth
-from mail.server._auth_types import ROLES, UI_DEV_CALLER, Authenticator, Caller, Role
+from mail.server._auth_types import (
+    ROLES,
+    UI_DEV_CALLER,
+    Authenticator,
+    Caller,
+    Role,
+    wrong_role,
+)
 
 __all__ = [
     "Role",
@@ -136,17 +143,19 @@ class AuthGate:
         dependencies share it). The dependency raises
         :class:`~mail.errors.AuthenticationError` (see :func:`bearer_token` and
         :meth:`Authenticator.authenticate`), :class:`~mail.errors.PermissionDeniedError`
-        (``"invalid role"``) for another role and :class:`~mail.errors.AuthServiceError`.
+        (``"invalid role: this route needs admin or user"``) for another role and :class:`~mail.errors.AuthServiceError`.
         ``ValueError`` here when ``roles`` is empty or names an unknown role.
         """
         allowed = frozenset(roles)
         if not allowed or not allowed <= set(ROLES):
             raise ValueError(f"roles must be a non-empty subset of {ROLES}, got {roles}")
 
+        refusal = wrong_role([r for r in ROLES if r in allowed])
+
         async def dependency(request: Request) -> Caller:
             caller = await self._caller(request)
             if caller.role not in allowed:
-                raise PermissionDeniedError("invalid role")
+                raise PermissionDeniedError(refusal)
             return caller
 
         return dependency

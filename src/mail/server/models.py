@@ -140,7 +140,8 @@ EVENT_STREAM: dict[str, Any] = {
             "description": "One server-sent event: for stored events `id: <sequence number>` "
             "(for `Last-Event-ID`), then `event: <name>` and one compact JSON `data:` line; "
             "every line ends with CRLF. The stream ends with `task_complete` or `task_error` "
-            "(data `{timestamp, task_id, response}`); `ping` events keep it alive.",
+            "(data `{timestamp, task_id, response}`, plus `status: cancelled` for a cancelled "
+            "task); `ping` events keep it alive.",
             "required": ["event", "data"],
             "properties": {
                 "event": {"type": "string", "examples": ["new_message", "task_complete"]},
@@ -156,6 +157,7 @@ EVENT_STREAM: dict[str, Any] = {
                             "description": {"type": "string"},
                             "extra_data": {"type": "object"},
                             "response": {"type": "string"},
+                            "status": {"type": "string", "enum": ["cancelled"]},
                         },
                     },
                 },
@@ -486,3 +488,14 @@ class TaskQuery(RequestModel):
         if value is not None and not isinstance(value, str):
             raise ValueError("task_id must be a string")
         return value
+
+
+class CancelResponse(_Model):
+    """``POST /tasks/{task_id}/cancel``: the task is cancelled (and stored as such)."""
+
+    task_id: str
+    status: Literal["cancelled"]
+
+
+#: The largest page of ``GET /tasks``.
+TASKS_PAGE_MAX = 1000
