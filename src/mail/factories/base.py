@@ -19,17 +19,16 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import importlib
 import logging
-import os
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, ClassVar, Literal, TypeAlias, TypeVar
 
 from mail.core.agents import AgentOutput
 from mail.core.tools import ToolFormat, get_agent_tools, tool_name
-from mail.errors import ConfigurationError, SwarmDefinitionError
+from mail.errors import SwarmDefinitionError
 from mail.factories import _completions, _responses
+from mail.factories._litellm import connection_url, import_litellm
 from mail.factories._shared import (
     AgentOutputError,
     LLMCallError,
@@ -69,21 +68,6 @@ _TRANSIENT = (
 )
 _MAX_BACKOFF = 8.0
 _T = TypeVar("_T")
-
-
-def _litellm() -> Any:
-    """Import LiteLLM (with its bundled model-cost map: no network at import)."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    try:
-        litellm: Any = importlib.import_module("litellm")
-    except ImportError as e:
-        raise ConfigurationError(
-            "LLM agents need the 'litellm' package, a dependency of mail-swarms that is "
-            "missing from this environment: pip install litellm"
-        ) from e
-    # LiteLLM prints "Give Feedback / Get Help" banners to stdout on errors; a library must not.
-    litellm.suppress_debug_info = True
-    return litellm
 
 
 class MAILAgentFunction(ABC):
@@ -346,7 +330,7 @@ class LiteLLMAgentFunction(MAILAgentFunction):
         least one call. Raises :class:`AgentOutputError`, :class:`LLMCallError` or
         :class:`ConfigurationError`.
         """
-        litellm = _litellm()
+        litellm = import_litellm()
         tools = self.offered_tools(include_mail_tools=self._debug_include_mail_tools)
         choice = self.default_tool_choice if self.default_tool_choice is not None else tool_choice
         tool_params = self._tool_params(tools, choice)
@@ -419,6 +403,13 @@ class LiteLLMAgentFunction(MAILAgentFunction):
         tries = 0
         while True:
             tries += 1
+            logger.debug(
+                "agent %s: LLM call %d to %s",
+                self.name,
+                tries,
+                self.model,
+                extra={"agent": self.name},
+            )
             try:
                 return await attempt()
             except AgentOutputError:
@@ -429,10 +420,11 @@ class LiteLLMAgentFunction(MAILAgentFunction):
                     raise self._call_error(e, tries, retryable) from e
                 delay = min(self.retry_backoff * 2 ** (tries - 1), _MAX_BACKOFF)
                 logger.warning(
-                    "agent %s: LLM call to %s failed (%s); retry %d of %d in %.2fs",
+                    "agent %s: LLM call to %s failed (%s: %s); retry %d of %d in %.2fs",
                     self.name,
                     self.model,
                     type(e).__name__,
+                    _first_line(e),
                     tries,
                     self.max_retries,
                     delay,
@@ -442,15 +434,22 @@ class LiteLLMAgentFunction(MAILAgentFunction):
 
     def _call_error(self, error: Exception, tries: int, retryable: bool) -> LLMCallError:
         status = getattr(error, "status_code", None)
+        url = connection_url(error)
+        where = f" (could not connect to {url})" if url else ""
         return LLMCallError(
             f"agent '{self.name}': LLM call to '{self.model}' failed after {tries} "
-            f"attempt{'s' if tries > 1 else ''}: {type(error).__name__}: {error}",
+            f"attempt{'s' if tries > 1 else ''}: {type(error).__name__}: {error}{where}",
             agent=self.name,
             model=self.model,
             attempts=tries,
             status=status if isinstance(status, int) else None,
             retryable=retryable,
         )
+
+
+def _first_line(error: Exception) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else ""
 
 
 def _check_llm_params(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +23,11 @@ __all__ = [
 ]
 
 _FRAGMENTS = 3  # streamed texts and arguments are cut into this many pieces
+_PAIR = 2  # a scripted call is a (name, arguments) pair
+
+
+def _is_call_pair(item: Any) -> bool:
+    return isinstance(item, tuple) and len(item) == _PAIR and isinstance(item[0], str)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +79,19 @@ class StubReply:
         )
 
     @classmethod
+    def of(cls, reply: StubReply | str | Sequence[tuple[str, dict[str, Any] | str]]) -> StubReply:
+        """``reply`` as a :class:`StubReply`: a string is a text answer, a sequence of
+        ``(tool name, arguments)`` pairs one turn with those calls. Raises ``TypeError``
+        for anything else."""
+        if isinstance(reply, StubReply):
+            return reply
+        if isinstance(reply, str):
+            return cls.message(reply)
+        if isinstance(reply, Sequence) and all(_is_call_pair(c) for c in reply):
+            return cls.tool_calls(*reply)
+        raise TypeError(f"not a stub reply: {reply!r}")
+
+    @classmethod
     def message(cls, text: str, *, reasoning: str | None = None) -> StubReply:
         """Reply with plain text (no tool call)."""
         return cls(text=text, reasoning=reasoning)
@@ -89,9 +107,14 @@ class StubReply:
         return cls(status=status, error=message)
 
     @classmethod
-    def slow(cls, seconds: float, then: StubReply | None = None) -> StubReply:
-        """Wait ``seconds`` before answering ``then`` (default: the text ``"done"``)."""
-        base = then if then is not None else cls(text="done")
+    def slow(
+        cls,
+        seconds: float,
+        then: StubReply | str | Sequence[tuple[str, dict[str, Any] | str]] | None = None,
+    ) -> StubReply:
+        """Wait ``seconds`` before answering ``then``: a reply as :meth:`of` takes it
+        (default: the text ``"done"``)."""
+        base = cls.of(then if then is not None else "done")
         return cls(
             text=base.text,
             calls=base.calls,

@@ -28,15 +28,23 @@ callable that receives the request JSON and returns one of those. ``rule`` answe
 script is used up; without a rule an unscripted request gets HTTP 500 and is counted in
 :attr:`StubLLMServer.unscripted`.
 
+As a command, ``python -m mail.testing.llm --port 4000`` serves the stub with
+:func:`example_swarm_rule`, a model that plays the ``example`` and ``example-no-proxy``
+swarms of the repository's ``swarms.json`` end to end, until interrupted; it prints the URL
+and the variables that point LiteLLM at it (docs/factories.md, "An offline LLM").
+
 This module imports aiohttp; ``import mail.testing`` does not import it.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import itertools
 import json
+import signal
+import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -44,6 +52,7 @@ from typing import Any, Literal, TypeAlias
 
 from aiohttp import web
 
+from mail.testing._llm_demo import example_swarm_rule
 from mail.testing._llm_wire import (
     ReplyIds,
     StubReply,
@@ -55,7 +64,16 @@ from mail.testing._llm_wire import (
 )
 from mail.testing._loopback import LoopbackApp
 
-__all__ = ["StubLLMServer", "StubReply", "StubRequest", "StubToolCall", "ReplyLike", "Rule"]
+__all__ = [
+    "ReplyLike",
+    "Rule",
+    "StubLLMServer",
+    "StubReply",
+    "StubRequest",
+    "StubToolCall",
+    "example_swarm_rule",
+    "main",
+]
 
 ReplyLike: TypeAlias = (
     "StubReply | str | Sequence[tuple[str, dict[str, Any] | str]] | "
@@ -66,7 +84,6 @@ Rule: TypeAlias = (
 )
 
 _Api: TypeAlias = Literal["chat", "responses"]
-_PAIR = 2  # a scripted call is a (name, arguments) pair
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,20 +133,10 @@ class StubRequest:
         return list(items)
 
 
-def _is_call_pair(item: Any) -> bool:
-    return isinstance(item, tuple) and len(item) == _PAIR and isinstance(item[0], str)
-
-
 def _resolve(reply: Any, body: dict[str, Any]) -> StubReply:
     if callable(reply) and not isinstance(reply, StubReply):
         reply = reply(body)
-    if isinstance(reply, StubReply):
-        return reply
-    if isinstance(reply, str):
-        return StubReply.message(reply)
-    if isinstance(reply, Sequence) and all(_is_call_pair(c) for c in reply):
-        return StubReply.tool_calls(*reply)
-    raise TypeError(f"not a stub reply: {reply!r}")
+    return StubReply.of(reply)
 
 
 class StubLLMServer(LoopbackApp):
@@ -276,3 +283,51 @@ async def _open_sse(request: web.Request) -> web.StreamResponse:
     )
     await stream.prepare(request)
     return stream
+
+
+_DEFAULT_PORT = 4000  # the LiteLLM proxy's own default
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m mail.testing.llm [--host H] [--port N]``: serve :func:`example_swarm_rule`
+    until SIGINT or SIGTERM; the first line printed names the URL (``--port 0`` picks a
+    free port). Returns the exit status."""
+    parser = argparse.ArgumentParser(
+        prog="python -m mail.testing.llm",
+        description="A scripted OpenAI-compatible LLM that plays the example swarms offline.",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="interface (default: %(default)s)")
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=_DEFAULT_PORT,
+        help="port, 0 for a free one (default: %(default)s)",
+    )
+    args = parser.parse_args(argv)
+    try:
+        asyncio.run(_serve(args.host, args.port))
+    except OSError as e:
+        sys.stderr.write(f"stub LLM: cannot listen on {args.host}:{args.port}: {e}\n")
+        return 1
+    return 0
+
+
+async def _serve(host: str, port: int) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):  # Windows: Ctrl-C raises instead
+            loop.add_signal_handler(signum, stop.set)
+    async with StubLLMServer(rule=example_swarm_rule, host=host, port=port) as llm:
+        url = llm.base_url
+        sys.stdout.write(
+            f"stub LLM listening on {url} (Ctrl-C to stop)\n"
+            f"  example:          LITELLM_PROXY_API_BASE={url}\n"
+            f"  example-no-proxy: OPENAI_API_BASE={url} OPENAI_API_KEY=stub\n"
+        )
+        sys.stdout.flush()
+        await stop.wait()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
