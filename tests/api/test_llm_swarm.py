@@ -112,3 +112,34 @@ async def test_an_llm_failure_is_reported_to_the_agent_and_the_task_still_comple
     assert len(errors) == 1 and "supervisor" in errors[0].description
     retry_prompt = llm.requests[1].messages[-1]["content"]
     assert "::agent_error::" in retry_prompt and "Your previous turn failed" in retry_prompt
+
+
+async def test_a_failing_llm_is_retried_and_the_providers_words_reach_the_task_events(
+    llm: StubLLMServer,
+) -> None:
+    from mail.core._dispatch import MAX_AGENT_RETRIES
+    from mail.testing.llm import StubReply
+
+    data = {s["name"]: s for s in json.loads(SWARMS.read_text())}["example-no-proxy"]
+    for agent in data["agents"]:
+        agent["agent_params"].update(
+            api_base=llm.base_url, api_key="k", max_retries=2, retry_backoff=0.01, timeout=5
+        )
+    template = MAILSwarmTemplate.from_swarms_json(data)
+    llm.rule = lambda _body: StubReply.http_error(503, "model overloaded, try again later")
+    swarm = template.instantiate({}, user_id="alice")
+    try:
+        final, events = await swarm.post_message("hello", show_events=True, timeout=30)
+    finally:
+        await swarm.shutdown()
+    # each turn: one call and two retries; the runtime re-prompts the agent once
+    assert len(llm.requests) == 3 * (MAX_AGENT_RETRIES + 1)
+    assert events is not None
+    errors = [e for e in events if e.event == "agent_error"]
+    assert len(errors) == MAX_AGENT_RETRIES + 1
+    for error in errors:
+        assert "model overloaded, try again later" in error.description
+        assert "after 3 attempts" in error.description
+    [task_error] = [e for e in events if e.event == "task_error"]
+    assert "model overloaded, try again later" in task_error.description
+    assert "model overloaded, try again later" in final["message"]["body"]

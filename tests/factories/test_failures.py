@@ -88,12 +88,28 @@ async def test_a_timeout_is_retried(
     assert len(llm.requests) == 2
 
 
-async def test_an_unreachable_server_is_a_call_error(make_agent: Any, user_turn: Any) -> None:
+@pytest.mark.parametrize("tool_format", FORMATS)
+async def test_an_unreachable_server_is_a_call_error_naming_the_url(
+    make_agent: Any, user_turn: Any, tool_format: str
+) -> None:
     async with StubLLMServer() as gone:
         url = gone.base_url
-    agent = make_agent(api_base=url, max_retries=1)
+    agent = make_agent(api_base=url, max_retries=1, tool_format=tool_format)
 
     with pytest.raises(LLMCallError, match="after 2 attempts") as info:
         await agent([user_turn("hello")])
 
     assert info.value.retryable is True
+    path = "/chat/completions" if tool_format == "completions" else "/responses"
+    assert f"(could not connect to {url}{path})" in str(info.value)
+
+
+async def test_a_provider_error_is_not_taken_for_a_connection_error(
+    llm: StubLLMServer, make_agent: Any, user_turn: Any
+) -> None:
+    llm.script(StubReply.http_error(400, "bad tool schema"))
+
+    with pytest.raises(LLMCallError) as info:
+        await make_agent(max_retries=0)([user_turn("hello")])
+
+    assert "could not connect" not in str(info.value)

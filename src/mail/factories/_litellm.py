@@ -3,9 +3,10 @@ map (no network at import), no "Give Feedback" banners, and its per-call INFO li
 
 LiteLLM attaches its own stream handler to its loggers and lets records propagate too, so
 under an application that configures logging (``mail server``) every call was printed
-twice, with blank lines, at INFO. On the first import its handler is taken off (records
-reach the application's handlers once) and, unless ``LITELLM_LOG`` asks for a level, its
-loggers are set to WARNING; the agents log one DEBUG line per call instead.
+twice, with blank lines, at INFO. Unless ``LITELLM_LOG`` asks for a level, its loggers are
+set to WARNING before the first import (it logs while loading), and its own handler is
+taken off after it (records reach the application's handlers once); the agents log one
+DEBUG line per call instead.
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ def import_litellm() -> Any:
     Raises :class:`ConfigurationError` when it is not installed."""
     global _configured  # noqa: PLW0603  # one process-wide import, configured once
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    explicit_level = "LITELLM_LOG" in os.environ
+    if not _configured and not explicit_level:  # before the import: it logs while loading
+        for name in _LITELLM_LOGGERS:
+            logging.getLogger(name).setLevel(logging.WARNING)
     try:
         litellm: Any = importlib.import_module("litellm")
     except ImportError as e:
@@ -39,18 +44,16 @@ def import_litellm() -> Any:
     if not _configured:
         _configured = True
         litellm.suppress_debug_info = True
-        _quiet_loggers(explicit_level="LITELLM_LOG" in os.environ)
+        _remove_own_handlers()
     return litellm
 
 
-def _quiet_loggers(*, explicit_level: bool) -> None:
+def _remove_own_handlers() -> None:
     for name in _LITELLM_LOGGERS:
         log = logging.getLogger(name)
         for handler in list(log.handlers):
             if type(handler).__module__.startswith("litellm"):
                 log.removeHandler(handler)
-        if not explicit_level:
-            log.setLevel(logging.WARNING)
 
 
 def _request_url(error: BaseException) -> str | None:
