@@ -309,3 +309,63 @@ def test_broken_registry_file_fails_with_a_fix(tmp_path: Path) -> None:
     assert check.status == "fail"
     assert "base_url" in check.message
     assert check.fix == f"correct or remove {registry}"
+
+
+# --- the swarm flags and interswarm targets (issue 21) -----------------------------------
+
+FEDERATION = REPO / "examples" / "federation" / "swarms.json"
+
+
+def test_swarm_flags_choose_the_swarm_as_for_mail_server(tmp_path: Path) -> None:
+    config = _toml(tmp_path, "offline", SWARMS)
+    result = mail(
+        "doctor", "-c", str(config), "-n", "example-no-proxy", "-s", str(SWARMS),
+        env={"OPENAI_API_KEY": "sk-test"}, home=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"✓ swarm: 'example-no-proxy' loads from {SWARMS}" in result.stdout
+    assert "✓ llm keys: 3 LLM agent(s) have a proxy or key" in result.stdout
+
+    long = mail(
+        "doctor", "-c", str(config), "--swarm-name", "beta", "--swarm-source", str(FEDERATION),
+        env={}, home=tmp_path,
+    )  # fmt: skip
+    assert long.returncode == 0, long.stdout + long.stderr
+    assert f"✓ swarm: 'beta' loads from {FEDERATION}" in long.stdout
+    assert "✓ interswarm: 1 agent(s) may message other swarms" in long.stdout
+
+
+def test_an_agent_naming_a_peer_without_interswarm_warns(tmp_path: Path) -> None:
+    swarms = json.loads(FEDERATION.read_text(encoding="utf-8"))
+    alpha = next(s for s in swarms if s["name"] == "alpha")
+    del alpha["agents"][0]["enable_interswarm"]  # what the README once left out
+    source = tmp_path / "my-swarms.json"
+    source.write_text(json.dumps(swarms), encoding="utf-8")
+    config = _toml(tmp_path, "alpha", source)
+
+    [check] = _named(run_checks(str(config), {}), "interswarm")
+
+    assert check.status == "warn"
+    assert check.message == (
+        "agent 'supervisor' names weather@beta but has no enable_interswarm: "
+        "its messages to other swarms are refused"
+    )
+    assert "set \"enable_interswarm\": true on agent 'supervisor'" in check.fix
+
+
+def test_a_swarm_without_interswarm_whose_agents_name_peers_warns(tmp_path: Path) -> None:
+    swarms = json.loads(FEDERATION.read_text(encoding="utf-8"))
+    beta = next(s for s in swarms if s["name"] == "beta")
+    beta["enable_interswarm"] = False
+    source = tmp_path / "my-swarms.json"
+    source.write_text(json.dumps(swarms), encoding="utf-8")
+
+    checks = _named(run_checks(str(_toml(tmp_path, "beta", source)), {}), "interswarm")
+
+    assert [c.status for c in checks] == ["warn"]
+    assert "the swarm has no enable_interswarm" in checks[0].message
+
+
+def test_a_swarm_naming_no_peer_has_nothing_to_check(tmp_path: Path) -> None:
+    [check] = _named(run_checks(str(_toml(tmp_path, "offline", SWARMS)), {}), "interswarm")
+    assert (check.status, check.message) == ("ok", "no agent names an agent of another swarm")

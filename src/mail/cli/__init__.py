@@ -356,6 +356,12 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="See docs/cli.md.",
     )
     doctor.add_argument("-c", "--config", metavar="PATH", help="mail.toml to check")
+    doctor.add_argument(
+        "-n", "--swarm-name", metavar="NAME", help="swarm to check (as for `mail server`)"
+    )
+    doctor.add_argument(
+        "-s", "--swarm-source", metavar="FILE", help="swarms.json holding it (as for `mail server`)"
+    )
     doctor.set_defaults(handler=_run_doctor)
     version = sub.add_parser(
         "version",
@@ -451,7 +457,7 @@ def _run_doctor(args: argparse.Namespace) -> int:
     from mail.cli._doctor import render, run_checks  # noqa: PLC0415  # keep `mail --help` fast
 
     logging.basicConfig(level=logging.ERROR, stream=sys.stderr)  # the checks report warnings
-    checks = run_checks(args.config, os.environ)
+    checks = run_checks(args.config, os.environ, overrides=server_overrides(args))
     print(render(checks))
     return 1 if any(check.status == "fail" for check in checks) else 0
 

@@ -6,8 +6,9 @@ them all in order. The environment is a parameter (``env``) everywhere: only the
 line passes ``os.environ``.
 
 Checks: the config file found, config warnings (unknown keys), the swarm loads from its
-source, LLM agents have a proxy or provider key, the auth mode's requirements, the task
-store is reachable, and the registry's peers answer.
+source, LLM agents have a proxy or provider key, agents that name ``agent@peer`` have
+interswarm enabled, the auth mode's requirements, the task store is reachable, and the
+registry's peers answer.
 """
 
 from __future__ import annotations
@@ -26,7 +27,15 @@ from urllib.parse import urlsplit
 if TYPE_CHECKING:
     from mail.config import AuthConfig, DatabaseConfig, MAILConfig
 
-__all__ = ["Check", "Status", "run_checks", "render", "PROVIDER_KEYS", "HTTP_TIMEOUT"]
+__all__ = [
+    "Check",
+    "Status",
+    "run_checks",
+    "render",
+    "check_interswarm_targets",
+    "PROVIDER_KEYS",
+    "HTTP_TIMEOUT",
+]
 
 Status = Literal["ok", "warn", "fail"]
 
@@ -76,21 +85,26 @@ def render(checks: list[Check]) -> str:
 
 
 def run_checks(
-    config_path: str | None, env: Mapping[str, str], *, search: bool = True
+    config_path: str | None,
+    env: Mapping[str, str],
+    *,
+    search: bool = True,
+    overrides: Mapping[str, Any] | None = None,
 ) -> list[Check]:
     """Every check for the configuration ``config_path``, in order.
 
     ``config_path`` ``None`` means the usual lookup: ``MAIL_CONFIG_PATH`` in ``env``, then
     (when ``search``) ``mail.toml`` in the working directory or above the package. ``env``
     is the environment the checks read (the overrides of :data:`mail.config.ENV_OVERRIDES`,
-    LLM keys, registry tokens); ``os.environ`` is never read here. A configuration that does
-    not load gives one failed ``config`` check; nothing is raised.
+    LLM keys, registry tokens); ``os.environ`` is never read here. ``overrides`` applies on
+    top, as ``mail server``'s flags do (``{"server": {"swarm": {"name": ...}}}``). A
+    configuration that does not load gives one failed ``config`` check; nothing is raised.
     """
     from mail.config import load_config  # noqa: PLC0415
     from mail.errors import ConfigurationError  # noqa: PLC0415
 
     try:
-        config = load_config(config_path, env=env, search=search)
+        config = load_config(config_path, env=env, search=search, overrides=overrides)
     except ConfigurationError as e:
         return [
             Check(
@@ -103,6 +117,7 @@ def run_checks(
     checks = [check_config_file(config), check_config_warnings(config)]
     checks.append(check_swarm(config))
     checks.extend(check_llm_keys(config, env))
+    checks.extend(check_interswarm_targets(config))
     checks.append(check_auth(config.auth))
     checks.append(unmade_store(config.database) or asyncio.run(check_store(config.database)))
     checks.extend(check_registry(config, env))
@@ -152,17 +167,67 @@ def check_swarm(config: MAILConfig) -> Check:
     return Check("swarm", "ok", f"{swarm.name!r} loads from {swarm.source}")
 
 
-def _raw_agents(config: MAILConfig) -> list[Mapping[str, Any]] | None:
+def _raw_swarm(config: MAILConfig) -> Mapping[str, Any] | None:
     from mail.errors import MAILError  # noqa: PLC0415
     from mail.swarms_json import find_swarm, load_swarms_json_file  # noqa: PLC0415
 
     swarm = config.server.swarm
     try:
-        spec = find_swarm(load_swarms_json_file(swarm.source), swarm.name)
+        spec: Mapping[str, Any] = find_swarm(load_swarms_json_file(swarm.source), swarm.name)
     except (MAILError, OSError, ValueError):
         return None  # check_swarm reports it
+    return spec
+
+
+def _raw_agents(config: MAILConfig) -> list[Mapping[str, Any]] | None:
+    spec = _raw_swarm(config)
+    if spec is None:
+        return None
     agents = spec.get("agents", [])
     return [a for a in agents if isinstance(a, Mapping)]
+
+
+def check_interswarm_targets(config: MAILConfig) -> list[Check]:
+    """Agents that name ``agent@peer`` in ``comm_targets`` need ``enable_interswarm`` on
+    themselves and on the swarm, or their messages never leave (the task waits)."""
+    spec = _raw_swarm(config)
+    if spec is None:
+        return []
+    checks: list[Check] = []
+    remote_agents = 0
+    for agent in spec.get("agents", []):
+        if not isinstance(agent, Mapping):
+            continue
+        remote = [str(t) for t in agent.get("comm_targets") or [] if "@" in str(t)]
+        if not remote:
+            continue
+        remote_agents += 1
+        name = str(agent.get("name", "?"))
+        if not agent.get("enable_interswarm", False):
+            checks.append(
+                Check(
+                    "interswarm",
+                    "warn",
+                    f"agent {name!r} names {', '.join(remote)} but has no enable_interswarm: "
+                    "its messages to other swarms are refused",
+                    f'set "enable_interswarm": true on agent {name!r} (docs/interswarm.md)',
+                )
+            )
+    if remote_agents and not spec.get("enable_interswarm", False):
+        checks.append(
+            Check(
+                "interswarm",
+                "warn",
+                f"agents of swarm {spec.get('name')!r} name agents of other swarms, but the "
+                "swarm has no enable_interswarm",
+                'set "enable_interswarm": true on the swarm (docs/interswarm.md)',
+            )
+        )
+    if checks:
+        return checks
+    if remote_agents:
+        return [Check("interswarm", "ok", f"{remote_agents} agent(s) may message other swarms")]
+    return [Check("interswarm", "ok", "no agent names an agent of another swarm")]
 
 
 def _is_llm_agent(agent: Mapping[str, Any]) -> bool:
