@@ -28,13 +28,16 @@ COPY --chown=mail:mail spec/ ./spec/
 # (UV_COMPILE_BYTECODE), so a start loads it instead of compiling it.
 RUN uv sync --locked --no-dev --no-editable
 
+# MAIL_PORT is the port the server listens on and the one the health check asks: change it
+# with `docker run -e MAIL_PORT=9000 -p 9000:9000 ...`, not with a -p flag of the command.
 ENV MAIL_DATA_DIR=/data \
+    MAIL_PORT=8000 \
     PATH="/app/.venv/bin:${PATH}"
 
 VOLUME /data
 EXPOSE 8000
 
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
-    CMD python -c "import sys, urllib.request; sys.exit(0 if urllib.request.urlopen('http://127.0.0.1:8000/health', timeout=4).status == 200 else 1)"
+    CMD python -c "import os, sys, urllib.request; port = os.environ.get('MAIL_PORT') or '8000'; sys.exit(0 if urllib.request.urlopen(f'http://127.0.0.1:{port}/health', timeout=4).status == 200 else 1)"
 
-CMD ["mail", "server", "-c", "/app/mail.toml", "-H", "0.0.0.0", "-p", "8000"]
+CMD ["mail", "server", "-c", "/app/mail.toml", "-H", "0.0.0.0"]

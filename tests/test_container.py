@@ -154,16 +154,32 @@ def test_every_copied_path_exists(dockerfile: list[tuple[str, str]]) -> None:
 
 def test_dockerignore_keeps_local_state_out() -> None:
     ignored = (REPO / ".dockerignore").read_text(encoding="utf-8").split()
-    for entry in (".venv", ".git", ".mail", "**/__pycache__"):
+    for entry in (".venv", ".git", ".mail", ".mail-*", "**/__pycache__"):
         assert entry in ignored
     # nothing the Dockerfile copies is ignored
     for kept in ("src", "spec", "uv.lock", "mail.toml", "swarms.json", "README.md"):
         assert kept not in ignored
 
 
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+@pytest.mark.parametrize("path", [".mail/credentials.json", ".mail-alpha/credentials.json"])
+def test_data_directories_are_ignored_by_git(path: str) -> None:
+    # they hold API keys; the README's federation steps create .mail-alpha and .mail-beta
+    if not (REPO / ".git").exists():
+        pytest.skip(f"{REPO} is not a git checkout")
+    ignored = subprocess.run(
+        ["git", "check-ignore", "--no-index", "-q", path], cwd=REPO, timeout=30, check=False
+    )
+    assert ignored.returncode == 0, f"{path} is not ignored by .gitignore"
+
+
 def test_cmd_runs_mail_server(dockerfile: list[tuple[str, str]]) -> None:
     cmd = _exec_form(_one(dockerfile, "CMD"))
-    assert cmd == ["mail", "server", "-c", "/app/mail.toml", "-H", "0.0.0.0", "-p", "8000"]  # noqa: S104
+    # no -p: the port is MAIL_PORT, which the health check reads too
+    assert cmd == ["mail", "server", "-c", "/app/mail.toml", "-H", "0.0.0.0"]  # noqa: S104
+    env = " ".join(args for instruction, args in dockerfile if instruction == "ENV")
+    assert "MAIL_PORT=8000" in env.split()
+    assert ("EXPOSE", "8000") in dockerfile
 
 
 @pytest.mark.skipif(shutil.which("uv") is None, reason="uv is not installed")
@@ -189,14 +205,15 @@ def test_uv_sync_step_works_here() -> None:
 def server(
     dockerfile: list[tuple[str, str]], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[int]:
-    """``mail server`` with the CMD's flags (loopback and a free port instead of 0.0.0.0:8000)."""
+    """``mail server`` with the CMD's flags (loopback instead of 0.0.0.0) and, as the image
+    would, the port from ``MAIL_PORT`` (a free one instead of 8000)."""
     cmd = _exec_form(_one(dockerfile, "CMD"))
     assert cmd[:2] == ["mail", "server"]
     port = _free_port()
-    flags = {"-c": str(REPO / "mail.toml"), "-H": "127.0.0.1", "-p": str(port)}
+    flags = {"-c": str(REPO / "mail.toml"), "-H": "127.0.0.1"}
     args = [flags.get(previous, word) for previous, word in zip(["", *cmd[:-1]], cmd, strict=True)]
     data_dir = tmp_path_factory.mktemp("container-data")
-    env = {**os.environ, "MAIL_DATA_DIR": str(data_dir)}
+    env = {**os.environ, "MAIL_DATA_DIR": str(data_dir), "MAIL_PORT": str(port)}
     env.pop("DATABASE_URL", None)
     log = (data_dir / "server.log").open("w")
     process = subprocess.Popen(
@@ -233,20 +250,25 @@ def test_cmd_flags_start_a_healthy_server(server: int) -> None:
         assert json.load(response)["status"] == "healthy"
 
 
-def test_healthcheck_command_works_here(dockerfile: list[tuple[str, str]], server: int) -> None:
+def test_healthcheck_follows_the_configured_port(
+    dockerfile: list[tuple[str, str]], server: int
+) -> None:
     command = _healthcheck_command(dockerfile)
     assert command[:2] == ["python", "-c"]
     script = command[2]
-    assert "http://127.0.0.1:8000/health" in script
-    local = script.replace("127.0.0.1:8000", f"127.0.0.1:{server}")
-    ok = subprocess.run([sys.executable, "-c", local], timeout=30, check=False)
-    assert ok.returncode == 0
-    # and it fails when nothing answers
-    dead = script.replace("127.0.0.1:8000", f"127.0.0.1:{_free_port()}")
-    failed = subprocess.run(
-        [sys.executable, "-c", dead], timeout=30, check=False, capture_output=True
-    )
-    assert failed.returncode != 0
+    assert "MAIL_PORT" in script
+
+    def check(env: dict[str, str]) -> int:
+        base = {k: v for k, v in os.environ.items() if k != "MAIL_PORT"}
+        run = subprocess.run(
+            [sys.executable, "-c", script], env=base | env, timeout=30, check=False,
+            capture_output=True,
+        )  # fmt: skip
+        return run.returncode
+
+    assert check({"MAIL_PORT": str(server)}) == 0
+    # and it fails when nothing answers on the configured port
+    assert check({"MAIL_PORT": str(_free_port())}) != 0
 
 
 # --- docker-compose.yml ----------------------------------------------------------------------
@@ -280,14 +302,23 @@ def test_compose_has_the_server_and_postgres(compose: dict[str, object]) -> None
                 assert source in declared, f"volume {source} is not declared"
 
 
+def _interpolate(value: str, env: dict[str, str]) -> str:
+    """Compose's ``${NAME:-default}``: the variable when set and not empty, else the default."""
+    return re.sub(r"\$\{(\w+):-([^}]*)\}", lambda m: env.get(m.group(1)) or m.group(2), str(value))
+
+
 def test_compose_database_url_matches_postgres(compose: dict[str, object]) -> None:
     services = compose["services"]
     assert isinstance(services, dict)
     postgres = services["postgres"]["environment"]
-    url = urlsplit(services["mail"]["environment"]["DATABASE_URL"])
+    # one variable sets both, with a documented default
+    assert postgres["POSTGRES_PASSWORD"] == "${POSTGRES_PASSWORD:-mail}"
+    for env in ({}, {"POSTGRES_PASSWORD": "s3cret"}):
+        password = _interpolate(postgres["POSTGRES_PASSWORD"], env)
+        url = urlsplit(_interpolate(services["mail"]["environment"]["DATABASE_URL"], env))
+        assert url.password == password == env.get("POSTGRES_PASSWORD", "mail")
     assert url.scheme in {"postgresql", "postgres"}
     assert url.username == postgres["POSTGRES_USER"]
-    assert url.password == postgres["POSTGRES_PASSWORD"]
     assert url.hostname == "postgres"
     assert url.port == 5432
     assert url.path.lstrip("/") == postgres["POSTGRES_DB"]

@@ -118,6 +118,7 @@ def test_every_documented_env_variable_is_covered() -> None:
         "SWARM_REGISTRY_FILE",
         "BASE_URL",
         "MAIL_DATA_DIR",
+        "MAIL_PORT",
         "AUTH_ENDPOINT",
         "TOKEN_INFO_ENDPOINT",
         "DATABASE_URL",
@@ -126,6 +127,13 @@ def test_every_documented_env_variable_is_covered() -> None:
         "MAIL_PRUNE_INTERVAL",
         "MAIL_SWARM_HEALTH_INTERVAL",
     }
+
+
+def test_mail_port_sets_the_port_and_a_flag_wins(write_toml: WriteToml) -> None:
+    path = write_toml(_FILE)
+    assert load_config(path, env={"MAIL_PORT": "9001"}).server.port == 9001
+    flagged = load_config(path, env={"MAIL_PORT": "9001"}, overrides={"server": {"port": 9002}})
+    assert flagged.server.port == 9002
 
 
 def test_empty_env_values_count_as_unset(write_toml: WriteToml) -> None:

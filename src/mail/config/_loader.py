@@ -27,6 +27,7 @@ ENV_OVERRIDES: Mapping[str, str] = MappingProxyType(
         "SWARM_REGISTRY_FILE": "server.swarm.registry",
         "BASE_URL": "server.base_url",
         "MAIL_DATA_DIR": "server.data_dir",
+        "MAIL_PORT": "server.port",
         "AUTH_ENDPOINT": "auth.auth_endpoint",
         "TOKEN_INFO_ENDPOINT": "auth.token_info_endpoint",
         "DATABASE_URL": "database.url",
@@ -44,6 +45,7 @@ _ENV_NUMBERS: Mapping[str, type[int] | type[float]] = MappingProxyType(
         "MAIL_RETENTION_MAX_TASKS": int,
         "MAIL_PRUNE_INTERVAL": float,
         "MAIL_SWARM_HEALTH_INTERVAL": float,
+        "MAIL_PORT": int,
     }
 )
 
