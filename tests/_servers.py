@@ -77,7 +77,7 @@ def start_server(
     """Start ``mail server -n swarm -s source`` with data directory ``data`` (created)."""
     data.mkdir(parents=True, exist_ok=True)
     url = f"http://127.0.0.1:{(port := free_port())}"
-    command = [sys.executable, "-m", "mail.cli", "server", "-n", swarm, "-s", str(source)]
+    command = [sys.executable, "-m", "mail.cli", "server", "-n", swarm, "-s", str(source.resolve())]
     command += ["-p", str(port), "-H", "127.0.0.1"]
     log = data.parent / f"{data.name}.log"
     env = env | {"MAIL_DATA_DIR": str(data)}

@@ -349,12 +349,12 @@ def test_restricted_policy_blocks_imports_and_fetches() -> None:
 def test_trusted_references_still_follow_attribute_chains() -> None:
     """Only the restricted policy (swarms sent over HTTP) applies the strict rule: a
     swarms.json the operator starts the server with may name anything it can import."""
-    assert read_python_string("python::mail.factories.base:os.path.join") is os.path.join
+    assert read_python_string("python::mail.factories._litellm:os.path.join") is os.path.join
     restricted = ReferencePolicy.restricted()
     with pytest.raises(SwarmDefinitionError, match="not a longer chain"):
-        read_python_string("python::mail.factories.base:os.path.join", restricted)
+        read_python_string("python::mail.factories._litellm:os.path.join", restricted)
     with pytest.raises(SwarmDefinitionError, match="'os' is a module"):
-        read_python_string("python::mail.factories.base:os", restricted)
+        read_python_string("python::mail.factories._litellm:os", restricted)
     assert read_python_string("python::mail.cli:os.path.join") is os.path.join
     with pytest.raises(SwarmDefinitionError, match=r"modules must start with mail\.examples"):
         read_python_string("python::mail.cli:main", restricted)

@@ -310,8 +310,8 @@ ROWS: list[Row] = [
     Row(
         "reference-attribute-chain",
         "/swarms/load",
-        _swarm_with_factory("python::mail.factories.base:os.system"),
-        REFERENCE + "'python::mail.factories.base:os.system' is not allowed here: 'os' is a module",
+        _swarm_with_factory("python::mail.factories._litellm:os.system"),
+        REFERENCE + "'python::mail.factories._litellm:os.system' is not allowed here: 'os' is a module",
         role="admin",
     ),
     Row(

@@ -287,7 +287,7 @@ def _first_agent(**fields: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("swarm", "reason"),
     [
-        (_first_agent(factory="python::mail.factories.base:os.system"), "'os' is a module"),
+        (_first_agent(factory="python::mail.factories._litellm:os.system"), "'os' is a module"),
         (
             _first_agent(
                 factory="python::mail.factories.base:logging.basicConfig",
@@ -295,7 +295,7 @@ def _first_agent(**fields: Any) -> dict[str, Any]:
             ),
             "'logging' is a module",
         ),
-        (_first_agent(factory="python::mail.factories.base:os"), "'os' is a module"),
+        (_first_agent(factory="python::mail.factories._litellm:os"), "'os' is a module"),
         (
             _first_agent(factory="python::builtins:eval"),
             "modules must start with mail.examples, mail.factories, mail.stdlib",
