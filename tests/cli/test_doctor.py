@@ -348,7 +348,7 @@ def test_an_agent_naming_a_peer_without_interswarm_warns(tmp_path: Path) -> None
     assert check.status == "warn"
     assert check.message == (
         "agent 'supervisor' names weather@beta but has no enable_interswarm: "
-        "its messages to other swarms are refused"
+        "it is not told that it may message other swarms"
     )
     assert "set \"enable_interswarm\": true on agent 'supervisor'" in check.fix
 

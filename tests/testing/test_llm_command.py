@@ -73,3 +73,24 @@ def test_the_stub_command_drives_the_example_swarm_end_to_end(
     log = server.output()
     assert "LiteLLM completion()" not in log  # regression: logged twice per call at INFO
     assert "Traceback" not in log
+
+
+def test_the_docs_give_these_commands_and_variables() -> None:
+    page = (REPO / "docs" / "factories.md").read_text(encoding="utf-8")
+    marker = "<!-- run by tests/testing/test_llm_command.py -->\n```bash\n"
+    block = page.split(marker, 1)[1].split("```", 1)[0]
+    assert "uv run python -m mail.testing.llm --port 4000" in block
+    url = "http://127.0.0.1:4000/v1"
+    for swarm, recipe in RECIPES.items():
+        assignments = " ".join(f"{k}={v}" for k, v in recipe(url).items())
+        assert f"{assignments} uv run mail server -n {swarm}\n" in block, swarm
+
+
+def test_the_readme_gives_the_same_commands() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    marker = "<!-- run by tests/testing/test_llm_command.py -->\n```bash\n"
+    block = readme.split(marker, 1)[1].split("```", 1)[0]
+    assert "uv run python -m mail.testing.llm --port 4000" in block
+    url = "http://127.0.0.1:4000/v1"
+    assert f"LITELLM_PROXY_API_BASE={url} uv run mail server -n example " in block
+    assert f"OPENAI_API_BASE={url} OPENAI_API_KEY=stub" in readme

@@ -189,7 +189,8 @@ def _raw_agents(config: MAILConfig) -> list[Mapping[str, Any]] | None:
 
 def check_interswarm_targets(config: MAILConfig) -> list[Check]:
     """Agents that name ``agent@peer`` in ``comm_targets`` need ``enable_interswarm`` on
-    themselves and on the swarm, or their messages never leave (the task waits)."""
+    themselves (what their tools say, the interswarm tools) and on the swarm (without it
+    nothing leaves): a warning for each that lacks it."""
     spec = _raw_swarm(config)
     if spec is None:
         return []
@@ -209,8 +210,10 @@ def check_interswarm_targets(config: MAILConfig) -> list[Check]:
                     "interswarm",
                     "warn",
                     f"agent {name!r} names {', '.join(remote)} but has no enable_interswarm: "
-                    "its messages to other swarms are refused",
-                    f'set "enable_interswarm": true on agent {name!r} (docs/interswarm.md)',
+                    "it is not told that it may message other swarms",
+                    f'set "enable_interswarm": true on agent {name!r}, and list the reverse '
+                    "address (this swarm's agent) in the peer agent's comm_targets "
+                    "(docs/interswarm.md)",
                 )
             )
     if remote_agents and not spec.get("enable_interswarm", False):
