@@ -125,9 +125,11 @@ async def test_post_message_stream(user: MAILClient) -> None:
     assert ids == list(range(1, len(events)))
     assert stream.last_event_id == str(ids[-1])
     assert {e.json()["task_id"] for e in events} == {stream.task_id}
-    # the stream is the task's log, exactly
+    # the stream is the task's log, its stored task_complete replaced by the final event
     task = await user.get_task(str(stream.task_id))
-    assert [e["id"] for e in task["events"]] == [e.id for e in events[:-1]]
+    *shown, end = task["events"]
+    assert end["event"] == "task_complete"
+    assert [e["id"] for e in shown] == [e.id for e in events[:-1]]
 
 
 async def test_stream_task_id_given_or_generated(user: MAILClient) -> None:
@@ -300,10 +302,14 @@ async def test_task_events_replays_a_finished_task(user: MAILClient) -> None:
     resumed = await collect(await user.task_events("t-r", last_event_id="10"))
     nothing_left = await collect(await user.task_events("t-r", after=count))
 
-    assert stored_ids(everything) == list(range(1, count + 1))
-    assert [json.loads(e.data) for e in everything[:-1]] == [e["data"] for e in answer["events"]]
-    assert stored_ids(after) == list(range(6, count + 1))
-    assert stored_ids(resumed) == list(range(11, count + 1))
+    # the stored task_complete (the last event, ``count``) is replaced by the final event
+    assert answer["events"][-1]["event"] == "task_complete"
+    assert stored_ids(everything) == list(range(1, count))
+    assert [json.loads(e.data) for e in everything[:-1]] == [
+        e["data"] for e in answer["events"][:-1]
+    ]
+    assert stored_ids(after) == list(range(6, count))
+    assert stored_ids(resumed) == list(range(11, count))
     assert [e.event for e in nothing_left] == ["task_complete"]
     for events in (everything, after, resumed, nothing_left):
         assert events[-1].json()["response"] == "6*7 = 42"

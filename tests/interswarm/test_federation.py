@@ -119,6 +119,7 @@ async def test_remote_agent_answers_and_the_task_completes_on_the_origin(
         "tool_call",
         "interswarm_message_sent",
         "interswarm_message_received",  # A's ::task_complete:: notice
+        "task_complete",  # which ended the copy's turn
     ]
     b_log = copy.log.all()
     assert "sending message:" in b_log[1].description

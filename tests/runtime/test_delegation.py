@@ -237,8 +237,10 @@ async def test_stream_yields_the_stored_events_then_the_final_answer(
     assert set(last.data()) == {"timestamp", "task_id", "response"}
     assert last.data()["task_id"] == "t-stream"
     assert last.data()["response"] == "Answer: clear"
-    # the stream path stores no task_complete event
-    assert [e.event for e in rt.get_events("t-stream")] == DELEGATION_EVENTS
+    # the turn's end is stored once, as for a task that was not streamed (issue 21); the
+    # stream closes with its own final event instead of the stored one
+    assert [e.event for e in rt.get_events("t-stream")] == [*DELEGATION_EVENTS, "task_complete"]
+    assert rt.get_events("t-stream")[-1].description == "response: 'Answer: clear'"
     for event in stored:
         assert set(event.data()) == {"timestamp", "description", "task_id", "extra_data"}
 

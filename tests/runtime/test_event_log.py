@@ -114,9 +114,9 @@ async def test_followers_of_a_running_task_see_the_same_stream(
     task = await rt.submit(user_message("hi", "t-follow"))
     await worker.next_entry()
     assert task.log.last_seq == 3  # new_message, tool_call, new_message
-    # five more follow once the worker is released: tool_call, new_message, tool_call,
-    # task_complete_call and the synthetic new_message (seq 8)
-    followers = [Follower(task.log, after=cursor, stop_at=8) for cursor in (0, 1, 3)]
+    # six more follow once the worker is released: tool_call, new_message, tool_call,
+    # task_complete_call, the synthetic new_message and the turn's stored task_complete (9)
+    followers = [Follower(task.log, after=cursor, stop_at=9) for cursor in (0, 1, 3)]
     gate.set()
     final = await asyncio.wait_for(asyncio.shield(task.turn), 5)
     assert final["message"]["body"] == "finished"
@@ -125,8 +125,8 @@ async def test_followers_of_a_running_task_see_the_same_stream(
     for follower, cursor in zip(followers, (0, 1, 3), strict=True):
         assert follower.seen == stored[cursor:]
         seqs = [e.seq for e in follower.seen]
-        assert seqs == list(range(cursor + 1, 9))
-    assert stored[-1].event == EventName.NEW_MESSAGE
+        assert seqs == list(range(cursor + 1, 10))
+    assert stored[-1].event == EventName.TASK_COMPLETE
 
 
 async def test_a_cancelled_reader_leaves_the_others_waiting() -> None:

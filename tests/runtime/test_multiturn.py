@@ -72,11 +72,12 @@ async def test_followup_right_after_completion_gets_its_own_answer_contract_15_1
     first_turn_history, _ = sup.calls[1]
     last_history, _ = sup.calls[-1]
     assert last_history[: len(first_turn_history)] == first_turn_history
-    # one stored task_complete per turn, each with its own answer
+    # one stored task_complete per turn, each with its own answer, awaited or not
     assert [e.description for e in rt.get_events("t-mt") if e.event == EventName.TASK_COMPLETE] == [
+        "response: 'answer to q1'",
         "response: 'answer to q2'",
         "response: 'answer to q3'",
-    ]  # q1 was not awaited
+    ]
 
 
 async def test_followup_on_a_completed_task_without_resume_from_raises_contract_15_2(

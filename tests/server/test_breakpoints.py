@@ -99,9 +99,10 @@ async def test_breakpoint_over_a_stream(paused_swarm: Running) -> None:
         "task_complete",
     ]
     assert json.loads(first[-1].data["response"]) == PENDING
-    # the resumed stream starts after what the first one showed
+    # the resumed stream starts after what the first one showed and the paused turn's
+    # stored task_complete, which the first stream's final stood for
     assert second[0].event == "breakpoint_action_complete"
-    assert second[0].id == first[-2].id + 1  # type: ignore[operator]
+    assert second[0].id == first[-2].id + 2  # type: ignore[operator]
     assert second[-1].event == "task_complete"
     assert second[-1].data["response"] == "thanks, human"
 

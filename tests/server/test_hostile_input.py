@@ -311,7 +311,8 @@ ROWS: list[Row] = [
         "reference-attribute-chain",
         "/swarms/load",
         _swarm_with_factory("python::mail.factories._litellm:os.system"),
-        REFERENCE + "'python::mail.factories._litellm:os.system' is not allowed here: 'os' is a module",
+        REFERENCE
+        + "'python::mail.factories._litellm:os.system' is not allowed here: 'os' is a module",
         role="admin",
     ),
     Row(

@@ -174,9 +174,12 @@ async def test_stream_bytes_equal_the_stored_events(offline: Running) -> None:
 
     task = (await user.get("/task", params={"task_id": "t-enc"})).json()
 
+    # the stored task_complete of the turn is the one event the stream replaces by its final
+    *shown, end = task["events"]
+    assert end["event"] == "task_complete"
     expected = b"".join(
         f"id: {e['id']}\r\nevent: {e['event']}\r\ndata: {e['data']}\r\n\r\n".encode("ascii")
-        for e in task["events"]
+        for e in shown
     )
     assert split_frames(raw)[:-1] == split_frames(expected)
 
@@ -265,7 +268,9 @@ async def test_disconnected_client_costs_nothing_afterwards(start: Start) -> Non
     task = (await user.get("/task", params={"task_id": "t-gone"})).json()
     assert task["state"] == "completed"
     assert task["is_running"] is False
-    assert task["events"][-1]["event"] == "new_message"  # no stored task_complete: was a stream
+    # the turn's end is stored though nobody streamed it to the end (issue 21)
+    assert task["events"][-1]["event"] == "task_complete"
+    assert json.loads(task["events"][-1]["data"])["description"] == "response: 'done: worked'"
     assert worker.running == 0
 
 
@@ -302,3 +307,22 @@ async def test_a_silent_stream_sends_ping_frames_without_id(start: Start) -> Non
 
 async def _rest(stream: AsyncIterator[Frame]) -> list[Frame]:
     return [f async for f in stream]
+
+
+async def test_a_task_stores_one_task_complete_whether_streamed_or_not(offline: Running) -> None:
+    """Regression (issue 21): a streamed task stored no task_complete, a non-streamed one did."""
+    user = await offline.user()
+    answer = await user.post("/message", json={"body": "what is 6*7?", "task_id": "t-plain"})
+    assert answer.status_code == 200
+    _, raw = await stream_message(user, {"body": "what is 6*7?", "task_id": "t-streamed"})
+    assert split_frames(raw)[-1].startswith(b"event: task_complete\r\n")
+
+    for task_id in ("t-plain", "t-streamed"):
+        events = (await user.get("/task", params={"task_id": task_id})).json()["events"]
+        ends = [e for e in events if e["event"] == "task_complete"]
+        assert len(ends) == 1, task_id
+        assert ends[0] is events[-1]
+        assert json.loads(ends[0]["data"])["description"] == "response: '6*7 = 42'"
+    # the stream's closing event stood for the stored one: it appears once on the wire
+    ends_sent = [f for f in split_frames(raw) if b"event: task_complete\r\n" in f]
+    assert len(ends_sent) == 1 and not ends_sent[0].startswith(b"id:")

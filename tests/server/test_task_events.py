@@ -54,8 +54,11 @@ async def test_replay_everything(finished: tuple[Running, dict[str, object]]) ->
 
     stream = await replay(server, "t-done")
 
-    assert [f.id for f in stream[:-1]] == [int(e["id"]) for e in events]
-    assert [f.event for f in stream[:-1]] == [e["event"] for e in events]
+    # every stored event but the stored task_complete, which the final event replaces
+    *shown, end = events
+    assert end["event"] == "task_complete"
+    assert [f.id for f in stream[:-1]] == [int(e["id"]) for e in shown]
+    assert [f.event for f in stream[:-1]] == [e["event"] for e in shown]
     final = stream[-1]
     assert (final.event, final.id) == ("task_complete", None)
     assert final.data == {
@@ -73,8 +76,9 @@ async def test_replay_after_last_event_id(finished: tuple[Running, dict[str, obj
 
     stream = await replay(server, "t-done", headers={"Last-Event-ID": "5"})
 
-    assert [f.id for f in stream[:-1]] == list(range(6, len(events) + 1))
-    assert [f.data for f in stream[:-1]] == [e["data"] for e in events[5:]]
+    # up to the stored task_complete (the last event), which the final event replaces
+    assert [f.id for f in stream[:-1]] == list(range(6, len(events)))
+    assert [f.data for f in stream[:-1]] == [e["data"] for e in events[5:-1]]
     assert stream[-1].event == "task_complete"
     assert stream[-1].id is None
 
@@ -87,7 +91,7 @@ async def test_replay_after_query_parameter(finished: tuple[Running, dict[str, o
 
     stream = await replay(server, "t-done", params={"after": 10})
 
-    assert [f.id for f in stream[:-1]] == list(range(11, len(events) + 1))
+    assert [f.id for f in stream[:-1]] == list(range(11, len(events)))
     assert stream[-1].event == "task_complete"
 
 
@@ -200,9 +204,11 @@ async def test_reconnect_with_last_event_id_sees_every_event_once(start: Start) 
     ]
     assert after[-1].event == "task_complete"
     assert after[-1].data["response"] == "done: worked"
-    # the whole log, read afterwards, is exactly the union
+    # the whole log, read afterwards, is exactly the union and the turn's stored
+    # task_complete, which the streams' final event stood for
     full = (await user.get("/task", params={"task_id": "t-re"})).json()["events"]
-    assert [int(e["id"]) for e in full] == ids
+    assert [int(e["id"]) for e in full] == [*ids, len(ids) + 1]
+    assert full[-1]["event"] == "task_complete"
 
 
 # --- many readers, heartbeats, leavers -----------------------------------------------------------
@@ -265,7 +271,9 @@ async def test_several_readers_each_get_every_event_and_a_leaver_leaves_nothing(
         opener_rest = await within(_read_all(opener))
 
     stored = (await user.get("/task", params={"task_id": "t-readers"})).json()["events"]
-    expected = [(int(e["id"]), e["event"]) for e in stored]
+    # streams show every stored event but the turn's stored task_complete (their final)
+    assert stored[-1]["event"] == "task_complete"
+    expected = [(int(e["id"]), e["event"]) for e in stored[:-1]]
     for stream in streams:
         assert [(f.id, f.event) for f in stream[:-1]] == expected
         assert (stream[-1].event, stream[-1].data["response"]) == ("task_complete", "done: worked")

@@ -35,6 +35,9 @@ from mail.errors import InvalidMessageError
 
 __all__ = ["RemoteSend", "Scheduler", "TurnFunction"]
 
+# Turns that end in these states store a task_error (by their cause), not a task_complete.
+_NO_STORED_END = frozenset({TaskState.FAILED, TaskState.CANCELLED})
+
 logger = logging.getLogger("mail.runtime")
 
 #: Runs one turn: ``(task, agent, message, message rendered for the agent)``.
@@ -332,9 +335,15 @@ class Scheduler:
     # --- the start and the end of a turn -------------------------------------------------
 
     def finish(self, task: MAILTask, state: TaskState, message: MAILMessage) -> bool:
-        """End the task's current turn in ``state``; False when it had already ended."""
+        """End the task's current turn in ``state``; False when it had already ended.
+
+        A turn that did not fail stores one ``task_complete`` event, whoever waits for it
+        (``submit_and_wait``, a stream, nobody): streams close with their own final event
+        instead (:meth:`EventLog.follow` with ``stored_ends=False``)."""
         if task.state is not TaskState.RUNNING:
             return False
+        if state not in _NO_STORED_END:
+            task.log.emit(EventName.TASK_COMPLETE, f"response: '{message['message']['body']}'")
         task.close_turn(state, message)
         task.changed()
         self.tasks.mark_finished(task)

@@ -224,12 +224,15 @@ class EventLog:
         *,
         heartbeat: float | None = None,
         until: Callable[[], bool] | None = None,
+        stored_ends: bool = True,
     ) -> AsyncIterator[MAILEvent]:
         """Yield every event after ``after``, then new ones as they arrive.
 
         With ``heartbeat``, a ``ping`` event is yielded whenever nothing arrived for that
         many seconds. With ``until``, the iteration ends once every event so far has been
         yielded and ``until()`` is true; otherwise it goes on until the caller stops.
+        ``stored_ends=False`` leaves out the stored ``task_complete`` events, for streams
+        that close a turn with their own final ``task_complete``.
         """
         cursor = after
         self.followers += 1
@@ -239,7 +242,8 @@ class EventLog:
                 if events:
                     for event in events:
                         cursor = event.seq or cursor
-                        yield event
+                        if stored_ends or event.event != EventName.TASK_COMPLETE:
+                            yield event
                     continue  # more may have come while the reader held an event
                 if until is not None and until():
                     return

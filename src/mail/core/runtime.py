@@ -271,8 +271,6 @@ class MAILRuntime:
             task.log.emit(EventName.TASK_ERROR, f"timeout for task '{task.task_id}'")
             self.scheduler.finish(task, TaskState.FAILED, self.system.task_timeout(task.task_id))
             final = task.wait_turn().result()
-        if task.state not in _STREAM_FAILED:
-            task.log.emit(EventName.TASK_COMPLETE, f"response: '{final['message']['body']}'")
         await self.persisted()
         return final
 
@@ -301,7 +299,10 @@ class MAILRuntime:
     async def _stream(
         self, task: MAILTask, turn: asyncio.Future[MAILMessage], cursor: int, ping_interval: float
     ) -> AsyncIterator[MAILEvent]:
-        async for event in task.log.follow(cursor, heartbeat=ping_interval, until=turn.done):
+        follow = task.log.follow(
+            cursor, heartbeat=ping_interval, until=turn.done, stored_ends=False
+        )
+        async for event in follow:
             yield event
         final = turn.result()
         await self.persisted()

@@ -503,7 +503,8 @@ async def _legacy_events(
         return reply.done() or turn.done()
 
     try:
-        async for event in task.log.follow(0, heartbeat=_PING_SECONDS, until=over):
+        follow = task.log.follow(0, heartbeat=_PING_SECONDS, until=over, stored_ends=False)
+        async for event in follow:
             if pings or event.event != EventName.PING:
                 yield event
         body = answered()["message"]["body"]

@@ -174,7 +174,11 @@ async def _replay_then_follow(
     swarm: MAILSwarm, task: MAILTask, after: int, ping: float
 ) -> AsyncIterator[MAILEvent]:
     # every end of a turn is logged first, so the log's cursor sees it
-    async for event in task.log.follow(after, heartbeat=ping, until=lambda: not task.is_running):
+    # stored task_complete events are left out: the stream closes with its own final one
+    follow = task.log.follow(
+        after, heartbeat=ping, until=lambda: not task.is_running, stored_ends=False
+    )
+    async for event in follow:
         yield event
     await swarm.runtime.persisted()  # the end of the turn is stored before it is told
     name = EventName.TASK_ERROR if task.state in _FAILED else EventName.TASK_COMPLETE
