@@ -143,3 +143,23 @@ async def test_a_failing_llm_is_retried_and_the_providers_words_reach_the_task_e
     [task_error] = [e for e in events if e.event == "task_error"]
     assert "model overloaded, try again later" in task_error.description
     assert "model overloaded, try again later" in final["message"]["body"]
+
+
+async def test_the_example_rule_plays_the_swarm_for_any_number_of_tasks() -> None:
+    from mail.testing.llm import example_swarm_rule
+
+    data = {s["name"]: s for s in json.loads(SWARMS.read_text())}["example-no-proxy"]
+    async with StubLLMServer(rule=example_swarm_rule) as llm:
+        for agent in data["agents"]:
+            agent["agent_params"].update(api_base=llm.base_url, api_key="k", timeout=10)
+        swarm = MAILSwarmTemplate.from_swarms_json(data).instantiate({}, user_id="alice")
+        try:
+            weather, _ = await swarm.post_message("Weather in Lisbon tomorrow?", timeout=60)
+            math, _ = await swarm.post_message("What is 12 * (3 + 4)?", timeout=60)
+            again, _ = await swarm.post_message("Is it raining in New York?", timeout=60)
+        finally:
+            await swarm.shutdown()
+    assert weather["message"]["body"].startswith("Lisbon on ")
+    assert math["message"]["body"] == "12 * (3 + 4) = 84"
+    assert again["message"]["body"].startswith("New York on ")
+    assert llm.unscripted == 0
