@@ -50,7 +50,7 @@ class RecordingRouter:
     ) -> None:
         self.sent.append((message, targets))
         for target in targets:
-            runtime.record_remote_delivery(task.task_id, target)
+            runtime.remote.spoke_to(task.task_id, target)
         self.sent_event.set()
 
     def notify_completion(
@@ -62,7 +62,7 @@ class RecordingRouter:
         swarms: Collection[str],
     ) -> None:
         for swarm in swarms:
-            contact = runtime.remote_contact(task.task_id, swarm) or "?"
+            contact = runtime.remote.contact(task.task_id, swarm) or "?"
             self.notices.append((swarm, contact, body, [agent]))
 
     def known_swarms(self) -> list[str]:

@@ -44,7 +44,7 @@ from typing import Any, Literal, Protocol
 from mail.core._breakpoints import resume_breakpoints
 from mail.core._dispatch import SwarmDirectory, TurnRunner
 from mail.core._recorder import StoreRecorder, restore
-from mail.core._remote import Direction, RemoteLedger, ReplyWait
+from mail.core._remote import Direction, RemoteLedger
 from mail.core._scheduler import Scheduler
 from mail.core._system_messages import CANCELLED_BODY, SystemMessages
 from mail.core.actions import ActionCore, ActionOverrideFunction
@@ -78,7 +78,7 @@ class RemoteRouter(Protocol):
     ) -> None:
         """Deliver ``message`` to the remote ``targets`` (``agent@swarm``) in the background.
 
-        Failures must come back to the runtime (see :meth:`MAILRuntime.report_remote_failure`).
+        Failures must come back to the runtime (``runtime.remote.delivery_failed``).
         """
 
     def notify_completion(
@@ -193,6 +193,8 @@ class MAILRuntime:
             interswarm=self._directory,
             notify_completion=self.notify_remote_completion,
         )
+        #: work with other swarms: the router and the interswarm routes report to it
+        #: (``delivery_failed``, ``spoke_to``, ``await_reply``, ``swarm_lost``, ``end_task``)
         self.remote = RemoteLedger(
             swarm_name=swarm_name,
             agents=agents,
@@ -514,17 +516,13 @@ class MAILRuntime:
         sender = message["message"]["sender"]["address"]
         if self.router is None or not self.enable_interswarm:
             reason = f"interswarm messaging is not enabled in swarm {self.swarm_name}; cannot reach {', '.join(targets)}"
-            self.report_remote_failure(task, sender if from_local_agent else None, reason)
+            self.remote.delivery_failed(task, sender if from_local_agent else None, reason)
             return
         self.router.send(self, task, message, targets)
 
     def _directory(self) -> SwarmDirectory | None:
         """The router while interswarm messaging is enabled (for the interswarm tools)."""
         return self.router if self.enable_interswarm else None
-
-    def report_remote_failure(self, task: MAILTask, agent: str | None, reason: str) -> None:
-        """Tell the sending agent (and the event log) that a remote delivery failed."""
-        self.remote.delivery_failed(task, agent, reason)
 
     def notify_remote_completion(
         self, task: MAILTask, agent: str, body: str, swarms: Collection[str] | None = None
@@ -570,35 +568,6 @@ class MAILRuntime:
         task = self._open_task(task_id, self.this_owner, [self.this_owner])
         task.remote_swarms.add(swarm)
         return task
-
-    def end_task(self, task_id: str, body: str, *, failed: bool = False) -> bool:
-        """End the running turn of ``task_id`` with ``body`` as its answer (or error).
-
-        Returns False when the task was not running. Raises :class:`TaskNotFoundError`.
-        """
-        return self.remote.end_task(task_id, body, failed=failed)
-
-    def record_remote_delivery(self, task_id: str, address: str) -> None:
-        """The router delivered a message of the task to ``agent@swarm``."""
-        self.remote.spoke_to(task_id, address)
-
-    def await_remote_reply(
-        self, task_id: str, swarm: str, agent: str, deadline: float
-    ) -> ReplyWait:
-        """A request of ``agent`` is going to ``swarm``: unless a reply from there comes
-        within ``deadline`` s, the agent is told (an ``::agent_error::``) it will get none.
-        The router marks the result ``delivered()`` once the peer accepted the request, or
-        cancels it when the request was not sent."""
-        return self.remote.await_reply(task_id, swarm, agent, deadline)
-
-    def remote_swarm_lost(self, swarm: str, reason: str) -> None:
-        """``swarm`` was marked inactive: each agent awaiting a reply from it is told
-        ``reason`` (an ``::agent_error::``) and may go on without it."""
-        self.remote.swarm_lost(swarm, reason)
-
-    def remote_contact(self, task_id: str, swarm: str) -> str | None:
-        """The agent of ``swarm`` that last messaged us in the task, else the one we messaged."""
-        return self.remote.contact(task_id, swarm)
 
     # --- state -----------------------------------------------------------------------------
 

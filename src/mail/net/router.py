@@ -16,7 +16,7 @@ target swarm the router, in an owned background task:
    of a peer whose ``GET /`` reported no ``protocol_version`` (or one below 1.2), whose
    answer is then queued as if it had come back through ``/interswarm/back``;
 4. records ``interswarm_message_sent`` in the task, or reports the failure to the runtime
-   (:meth:`~mail.core.runtime.MAILRuntime.report_remote_failure`): an
+   (:meth:`~mail.core._remote.RemoteLedger.delivery_failed`, ``runtime.remote``): an
    ``interswarm_message_error`` event and an ``::agent_error::`` message to the agent
    that sent it, so the agent can react and the task can still complete.
 
@@ -31,8 +31,8 @@ which fetches only what the router's :class:`~mail.net.DiscoveryPolicy` allows.
 A request a local agent sent (or an interswarm broadcast) that the peer accepted then
 awaits a reply: when none comes within ``RouterSettings.reply_timeout`` seconds, or the
 registry marks the peer inactive (a failed health check) first, the agent gets an
-``::agent_error::`` saying it will get no reply (:meth:`~mail.core.runtime.MAILRuntime.
-await_remote_reply`), and its task goes on or ends as the agent decides.
+``::agent_error::`` saying it will get no reply (``runtime.remote.await_reply``), and its
+task goes on or ends as the agent decides.
 
 When a task with remote swarms completes, :meth:`InterswarmRouter.notify_completion`
 sends each a ``::task_complete::`` response addressed to the agent of that swarm that
@@ -189,7 +189,7 @@ class InterswarmRouter:
     ) -> None:
         """Deliver ``message`` to each swarm of ``targets`` (``agent@swarm``) in the background.
 
-        Failures reach the sending agent through ``runtime.report_remote_failure``.
+        Failures reach the sending agent through ``runtime.remote.delivery_failed``.
         """
         sender = message["message"]["sender"]["address"]
         agent = sender if sender in runtime.agents else None
@@ -198,7 +198,7 @@ class InterswarmRouter:
                 continue
             if self._closed:
                 reason = f"cannot send to swarm {swarm}: the server is shutting down"
-                runtime.report_remote_failure(task, agent, reason)
+                runtime.remote.delivery_failed(task, agent, reason)
                 continue
             self._spawn(
                 self._send_one(runtime, task, message, swarm, agent),
@@ -225,7 +225,7 @@ class InterswarmRouter:
             endpoint = self.registry.get_swarm_endpoint(swarm)
             if endpoint is not None and endpoint.legacy:
                 continue  # protocol 1.1 has no notices: its exchange ended with the answer
-            contact = runtime.remote_contact(task.task_id, swarm) or runtime.entrypoint
+            contact = runtime.remote.contact(task.task_id, swarm) or runtime.entrypoint
             notice = make_response(
                 task_id=task.task_id,
                 sender=create_agent_address(agent),
@@ -292,18 +292,18 @@ class InterswarmRouter:
         wait = None
         if agent is not None and self._expects_reply(message, swarm):
             self._waiting.add(runtime)
-            wait = runtime.await_remote_reply(
+            wait = runtime.remote.await_reply(
                 task.task_id, swarm, agent, self.settings.reply_timeout
             )
         try:
             await self.deliver(runtime, task, message, swarm)
         except RemoteSwarmUnavailableError as e:
             logger.warning("task %s: %s", task.task_id, e)
-            runtime.report_remote_failure(task, agent, str(e))
+            runtime.remote.delivery_failed(task, agent, str(e))
         except Exception as e:  # a failure must reach the agent, whatever it is
             logger.exception("task %s: delivery to swarm %s failed", task.task_id, swarm)
             reason = f"error sending interswarm message to swarm {swarm}: {type(e).__name__}"
-            runtime.report_remote_failure(task, agent, reason)
+            runtime.remote.delivery_failed(task, agent, reason)
         else:
             if wait is not None:
                 wait.delivered()
@@ -320,7 +320,7 @@ class InterswarmRouter:
     def _peer_down(self, swarm: str, problem: str) -> None:
         reason = f"swarm {swarm!r} is inactive: its health check fails ({problem})"
         for runtime in list(self._waiting):
-            runtime.remote_swarm_lost(swarm, reason)
+            runtime.remote.swarm_lost(swarm, reason)
 
     async def deliver(
         self, runtime: MAILRuntime, task: MAILTask, message: MAILMessage, swarm: str
@@ -356,7 +356,7 @@ class InterswarmRouter:
         _record_sent(task, wire, direction, swarm)
         for recipient in get_recipients(wire["payload"]):
             if recipient["address"].endswith(f"@{swarm}"):
-                runtime.record_remote_delivery(task.task_id, recipient["address"])
+                runtime.remote.spoke_to(task.task_id, recipient["address"])
         if legacy:
             self._queue_legacy_answer(runtime, task, answer, swarm, contributors)
         return answer

@@ -379,14 +379,14 @@ async def _proxy_send(
             runtime, task, _outgoing(send, caller, task.task_id), target
         )
     except RemoteSwarmUnavailableError as e:
-        runtime.end_task(task.task_id, str(e), failed=True)
+        runtime.remote.end_task(task.task_id, str(e), failed=True)
         raise
     if wait:  # protocol 1.1: the answer is the reply the remote agent sends back
         timeout = state.config.server.settings.task_timeout
         try:
             answer = await asyncio.wait_for(task.wait_turn(), timeout)
         except TimeoutError:
-            runtime.end_task(task.task_id, "no reply from the remote swarm", failed=True)
+            runtime.remote.end_task(task.task_id, "no reply from the remote swarm", failed=True)
             raise TaskTimeoutError(f"no reply within {timeout:g} s") from None
         await runtime.persisted()  # the task's end is stored before it is told
     return JSONResponse({"response": answer, "events": None, "task_id": task.task_id})
@@ -470,7 +470,7 @@ async def _legacy_exchange(
         state.router.forget_reply(runtime, task.task_id)
         turn.cancel()
         found = reply.result() if reply.done() and not reply.cancelled() else turn.result()
-        runtime.end_task(task.task_id, found["message"]["body"])  # one request, one answer
+        runtime.remote.end_task(task.task_id, found["message"]["body"])  # one request, one answer
         return _reply(found, inbound, local)
 
     def abandon() -> None:  # the peer went away before the answer: stop waiting for it
@@ -486,7 +486,7 @@ async def _legacy_exchange(
     if not done:
         state.router.forget_reply(runtime, task.task_id)
         turn.cancel()
-        runtime.end_task(task.task_id, "the task timed out", failed=True)
+        runtime.remote.end_task(task.task_id, "the task timed out", failed=True)
         raise TaskTimeoutError(f"no answer within {timeout:g} s")
     return JSONResponse(answered())
 
