@@ -1,0 +1,5 @@
+"""The ``researcher`` agent of the ``research`` swarm: ``prompts:SYSPROMPT``, ``agent:LiteLLMResearcherFunction``."""
+
+from __future__ import annotations
+
+__all__: list[str] = []

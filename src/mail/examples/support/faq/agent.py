@@ -1,0 +1,23 @@
+"""The ``faq`` agent of the ``support`` example swarm, driven by an LLM.
+
+``python::mail.examples.support.faq.agent:LiteLLMFaqFunction`` names this class in swarms.json.
+LiteLLM is imported only when the agent first runs.
+"""
+
+from __future__ import annotations
+
+from mail.examples._agents import ExampleAgent
+from mail.examples.support.faq.prompts import SYSPROMPT
+from mail.factories.action import LiteLLMActionAgentFunction
+
+__all__ = ["LiteLLMFaqFunction"]
+
+
+class LiteLLMFaqFunction(ExampleAgent, LiteLLMActionAgentFunction, prompt=SYSPROMPT):
+    """An action agent that answers requests with ``search_faq``.
+
+    Takes the parameters of
+    :class:`~mail.factories.action.LiteLLMActionAgentFunction`, with ``_debug_include_mail_tools`` right
+    after ``use_proxy`` as in v1.3.6; ``llm`` defaults to ``"openai/gpt-5-mini"`` and
+    ``system`` to :data:`mail.examples.support.faq.prompts.SYSPROMPT`.
+    """
