@@ -113,3 +113,15 @@ async def test_offline_team_completes_a_task_with_every_action(name: str) -> Non
         if event.event == EventName.ACTION_COMPLETE:
             payload = event.description.split("\n", 1)[1]
             assert isinstance(json.loads(payload), dict)
+
+
+@pytest.mark.parametrize(
+    ("name", "peer"), [("swarm-alpha", "swarm-beta"), ("swarm-beta", "swarm-alpha")]
+)
+def test_federation_demo_swarms_reach_each_others_supervisor(name: str, peer: str) -> None:
+    template = MAILSwarmTemplate.from_swarm_json_file(name, SWARMS)
+    template.validate()
+    assert template.enable_interswarm
+    [supervisor] = [a for a in template.agents if a.name == "supervisor"]
+    assert supervisor.enable_interswarm and supervisor.can_complete_tasks
+    assert f"supervisor@{peer}" in supervisor.comm_targets
