@@ -12,7 +12,11 @@ The modules below are the ``python::`` paths that swarms.json files refer to:
 - :mod:`mail.examples.consultant_dummy` and :mod:`mail.examples.analyst_dummy` --
   ``prompts:SYSPROMPT``, ``agent:LiteLLMConsultantFunction`` / ``agent:LiteLLMAnalystFunction``
 - :mod:`mail.examples.offline` -- scripted agents that answer weather and arithmetic
-  questions without an LLM (``agents:OfflineSupervisorFunction``, ...)
+  questions without an LLM (``agents:OfflineSupervisorFunction``, ...), and
+  ``team:OfflineCoordinatorFunction``, the entry agent of the offline team swarms
+- :mod:`mail.examples.support`, :mod:`mail.examples.data_analysis` and
+  :mod:`mail.examples.research` -- the original's team swarms: one subpackage per agent
+  (``agent``, ``prompts``, ``actions``) and ``offline`` (their scripted agents)
 
 The ``*_agent_params`` dicts are ready-made ``agent_params`` for the LLM agents (and
 ``factory_{weather,math,consultant,analyst}_dummy`` the original's deprecated functions
