@@ -24,6 +24,8 @@ Tree::
     ├── StorageError                  the store could not read or write
     ├── AddressRefusedError           an outgoing connection's address is refused (names the rule)
     └── MAILClientError               an HTTP call made by MAILClient failed (status, detail)
+                                      (also a RuntimeError and a ValueError, as v1.3.6's
+                                      client raised those: ``except RuntimeError`` works)
 """
 
 from __future__ import annotations
@@ -169,8 +171,12 @@ class AddressRefusedError(MAILError):
         super().__init__(message)
 
 
-class MAILClientError(MAILError):
+class MAILClientError(MAILError, RuntimeError, ValueError):
     """An HTTP call made by the client failed.
+
+    It is also a :class:`RuntimeError` (v1.3.6 raised one for transport errors) and a
+    :class:`ValueError` (v1.3.6 raised one for non-JSON answers), so code written for the
+    original's client keeps catching it.
 
     ``status`` is the HTTP status (``None`` when no response arrived) and ``detail`` the
     server's explanation or the transport error text.

@@ -11,21 +11,19 @@ Standard library only at import; the configuration is loaded inside :func:`resol
 from __future__ import annotations
 
 import argparse
-import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 from mail._server_file import listening_url
+from mail.url_scheme import SWARM_SCHEME, is_loopback, parse_swarm_url
 
 if TYPE_CHECKING:
     from mail.config import ClientConfig, MAILConfig
 
 __all__ = ["UNREACHABLE_HINT", "Target", "is_loopback", "resolve", "swarm_link"]
 
-SWARM_SCHEME = "swarm"
-_LINK_KINDS = ("connect", "invite")
 #: What a command adds when no server answered at all.
 UNREACHABLE_HINT = (
     "hint: is the server running? Give its address with --url URL "
@@ -43,40 +41,11 @@ class Target:
     key_source: str
 
 
-def is_loopback(host: str | None) -> bool:
-    """Whether ``host`` names this machine (``localhost``, ``127.0.0.0/8``, ``::1``)."""
-    if not host:
-        return False
-    host = host.strip("[]").lower()
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def swarm_link(link: str) -> tuple[str, str | None]:
-    """``swarm://connect?server=HOST[:PORT]&token=KEY`` (or ``swarm://invite?...``) as
-    ``(base URL, token)``: ``https://HOST[:PORT]``, or ``http://`` for a loopback host.
-
-    A ``server`` that already has a scheme (``http://...``) is kept as it is.
-    Raises ``ValueError`` for another kind of link or a missing ``server``.
-    """
-    parts = urlsplit(link)
-    kind = parts.netloc or parts.path.strip("/")
-    if parts.scheme.lower() != SWARM_SCHEME or kind.lower() not in _LINK_KINDS:
-        raise ValueError(f"not a swarm link: {link!r} (expected swarm://connect?server=HOST)")
-    query = parse_qs(parts.query)
-    server = (query.get("server") or [""])[0].strip()
-    if not server:
-        raise ValueError(f"swarm link without server=HOST: {link!r}")
-    token = next(iter(query.get("token", [])), None) or None
-    if "://" in server:
-        return server.rstrip("/"), token
-    host = urlsplit(f"//{server}").hostname
-    scheme = "http" if is_loopback(host) else "https"
-    return f"{scheme}://{server}".rstrip("/"), token
+    """``swarm://connect?server=HOST[:PORT]&token=KEY`` as ``(base URL, token)``; see
+    :func:`mail.url_scheme.parse_swarm_url`. Raises ``ValueError`` for another kind of link."""
+    parsed = parse_swarm_url(link)
+    return parsed.base_url, parsed.token
 
 
 def _given_url(args: argparse.Namespace) -> str | None:

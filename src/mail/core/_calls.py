@@ -55,7 +55,7 @@ class AgentToolCall(BaseModel):
     preamble: str | None = None
 
     @model_validator(mode="after")
-    def _check_completion_or_responses(self) -> AgentToolCall:
+    def check_completion_or_responses(self) -> AgentToolCall:
         if not self.completion and not self.responses:
             raise ValueError("either 'completion' or 'responses' must be non-empty")
         return self

@@ -491,7 +491,7 @@ class TurnRunner:
             EventName.ACTION_CALL,
             f"agent {ctx.agent} executing action tool: {name} with args: {args}",
         )
-        status, content = await action.execute(call, self.action_override)
+        status, content = await action.execute(call, action_override=self.action_override)
         ctx.result(call, ("SUCCESS: " if status == "success" else "ERROR: ") + content)
         task.log.emit(
             EventName.ACTION_COMPLETE, f"action complete (caller = {ctx.agent}):\n{content}"

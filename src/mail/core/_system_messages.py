@@ -13,6 +13,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mail.core._tool_help import get_tool_help as tool_help_lines
 from mail.core.message import (
     MAILMessage,
     create_agent_address,
@@ -185,21 +186,6 @@ class SystemMessages:
 
 # --- help ------------------------------------------------------------------------------
 
-_TOOL_HELP = {
-    "send_request": "send_request(target, subject, body): ask one agent to do something; "
-    "it answers with send_response.",
-    "send_response": "send_response(target, subject, body): answer a request you received.",
-    "send_broadcast": "send_broadcast(subject, body, targets): tell several agents at once "
-    "(['all'] for every agent); they may respond, acknowledge or ignore.",
-    "send_interrupt": "send_interrupt(target, subject, body): a high-priority message that "
-    "is delivered before queued requests.",
-    "acknowledge_broadcast": "acknowledge_broadcast(note): note a broadcast without replying.",
-    "ignore_broadcast": "ignore_broadcast(reason): drop a broadcast without replying.",
-    "await_message": "await_message(reason): end your turn and wait for the next message; "
-    "only valid while you wait for answers.",
-    "task_complete": "task_complete(finish_message): end the task; finish_message is the "
-    "full answer the user receives.",
-}
 
 _SUMMARY = (
     "MAIL (Multi-Agent Interface Layer) lets agents of a swarm exchange messages. Every "
@@ -249,8 +235,7 @@ def build_help(
             f"enable_interswarm: {core.enable_interswarm}"
         )
     if get_tool_help:
-        lines = [_TOOL_HELP.get(name, f"{name}: no help available") for name in get_tool_help]
-        sections.append("===== TOOL HELP =====\n" + "\n".join(lines))
+        sections.append("===== TOOL HELP =====\n" + tool_help_lines(get_tool_help))
     if get_full_protocol:
         sections.append(f"===== FULL MAIL PROTOCOL SPECIFICATION =====\n{full_protocol_text()}")
     return "\n\n".join(sections) or "(no help sections requested)"

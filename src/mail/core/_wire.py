@@ -166,9 +166,9 @@ def parse_agent_address(address: str) -> tuple[str, str | None]:
     return name, swarm
 
 
-def format_agent_address(agent: str, swarm: str | None = None) -> str:
+def format_agent_address(agent_name: str, swarm_name: str | None = None) -> str:
     """Return ``"agent@swarm"``, or ``"agent"`` when ``swarm`` is empty."""
-    return f"{agent}@{swarm}" if swarm else agent
+    return f"{agent_name}@{swarm_name}" if swarm_name else agent_name
 
 
 def create_address(address: str, address_type: AddressType) -> MAILAddress:

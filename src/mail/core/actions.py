@@ -41,9 +41,12 @@ class ActionCore:
     async def execute(
         self,
         call: AgentToolCall,
+        actions: dict[str, ActionCore] | None = None,
         action_override: ActionOverrideFunction | None = None,
     ) -> tuple[ActionStatus, str]:
         """Run the action for ``call`` and return ``(status, content)``.
+
+        ``actions`` is accepted for v1.3.6 compatibility and unused: this action runs.
 
         Never raises for a failing action: its exception becomes an ``"error"`` status
         whose content says what failed. With ``action_override``, the override receives

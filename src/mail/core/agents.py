@@ -67,9 +67,9 @@ class AgentCore:
         self.tool_format = tool_format
         self.exclude_tools = frozenset(exclude_tools or ())
 
-    def can_access_action(self, name: str) -> bool:
-        """True when this agent lists the action ``name``."""
-        return name in self.actions
+    def can_access_action(self, action_name: str) -> bool:
+        """True when this agent lists the action ``action_name``."""
+        return action_name in self.actions
 
     def can_access_action_or_tool(self, name: str) -> bool:
         """True for MAIL tools and for actions this agent lists."""

@@ -45,6 +45,7 @@ from mail.core._breakpoints import resume_breakpoints
 from mail.core._dispatch import SwarmDirectory, TurnRunner
 from mail.core._recorder import StoreRecorder, restore
 from mail.core._remote import Direction, RemoteLedger
+from mail.core._runtime_compat import AGENT_HISTORY_KEY, V136RuntimeMethods
 from mail.core._scheduler import Scheduler
 from mail.core._system_messages import CANCELLED_BODY, SystemMessages
 from mail.core.actions import ActionCore, ActionOverrideFunction
@@ -55,7 +56,7 @@ from mail.core.tasks import MAILTask, TaskState, TaskTable, short_title
 from mail.db.store import CallerKey, TaskStore
 from mail.errors import InvalidMessageError, TaskNotFoundError, TaskStateError
 
-__all__ = ["MAILRuntime", "RemoteRouter", "ResumeFrom"]
+__all__ = ["AGENT_HISTORY_KEY", "MAILRuntime", "RemoteRouter", "ResumeFrom"]
 
 logger = logging.getLogger("mail.runtime")
 
@@ -98,7 +99,7 @@ class RemoteRouter(Protocol):
         """Register the swarms listed by each URL's ``GET /swarms``; returns the names added."""
 
 
-class MAILRuntime:
+class MAILRuntime(V136RuntimeMethods):
     """Runs one swarm's agents for one caller.
 
     Args:
@@ -208,6 +209,7 @@ class MAILRuntime:
             notify_completion=self.notify_remote_completion,
         )
         self._loop_task: asyncio.Task[None] | None = None
+        self._response_queue: asyncio.Queue[MAILMessage] | None = None
 
     async def restore(self) -> int:
         """Load the stored tasks (none without a store); returns how many were loaded.
@@ -351,9 +353,11 @@ class MAILRuntime:
                 histories=self.agent_histories,
                 system=self.system,
             )
+            self._watch_turn(task)
             return task
         if resume_from == "user_response":
             self.scheduler.reopen(task)
+        self._watch_turn(task)
         self.scheduler.put(message)
         self.scheduler.route_queued()  # at once: the entrypoint's turn starts next
         return task

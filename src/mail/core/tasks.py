@@ -20,11 +20,12 @@ import asyncio
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from dataclasses import InitVar, dataclass, field
+from dataclasses import KW_ONLY, InitVar, dataclass, field
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
+from mail.core._task_compat import V136TaskMethods
+from mail.core._task_state import QueueItem, TaskState
 from mail.core.events import EventLog, LogListener, MAILEvent
 
 if TYPE_CHECKING:
@@ -52,19 +53,6 @@ def short_title(text: str) -> str:
     return line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 3] + "..."
 
 
-#: ``(priority, sequence, message)`` as held by the runtime's priority queue.
-QueueItem = tuple[int, int, "MAILMessage"]
-
-
-class TaskState(StrEnum):
-    RUNNING = "running"
-    WAITING_BREAKPOINT = "waiting_breakpoint"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-    INTERRUPTED = "interrupted"
-
-
 _FINISHED = frozenset(
     {
         TaskState.COMPLETED,
@@ -85,13 +73,19 @@ class PendingBreakpoint:
     normalized: dict[str, Any]
 
 
-@dataclass(slots=True, kw_only=True)
-class MAILTask:
-    """Everything the runtime knows about one task."""
+@dataclass(slots=True)
+class MAILTask(V136TaskMethods):
+    """Everything the runtime knows about one task.
+
+    v1.3.6's methods (``get_messages``, ``queue_stash``, ``mark_complete``, ...) come from
+    :class:`mail.core._task_compat.V136TaskMethods`.
+    """
 
     task_id: str
     task_owner: str
     task_contributors: list[str]
+    # the three above may be positional, as in v1.3.6
+    _: KW_ONLY
     start_time: datetime = field(default_factory=lambda: datetime.now(UTC))
     updated_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     state: TaskState = TaskState.RUNNING

@@ -22,6 +22,7 @@ and :func:`get_agent_tools` return fresh deep copies, so callers may mutate what
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Iterable
 from typing import Any
 
@@ -33,6 +34,7 @@ from mail.core._calls import (
     convert_manual_step_call_to_mail_message,
     normalize_breakpoint_tool_call,
 )
+from mail.core._tool_help import TOOL_HELP, get_tool_help
 from mail.core._tool_specs import (
     ToolFormat,
     cached_mail_tool_spec,
@@ -72,7 +74,31 @@ __all__ = [
     "convert_call_to_mail_message",
     "convert_manual_step_call_to_mail_message",
     "normalize_breakpoint_tool_call",
+    # v1.3.6 names
+    "get_tool_spec_name",
+    "get_tool_help",
+    "SEND_REQUEST_HELP_STRING",
+    "SEND_RESPONSE_HELP_STRING",
+    "SEND_INTERRUPT_HELP_STRING",
+    "SEND_BROADCAST_HELP_STRING",
+    "ACKNOWLEDGE_BROADCAST_HELP_STRING",
+    "IGNORE_BROADCAST_HELP_STRING",
+    "TASK_COMPLETE_HELP_STRING",
+    "AWAIT_MESSAGE_HELP_STRING",
 ]
+
+logger = logging.getLogger("mail.tools")
+
+#: The help text of each MAIL tool, as the ``::help::`` broadcast shows it (v1.3.6 names;
+#: our wording, not the original's).
+SEND_REQUEST_HELP_STRING = TOOL_HELP["send_request"]
+SEND_RESPONSE_HELP_STRING = TOOL_HELP["send_response"]
+SEND_INTERRUPT_HELP_STRING = TOOL_HELP["send_interrupt"]
+SEND_BROADCAST_HELP_STRING = TOOL_HELP["send_broadcast"]
+ACKNOWLEDGE_BROADCAST_HELP_STRING = TOOL_HELP["acknowledge_broadcast"]
+IGNORE_BROADCAST_HELP_STRING = TOOL_HELP["ignore_broadcast"]
+TASK_COMPLETE_HELP_STRING = TOOL_HELP["task_complete"]
+AWAIT_MESSAGE_HELP_STRING = TOOL_HELP["await_message"]
 
 #: The MAIL tools the runtime handles (valid values for ``exclude_tools``).
 MAIL_TOOL_NAMES: list[str] = [
@@ -176,6 +202,11 @@ def tool_name(spec: dict[str, Any]) -> str:
     if isinstance(function, dict) and isinstance(function.get("name"), str):
         return str(function["name"])
     raise SwarmDefinitionError("tool spec has no name", field="tools")
+
+
+def get_tool_spec_name(tool: dict[str, Any]) -> str:
+    """v1.3.6's name for :func:`tool_name`: the name of a tool spec in either format."""
+    return tool_name(tool)
 
 
 def create_request_tool(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from mail.utils.logger import get_loggers, init_logger
 from mail.utils.parsing import (
     ReferencePolicy,
     read_python_string,
@@ -9,8 +10,13 @@ from mail.utils.parsing import (
     resolve_prefixed_string_references,
     target_address_is_interswarm,
 )
+from mail.utils.version import get_protocol_version, get_version
 
 __all__ = [
+    "get_loggers",
+    "get_protocol_version",
+    "get_version",
+    "init_logger",
     "ReferencePolicy",
     "read_python_string",
     "read_url_string",

@@ -1,0 +1,418 @@
+"""Every public module, name and parameter of MAIL v1.3.6 is importable here (issue 22, item 1).
+
+The table is ``data/v136_python_surface.md``, a verbatim copy of the shared surface file: one
+section per module, one line per public name, methods with their parameters.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+SURFACE = Path(__file__).parent / "data" / "v136_python_surface.md"
+
+# Modules another piece of issue 22 ships, skipped here until it lands.
+SKIPPED_MODULES = {
+    # item 5: the original's example swarms
+    "mail.examples.support",
+    "mail.examples.data_analysis",
+    "mail.examples.research",
+    # optional in issue 22
+    "mail.examples.mafia",
+}
+# Not importable yet (issue 22 item 1 continues; mail.stdlib.* is issue 23): each fails
+# today and is expected to; strict, so one that starts working must leave this list.
+NOT_YET = {
+    "mail.api:ActionLike",
+    "mail.api:MAILAction",
+    "mail.api:MAILAgentTemplate",
+    "mail.api:MAILSwarm",
+    "mail.api:MAILSwarmTemplate",
+    "mail.api:logger",
+    "mail.client:MAILClientCLI",
+    "mail.config.client:logger",
+    "mail.config.server:logger",
+    "mail.db.init",
+    "mail.db.init:create_tables",
+    "mail.db.types",
+    "mail.db.types:AgentHistoriesDB",
+    "mail.db.types:TaskDB",
+    "mail.db.types:TaskEventDB",
+    "mail.db.types:TaskResponseDB",
+    "mail.db.utils",
+    "mail.db.utils:close_pool",
+    "mail.db.utils:create_agent_histories_table",
+    "mail.db.utils:create_agent_history",
+    "mail.db.utils:create_task",
+    "mail.db.utils:create_task_event",
+    "mail.db.utils:create_task_response",
+    "mail.db.utils:get_pool",
+    "mail.db.utils:load_agent_histories",
+    "mail.db.utils:load_task_events",
+    "mail.db.utils:load_task_responses",
+    "mail.db.utils:load_tasks",
+    "mail.db.utils:logger",
+    "mail.db.utils:update_task",
+    "mail.examples.analyst_dummy.agent:analyst_agent_params",
+    "mail.examples.analyst_dummy:ANALYST_SYSPROMPT",
+    "mail.examples.analyst_dummy:LiteLLMAnalystFunction",
+    "mail.examples.analyst_dummy:analyst_agent_params",
+    "mail.examples.analyst_dummy:factory_analyst_dummy",
+    "mail.examples.consultant_dummy.agent:consultant_agent_params",
+    "mail.examples.consultant_dummy:CONSULTANT_SYSPROMPT",
+    "mail.examples.consultant_dummy:LiteLLMConsultantFunction",
+    "mail.examples.consultant_dummy:consultant_agent_params",
+    "mail.examples.consultant_dummy:factory_consultant_dummy",
+    "mail.examples.math_dummy.actions:Number",
+    "mail.examples.math_dummy.actions:calculate_expression",
+    "mail.examples.math_dummy.agent:math_agent_params",
+    "mail.examples.math_dummy:LiteLLMMathFunction",
+    "mail.examples.math_dummy:MATH_SYSPROMPT",
+    "mail.examples.math_dummy:action_calculate_expression",
+    "mail.examples.math_dummy:calculate_expression",
+    "mail.examples.math_dummy:factory_math_dummy",
+    "mail.examples.math_dummy:math_agent_params",
+    "mail.examples.supervisor.agent",
+    "mail.examples.supervisor.agent:supervisor_agent_params",
+    "mail.examples.supervisor:SUPERVISOR_SYSPROMPT",
+    "mail.examples.supervisor:supervisor_agent_params",
+    "mail.examples.weather_dummy.actions:WEATHER_FORECAST_PARAMETERS",
+    "mail.examples.weather_dummy.actions:get_weather_forecast",
+    "mail.examples.weather_dummy.agent:weather_agent_params",
+    "mail.examples.weather_dummy:LiteLLMWeatherFunction",
+    "mail.examples.weather_dummy:WEATHER_SYSPROMPT",
+    "mail.examples.weather_dummy:action_get_weather_forecast",
+    "mail.examples.weather_dummy:factory_weather_dummy",
+    "mail.examples.weather_dummy:get_weather_forecast",
+    "mail.examples.weather_dummy:weather_agent_params",
+    "mail.examples:LiteLLMAnalystFunction",
+    "mail.examples:LiteLLMConsultantFunction",
+    "mail.examples:LiteLLMMathFunction",
+    "mail.examples:LiteLLMWeatherFunction",
+    "mail.factories:AgentFunction",
+    "mail.net.registry:SwarmRegistry",
+    "mail.net.router:InterswarmRouter",
+    "mail.net.router:StreamHandler",
+    "mail.net.server_utils",
+    "mail.net.server_utils:compute_external_base_url",
+    "mail.net.server_utils:get_default_base_url",
+    "mail.net.server_utils:get_default_entrypoint_agent",
+    "mail.net.server_utils:get_default_persistent_swarm",
+    "mail.net.server_utils:get_default_swarm_name",
+    "mail.net.server_utils:get_default_swarm_registry",
+    "mail.net.server_utils:init_mail_instances_dict",
+    "mail.net.server_utils:init_mail_tasks_dict",
+    "mail.net.server_utils:init_task_bindings_dict",
+    "mail.net.server_utils:logger",
+    "mail.net.types",
+    "mail.net.types:GetHealthResponse",
+    "mail.net.types:GetRootResponse",
+    "mail.net.types:GetStatusResponse",
+    "mail.net.types:GetSwarmsDumpResponse",
+    "mail.net.types:GetSwarmsResponse",
+    "mail.net.types:GetWhoamiResponse",
+    "mail.net.types:PostInterswarmBackResponse",
+    "mail.net.types:PostInterswarmForwardResponse",
+    "mail.net.types:PostInterswarmMessageResponse",
+    "mail.net.types:PostMessageResponse",
+    "mail.net.types:PostSwarmsLoadResponse",
+    "mail.net.types:PostSwarmsResponse",
+    "mail.net.types:SwarmEndpoint",
+    "mail.net.types:SwarmEndpointCleaned",
+    "mail.net.types:SwarmInfo",
+    "mail.net.types:SwarmStatus",
+    "mail.server:dump_swarm",
+    "mail.server:get_or_create_mail_instance",
+    "mail.server:get_task",
+    "mail.server:get_tasks",
+    "mail.server:get_ui_agents",
+    "mail.server:health",
+    "mail.server:health_post",
+    "mail.server:lifespan",
+    "mail.server:list_swarms",
+    "mail.server:load_swarm_from_json",
+    "mail.server:logger",
+    "mail.server:message",
+    "mail.server:post_interswarm_message",
+    "mail.server:receive_interswarm_back",
+    "mail.server:receive_interswarm_forward",
+    "mail.server:register_swarm",
+    "mail.server:responses",
+    "mail.server:root",
+    "mail.server:run_server",
+    "mail.server:run_server_with_template",
+    "mail.server:status",
+    "mail.server:ui_dump_events",
+    "mail.server:ui_get_task",
+    "mail.server:ui_get_task_summary",
+    "mail.server:ui_get_tasks",
+    "mail.server:ui_message",
+    "mail.server:whoami",
+    "mail.stdlib.fs",
+    "mail.stdlib.fs.actions",
+    "mail.stdlib.fs.actions:DIR_CREATE_PARAMETERS",
+    "mail.stdlib.fs.actions:DIR_READ_PARAMETERS",
+    "mail.stdlib.fs.actions:FILE_DELETE_PARAMETERS",
+    "mail.stdlib.fs.actions:FILE_READ_PARAMETERS",
+    "mail.stdlib.fs.actions:FILE_WRITE_PARAMETERS",
+    "mail.stdlib.fs.actions:create_directory",
+    "mail.stdlib.fs.actions:delete_file",
+    "mail.stdlib.fs.actions:read_directory",
+    "mail.stdlib.fs.actions:read_file",
+    "mail.stdlib.fs.actions:write_file",
+    "mail.stdlib.fs:create_directory",
+    "mail.stdlib.fs:delete_file",
+    "mail.stdlib.fs:read_directory",
+    "mail.stdlib.fs:read_file",
+    "mail.stdlib.fs:write_file",
+    "mail.stdlib.http",
+    "mail.stdlib.http.actions",
+    "mail.stdlib.http.actions:HTTP_DELETE_PARAMETERS",
+    "mail.stdlib.http.actions:HTTP_GET_PARAMETERS",
+    "mail.stdlib.http.actions:HTTP_HEAD_PARAMETERS",
+    "mail.stdlib.http.actions:HTTP_OPTIONS_PARAMETERS",
+    "mail.stdlib.http.actions:HTTP_PATCH_PARAMETERS",
+    "mail.stdlib.http.actions:HTTP_POST_PARAMETERS",
+    "mail.stdlib.http.actions:HTTP_PUT_PARAMETERS",
+    "mail.stdlib.http.actions:http_delete",
+    "mail.stdlib.http.actions:http_get",
+    "mail.stdlib.http.actions:http_head",
+    "mail.stdlib.http.actions:http_options",
+    "mail.stdlib.http.actions:http_patch",
+    "mail.stdlib.http.actions:http_post",
+    "mail.stdlib.http.actions:http_put",
+    "mail.stdlib.http:http_delete",
+    "mail.stdlib.http:http_get",
+    "mail.stdlib.http:http_head",
+    "mail.stdlib.http:http_options",
+    "mail.stdlib.http:http_patch",
+    "mail.stdlib.http:http_post",
+    "mail.stdlib.http:http_put",
+    "mail.stdlib.interswarm",
+    "mail.stdlib.interswarm.actions",
+    "mail.stdlib.interswarm.actions:SWARM_URL_PARAMETERS",
+    "mail.stdlib.interswarm.actions:get_swarm_health",
+    "mail.stdlib.interswarm.actions:get_swarm_registry",
+    "mail.stdlib.interswarm.actions:ping_swarm",
+    "mail.stdlib.interswarm:get_swarm_health",
+    "mail.stdlib.interswarm:get_swarm_registry",
+    "mail.stdlib.interswarm:ping_swarm",
+    "mail.stdlib.mcp",
+    "mail.stdlib.mcp.actions",
+    "mail.stdlib.mcp.actions:MCP_CALL_TOOL_PARAMETERS",
+    "mail.stdlib.mcp.actions:MCP_GET_PROMPT_PARAMETERS",
+    "mail.stdlib.mcp.actions:MCP_LIST_RESOURCES_PARAMETERS",
+    "mail.stdlib.mcp.actions:MCP_LIST_TOOLS_PARAMETERS",
+    "mail.stdlib.mcp.actions:MCP_PING_PARAMETERS",
+    "mail.stdlib.mcp.actions:MCP_READ_RESOURCE_PARAMETERS",
+    "mail.stdlib.mcp.actions:mcp_call_tool",
+    "mail.stdlib.mcp.actions:mcp_get_prompt",
+    "mail.stdlib.mcp.actions:mcp_list_prompts",
+    "mail.stdlib.mcp.actions:mcp_list_resources",
+    "mail.stdlib.mcp.actions:mcp_list_tools",
+    "mail.stdlib.mcp.actions:mcp_ping",
+    "mail.stdlib.mcp.actions:mcp_read_resource",
+    "mail.stdlib.mcp:mcp_call_tool",
+    "mail.stdlib.mcp:mcp_get_prompt",
+    "mail.stdlib.mcp:mcp_list_prompts",
+    "mail.stdlib.mcp:mcp_list_resources",
+    "mail.stdlib.mcp:mcp_list_tools",
+    "mail.stdlib.mcp:mcp_ping",
+    "mail.stdlib.mcp:mcp_read_resource",
+    "mail.stdlib.openai",
+    "mail.stdlib.openai.agents",
+    "mail.stdlib.openai.agents:OpenAIChatCompletionsAgentFunction",
+    "mail.stdlib.openai.agents:OpenAIChatCompletionsSupervisorFunction",
+    "mail.stdlib.openai.agents:OpenAIResponsesAgentFunction",
+    "mail.stdlib.openai.agents:OpenAIResponsesSupervisorFunction",
+    "mail.stdlib.openai:OpenAIChatCompletionsAgentFunction",
+    "mail.stdlib.openai:OpenAIChatCompletionsSupervisorFunction",
+    "mail.stdlib.openai:OpenAIResponsesAgentFunction",
+    "mail.stdlib.openai:OpenAIResponsesSupervisorFunction",
+    "mail.summarizer",
+    "mail.summarizer:SYSTEM_PROMPT",
+    "mail.summarizer:SubmitTitleArgs",
+    "mail.summarizer:TaskSummarizer",
+    "mail.summarizer:submit_title_action",
+    "mail.summarizer:summarize_task",
+    "mail.swarms_json.types:SwarmsJSONFile",
+    "mail.swarms_json.utils:build_action_from_swarms_json",
+    "mail.swarms_json.utils:build_agent_from_swarms_json",
+    "mail.swarms_json.utils:build_swarm_from_swarms_json",
+    "mail.swarms_json.utils:build_swarms_from_swarms_json",
+    "mail.swarms_json.utils:load_swarms_json_from_file",
+    "mail.swarms_json.utils:load_swarms_json_from_string",
+    "mail.swarms_json.utils:validate_action_from_swarms_json",
+    "mail.swarms_json.utils:validate_agent_from_swarms_json",
+    "mail.swarms_json.utils:validate_swarm_from_swarms_json",
+    "mail.swarms_json:SwarmsJSONFile",
+    "mail.swarms_json:build_action_from_swarms_json",
+    "mail.swarms_json:build_agent_from_swarms_json",
+    "mail.swarms_json:build_swarm_from_swarms_json",
+    "mail.swarms_json:build_swarms_from_swarms_json",
+    "mail.swarms_json:load_swarms_json_from_file",
+    "mail.swarms_json:load_swarms_json_from_string",
+    "mail.utils.auth",
+    "mail.utils.auth:JWT_SECRET",
+    "mail.utils.auth:caller_is_admin",
+    "mail.utils.auth:caller_is_admin_or_user",
+    "mail.utils.auth:caller_is_agent",
+    "mail.utils.auth:caller_is_role",
+    "mail.utils.auth:caller_is_user",
+    "mail.utils.auth:check_auth_endpoints",
+    "mail.utils.auth:extract_token",
+    "mail.utils.auth:extract_token_info",
+    "mail.utils.auth:get_token_info",
+    "mail.utils.auth:logger",
+    "mail.utils.auth:login",
+    "mail.utils.auth:require_debug",
+    "mail.utils.context",
+    "mail.utils.context:get_model_ctx_len",
+    "mail.utils.openai",
+    "mail.utils.openai:SwarmOAIClient",
+    "mail.utils.openai:async_lambda",
+    "mail.utils.openai:build_oai_clients_dict",
+    "mail.utils.parsing:PYTHON_STRING_PREFIX",
+    "mail.utils.parsing:URL_STRING_PREFIX",
+    "mail.utils.parsing:read_url_string",
+    "mail.utils.serialize",
+    "mail.utils.serialize:dump_mail_result",
+    "mail.utils.serialize:export",
+    "mail.utils.serialize:extract_task_body",
+    "mail.utils.serialize:serialize_mail_value",
+    "mail.utils.store",
+    "mail.utils.store:get_langmem_store",
+    "mail.utils.string_builder",
+    "mail.utils.string_builder:IDENTITY_STRING",
+    "mail.utils.string_builder:SPEC_PATH",
+    "mail.utils.string_builder:SUMMARY_STRING",
+    "mail.utils.string_builder:build_mail_help_string",
+    "mail.utils:caller_is_admin",
+    "mail.utils:caller_is_admin_or_user",
+    "mail.utils:caller_is_agent",
+    "mail.utils:caller_is_user",
+    "mail.utils:export",
+    "mail.utils:extract_token",
+    "mail.utils:extract_token_info",
+    "mail.utils:get_langmem_store",
+    "mail.utils:get_token_info",
+    "mail.utils:login",
+    "mail.utils:require_debug",
+    "mail.utils:serialize_mail_value",
+    "mail:MAILRuntime",
+}
+# Names another piece of issue 22 ships.
+SKIPPED_NAMES = {
+    ("mail.api", "MAILSwarm", "manual_step"),  # item 4
+}
+
+
+@dataclass(frozen=True)
+class Entry:
+    module: str
+    name: str
+    params: tuple[str, ...] | None = None  # a function's parameters, as listed
+    methods: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+
+def _params(text: str) -> tuple[str, ...]:
+    names = []
+    for raw in text.split(","):
+        part = raw.strip()
+        if not part or part == "*":
+            continue
+        names.append(part.split("=")[0].lstrip("*"))
+    return tuple(names)
+
+
+def _methods(text: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    found = re.findall(r"(?:async )?(\w+)\(([^)]*)\)", text)
+    return tuple((name, _params(args)) for name, args in found)
+
+
+def _parse() -> list[Entry]:
+    entries: list[Entry] = []
+    module = ""
+    for line in SURFACE.read_text(encoding="utf-8").splitlines():
+        if line.startswith("## `"):
+            module = line[4:].rstrip("`")
+            continue
+        if not line.startswith("- ") or not module:
+            continue
+        item = line[2:]
+        if item.startswith("re-exports from"):
+            _, _, names = item.partition(": ")
+            entries.extend(Entry(module, n.strip("` ")) for n in names.split(", "))
+            continue
+        cls = re.match(r"class `(\w+)(?:\([^`]*\))?`(?::\s*(.*))?", item)
+        if cls:
+            entries.append(Entry(module, cls.group(1), methods=_methods(cls.group(2) or "")))
+            continue
+        func = re.match(r"(?:async )?`(\w+)(?:\((.*)\))?`", item)
+        assert func, line
+        params = _params(func.group(2)) if func.group(2) is not None else None
+        entries.append(Entry(module, func.group(1), params=params))
+    return entries
+
+
+ENTRIES = [
+    e
+    for e in _parse()
+    if not any(e.module == m or e.module.startswith(m + ".") for m in SKIPPED_MODULES)
+]
+MODULES = sorted({e.module for e in ENTRIES})
+
+
+def _has_params(obj: object, expected: tuple[str, ...]) -> list[str]:
+    sig = inspect.signature(obj)  # type: ignore[arg-type]
+    accepted = set(sig.parameters) - {"self", "cls"}
+    return [p for p in expected if p not in accepted]
+
+
+def test_the_table_is_read() -> None:
+    assert len(ENTRIES) > 300
+    assert Entry("mail.core", "AgentCore") in ENTRIES
+
+
+def _cases(ids: list[str]) -> list[object]:
+    return [
+        pytest.param(i, marks=pytest.mark.xfail(strict=True, reason="not yet"))
+        if i in NOT_YET
+        else i
+        for i in ids
+    ]
+
+
+@pytest.mark.parametrize("module", _cases(MODULES))
+def test_module_imports(module: str) -> None:
+    importlib.import_module(module)
+
+
+BY_ID = {f"{e.module}:{e.name}": e for e in ENTRIES}
+
+
+@pytest.mark.parametrize("entry_id", _cases(list(BY_ID)))
+def test_name_and_parameters(entry_id: str) -> None:
+    entry = BY_ID[entry_id]
+    module = importlib.import_module(entry.module)
+    assert hasattr(module, entry.name), f"{entry.module}.{entry.name} is missing"
+    obj = getattr(module, entry.name)
+    if entry.params is not None:
+        assert callable(obj)
+        assert _has_params(obj, entry.params) == []
+    problems: list[str] = []
+    for method, params in entry.methods:
+        if (entry.module, entry.name, method) in SKIPPED_NAMES:
+            continue
+        if not hasattr(obj, method):
+            problems.append(f"{entry.name}.{method} is missing")
+            continue
+        missing = _has_params(getattr(obj, method), params)
+        if missing:
+            problems.append(f"{entry.name}.{method} lacks {missing}")
+    assert problems == []
