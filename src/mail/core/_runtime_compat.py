@@ -26,10 +26,12 @@ AGENT_HISTORY_KEY = "{task_id}::{agent_name}"
 class V136RuntimeMethods:
     """The names v1.3.6 users reach on a runtime beyond the seeds' core methods."""
 
+    #: made when ``response_queue`` is first read (until then no turn is watched)
+    _response_queue: asyncio.Queue[MAILMessage] | None = None
+
     if TYPE_CHECKING:
         tasks: TaskTable
         router: Any
-        _response_queue: asyncio.Queue[MAILMessage] | None
 
         async def restore(self) -> int: ...
 

@@ -209,7 +209,6 @@ class MAILRuntime(V136RuntimeMethods):
             notify_completion=self.notify_remote_completion,
         )
         self._loop_task: asyncio.Task[None] | None = None
-        self._response_queue: asyncio.Queue[MAILMessage] | None = None
 
     async def restore(self) -> int:
         """Load the stored tasks (none without a store); returns how many were loaded.
