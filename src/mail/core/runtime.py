@@ -346,12 +346,9 @@ class MAILRuntime(V136RuntimeMethods):
             task.max_steps, task.max_steps_set = kwargs["max_steps"], True
         if resume_from == "breakpoint_tool_call":
             resume_breakpoints(
-                task,
-                kwargs,
-                scheduler=self.scheduler,
-                histories=self.agent_histories,
+                task, kwargs, scheduler=self.scheduler, histories=self.agent_histories,
                 system=self.system,
-            )
+            )  # fmt: skip
             self._watch_turn(task)
             return task
         if resume_from == "user_response":
