@@ -85,9 +85,15 @@ _DIALECT = Dialect(
     when=utc,
     history_time=False,
 )
-# Shared with v1.3.6: no unique index to upsert on; the task's older rows of the agent go.
+# Shared with v1.3.6, which orders a task's events by created_at alone: each row gets the
+# time it is inserted, not the transaction's; histories have no unique index to upsert on,
+# the task's older rows of the agent go.
 _SHARED_DIALECT = dataclasses.replace(
     _DIALECT,
+    append_event="""INSERT INTO task_events (swarm_name, caller_role, caller_id, task_id,
+        seq, event_type, event_data, event_id, created_at)
+        VALUES ($1, $2, $3, $4, $5::bigint, $6, $7, $5::bigint::text, clock_timestamp())
+        ON CONFLICT (swarm_name, caller_role, caller_id, task_id, seq) DO NOTHING""",
     save_history="""WITH gone AS (DELETE FROM agent_histories
             WHERE swarm_name = $1 AND caller_role = $2 AND caller_id = $3 AND task_id = $4
               AND agent_name = $5)
