@@ -8,14 +8,17 @@ it, and each side reads what the other wrote.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.persistence.conftest import MakeSwarm
 
+from mail.cli import main
 from mail.db import CallerKey, PostgresStore
 
 pytestmark = pytest.mark.timeout(60)
@@ -317,3 +320,36 @@ async def test_upgrade_from_v1_keeps_what_both_wrote(
         ]
         assert [e.seq for e in after["t"]] == [e.seq for e in before["t"]]
         assert (await store.load_task(KEY, "old")).state == "completed"  # type: ignore[union-attr]
+
+
+async def test_db_migrate_upgrades_from_v1_only_when_told_and_confirmed(
+    v1: tuple[str, V1Server], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url, server = v1
+    config = tmp_path / "mail.toml"
+    config.write_text(f'[database]\nurl = "{url}"\n', encoding="utf-8")
+
+    async def versions() -> set[str]:
+        return await _names(server.conn, "SELECT version::text FROM schema_migrations")
+
+    def migrate(*flags: str) -> int:
+        return main(["db-migrate", "-c", str(config), *flags])
+
+    assert await asyncio.to_thread(migrate) == 0
+    assert "shared with v1.3.6" in capsys.readouterr().out
+    assert await versions() == {"1", "4"}
+
+    # no terminal to ask on, no --yes: nothing changes
+    assert await asyncio.to_thread(migrate, "--upgrade-from-v1") == 2
+    captured = capsys.readouterr()
+    assert "DELETED" in captured.out  # it said what it would change
+    assert "confirm with --yes" in captured.err
+    assert await versions() == {"1", "4"}
+
+    assert await asyncio.to_thread(migrate, "--upgrade-from-v1", "--yes") == 0
+    assert "applied 2, 3" in capsys.readouterr().out
+    assert await versions() == {"1", "2", "3", "4"}
+    assert await server.conn.fetchval("SELECT count(*) FROM agent_histories") == 1
+
+    assert await asyncio.to_thread(migrate, "--upgrade-from-v1") == 0
+    assert "nothing to upgrade" in capsys.readouterr().out
