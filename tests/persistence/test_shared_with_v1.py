@@ -66,8 +66,6 @@ V1_SCHEMA = (
         UNIQUE(task_id, swarm_name, caller_role, caller_id))""",
 )
 
-_WHERE_CALLER = "swarm_name = $2 AND caller_role = $3 AND caller_id = $4"
-
 
 class V1Server:
     """The statements a v1.3.6 server runs (CONTRACT §11), on one connection."""
@@ -111,21 +109,21 @@ class V1Server:
                 SWARM, ROLE, CALLER, fmt, task_id, agent, json.dumps(history),
             )  # fmt: skip
         await self.conn.execute(
-            f"""INSERT INTO task_responses (task_id, swarm_name, caller_role, caller_id,
+            """INSERT INTO task_responses (task_id, swarm_name, caller_role, caller_id,
                response) VALUES ($1, $2, $3, $4, $5::jsonb)
                ON CONFLICT (task_id, swarm_name, caller_role, caller_id)
                DO UPDATE SET response = EXCLUDED.response""",
             task_id, SWARM, ROLE, CALLER, json.dumps(response),
         )  # fmt: skip
         await self.conn.execute(
-            f"""UPDATE tasks SET is_running = FALSE, completed = TRUE, updated_at = NOW()
-               WHERE task_id = $1 AND {_WHERE_CALLER}""",
+            """UPDATE tasks SET is_running = FALSE, completed = TRUE, updated_at = NOW()
+               WHERE task_id = $1 AND swarm_name = $2 AND caller_role = $3 AND caller_id = $4""",
             task_id, SWARM, ROLE, CALLER,
         )  # fmt: skip
 
     async def set_title(self, task_id: str, title: str) -> None:
         await self.conn.execute(
-            f"UPDATE tasks SET title = $5, updated_at = NOW() WHERE task_id = $1 AND {_WHERE_CALLER}",
+            "UPDATE tasks SET title = $5, updated_at = NOW() WHERE task_id = $1 AND swarm_name = $2 AND caller_role = $3 AND caller_id = $4",
             task_id, SWARM, ROLE, CALLER, title,
         )  # fmt: skip
 
@@ -133,20 +131,21 @@ class V1Server:
         """What a v1.3.6 instance loads: histories concatenated per ``task::agent`` in
         ``created_at`` order, tasks by ``start_time`` with their events, responses."""
         caller = (SWARM, ROLE, CALLER)
-        where = "swarm_name = $1 AND caller_role = $2 AND caller_id = $3"
         histories: dict[str, list[Any]] = {}
         for row in await self.conn.fetch(
-            f"SELECT * FROM agent_histories WHERE {where} ORDER BY created_at", *caller
+            "SELECT * FROM agent_histories WHERE swarm_name = $1 AND caller_role = $2 AND caller_id = $3 ORDER BY created_at",
+            *caller,
         ):
             key = f"{row['task_id']}::{row['agent_name']}"
             histories.setdefault(key, []).extend(json.loads(row["history"]))
         tasks: dict[str, dict[str, Any]] = {}
         for row in await self.conn.fetch(
-            f"SELECT * FROM tasks WHERE {where} ORDER BY start_time", *caller
+            "SELECT * FROM tasks WHERE swarm_name = $1 AND caller_role = $2 AND caller_id = $3 ORDER BY start_time",
+            *caller,
         ):
             events = await self.conn.fetch(
-                f"""SELECT event_type, event_data, event_id FROM task_events
-                    WHERE task_id = $1 AND {_WHERE_CALLER} ORDER BY created_at""",
+                """SELECT event_type, event_data, event_id FROM task_events
+                    WHERE task_id = $1 AND swarm_name = $2 AND caller_role = $3 AND caller_id = $4 ORDER BY created_at""",
                 row["task_id"], *caller,
             )  # fmt: skip
             tasks[row["task_id"]] = {
@@ -158,7 +157,8 @@ class V1Server:
         responses = {
             row["task_id"]: json.loads(row["response"])
             for row in await self.conn.fetch(
-                f"SELECT task_id, response FROM task_responses WHERE {where}", *caller
+                "SELECT task_id, response FROM task_responses WHERE swarm_name = $1 AND caller_role = $2 AND caller_id = $3",
+                *caller,
             )
         }
         return {"histories": histories, "tasks": tasks, "responses": responses}
