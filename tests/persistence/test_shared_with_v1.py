@@ -19,6 +19,8 @@ import pytest
 from tests.persistence.conftest import MakeSwarm
 
 from mail.cli import main
+from mail.cli._doctor import check_store
+from mail.config import DatabaseConfig
 from mail.db import CallerKey, PostgresStore
 
 pytestmark = pytest.mark.timeout(60)
@@ -338,6 +340,8 @@ async def test_db_migrate_upgrades_from_v1_only_when_told_and_confirmed(
     assert await asyncio.to_thread(migrate) == 0
     assert "shared with v1.3.6" in capsys.readouterr().out
     assert await versions() == {"1", "4"}
+    found = await check_store(DatabaseConfig(url=url))
+    assert found.status == "ok" and "--upgrade-from-v1" in found.message
 
     # no terminal to ask on, no --yes: nothing changes
     assert await asyncio.to_thread(migrate, "--upgrade-from-v1") == 2
