@@ -1,4 +1,5 @@
-"""A database written by the original implementation (v1.3.6) stays readable."""
+"""A database written by the original implementation (v1.3.6) stays readable, and
+``--upgrade-from-v1`` converts it (tests/db/test_shared_with_v1.py: sharing it)."""
 
 from __future__ import annotations
 
@@ -119,8 +120,12 @@ async def _write_like_the_original(conn: Any) -> None:
     )  # fmt: skip
 
 
-async def test_original_database_is_migrated_and_readable(legacy_url: str) -> None:
+async def test_original_database_is_upgraded_and_readable(legacy_url: str) -> None:
     async with PostgresStore(legacy_url, connect_timeout=5.0) as store:
+        assert store.v1_readable
+        assert await store.upgrade_from_v1() == [2, 3]
+        assert not store.v1_readable
+        assert await store.upgrade_from_v1() == []
         assert await store.schema_version() == latest_version("postgres")
         tasks = await store.load_tasks(KEY)
         assert [(t.task_id, t.state, t.title) for t in tasks] == [
@@ -172,7 +177,7 @@ async def test_original_columns_follow_the_state(legacy_url: str) -> None:
             "SELECT task_id, is_running, completed FROM tasks WHERE task_id = ANY($1::text[])",
             ["r", "p", "c"],
         )
-        event_ids = await conn.fetch("SELECT event_id FROM task_events WHERE seq = 1")
+        event_ids = await conn.fetch("SELECT event_id FROM task_events WHERE seq IS NULL")
     finally:
         await conn.close()
     assert {r["task_id"]: (r["is_running"], r["completed"]) for r in rows} == {
@@ -180,15 +185,17 @@ async def test_original_columns_follow_the_state(legacy_url: str) -> None:
         "p": (False, True),
         "c": (False, True),
     }
-    assert [r["event_id"] for r in event_ids] == [None]  # the original's rows stay as they were
+    # shared with v1.3.6: the original's rows stay as they were
+    assert [r["event_id"] for r in event_ids] == [None, None, None]
 
 
 async def test_unused_secondary_indexes_are_dropped(legacy_url: str) -> None:
-    """Migration 3: the original's secondary indexes that no query uses go (every insert
+    """Migration 3 (with the upgrade): the original's secondary indexes that no query uses go (every insert
     paid for them); the tables' unique indexes, which the queries use, stay."""
     import asyncpg
 
     async with PostgresStore(legacy_url) as store:
+        await store.upgrade_from_v1()
         assert await store.schema_version() == latest_version("postgres")
     conn = await asyncpg.connect(legacy_url)
     try:

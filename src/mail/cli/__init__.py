@@ -136,7 +136,21 @@ def _add_db_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ):
         cmd = sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
         cmd.add_argument("-c", "--config", metavar="PATH", help="mail.toml to read")
-        cmd.set_defaults(handler=_db("db_migrate"), db_command=name)
+        cmd.set_defaults(
+            handler=_db("db_migrate"), db_command=name, upgrade_from_v1=False, yes=False
+        )
+        if name == "db-migrate":
+            cmd.add_argument(
+                "--upgrade-from-v1",
+                action="store_true",
+                help=(
+                    "PostgreSQL shared with v1.3.6: also apply the migrations v1.3.6 cannot "
+                    "live with (says what they change and asks first; stop v1.3.6 servers)"
+                ),
+            )
+            cmd.add_argument(
+                "-y", "--yes", action="store_true", help="do not ask before --upgrade-from-v1"
+            )
     prune = sub.add_parser(
         "db-prune",
         help="delete finished tasks from the task store",

@@ -69,16 +69,52 @@ def _run(
 
 
 def run_db_migrate(args: argparse.Namespace) -> int:
-    """``mail db-init`` / ``mail db-migrate``: apply pending migrations, print the version."""
+    """``mail db-init`` / ``mail db-migrate``: apply pending migrations, print the version.
+
+    On a PostgreSQL database shared with v1.3.6, only the migrations v1.3.6 can live with
+    apply; ``--upgrade-from-v1`` applies the others after saying what they change and
+    asking (``--yes``: without asking; without a terminal to ask on, it refuses).
+    """
     try:
         database = _database(args)
     except (ConfigurationError, _UsageError) as e:
         return _fail(args.db_command, e)
 
     async def work(store: TaskStore) -> str:
-        return f"{store.backend} store at schema version {await store.schema_version()}"
+        if args.upgrade_from_v1:
+            return await _upgrade_from_v1(store, args.yes)
+        version = f"{store.backend} store at schema version {await store.schema_version()}"
+        if store.v1_readable:
+            version += (
+                " (shared with v1.3.6: kept readable and writable by it; "
+                "`mail db-migrate --upgrade-from-v1` converts it for this implementation only)"
+            )
+        return version
 
     return _run(args.db_command, database, work)
+
+
+async def _upgrade_from_v1(store: TaskStore, yes: bool) -> str:
+    from mail.db import PostgresStore  # noqa: PLC0415
+    from mail.db.migrations import UPGRADE_FROM_V1  # noqa: PLC0415
+
+    if not isinstance(store, PostgresStore):
+        raise ConfigurationError("--upgrade-from-v1 applies to a PostgreSQL store only")
+    if not store.v1_readable:
+        version = await store.schema_version()
+        return f"postgres store at schema version {version}: nothing to upgrade from v1.3.6"
+    sys.stdout.write("--upgrade-from-v1 changes the database shared with v1.3.6:\n")
+    sys.stdout.write("".join(f"  - {change}\n" for change in UPGRADE_FROM_V1))
+    if not yes:
+        if not sys.stdin.isatty():
+            raise ConfigurationError("not upgrading: confirm with --yes (no terminal to ask on)")
+        answer = await asyncio.to_thread(input, "Upgrade now? [y/N] ")
+        if answer.strip().lower() not in {"y", "yes"}:
+            raise ConfigurationError("not upgrading: not confirmed, nothing changed")
+    applied = await store.upgrade_from_v1()
+    version = await store.schema_version()
+    done = ", ".join(map(str, applied))
+    return f"postgres store at schema version {version} (upgraded from v1.3.6: applied {done})"
 
 
 def run_db_prune(args: argparse.Namespace) -> int:

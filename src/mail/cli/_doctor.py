@@ -399,7 +399,12 @@ async def check_store(database: DatabaseConfig) -> Check:
         await store.close()
     if health != "ok":
         return Check("store", "fail", f"{backend} store at {where}: {health}", fix)
-    return Check("store", "ok", f"{backend} store at {where}, schema version {version}")
+    shared = (
+        " (shared with v1.3.6: `mail db-migrate --upgrade-from-v1` once no v1.3.6 server uses it)"
+        if store.v1_readable
+        else ""
+    )
+    return Check("store", "ok", f"{backend} store at {where}, schema version {version}{shared}")
 
 
 def unmade_store(database: DatabaseConfig) -> Check | None:

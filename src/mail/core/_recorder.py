@@ -56,6 +56,10 @@ class StoreRecorder:
 
     ``histories`` is the runtime's ``{task_id}::{agent}`` -> history mapping and
     ``tool_formats`` each agent's tool format (``"completions"`` or ``"responses"``).
+    With ``store_histories=False`` (a swarm's ``enable_db_agent_histories: false``, as
+    v1.3.6) the agents' histories are not stored; task records, events and responses are.
+    When the store is :attr:`~mail.db.store.TaskStore.v1_readable`, rows are stored whole,
+    as v1.3.6 writes them, not compacted.
     """
 
     def __init__(
@@ -65,6 +69,7 @@ class StoreRecorder:
         *,
         histories: Mapping[str, list[dict[str, Any]]],
         tool_formats: Mapping[str, str],
+        store_histories: bool = True,
         interval: float = 0.05,
         retry_after: float = 1.0,
         max_pending: int = 512,
@@ -74,6 +79,7 @@ class StoreRecorder:
         self.interval = interval
         self.retry_after = retry_after
         self.max_pending = max_pending
+        self.store_histories = store_histories
         self._histories = histories
         self._tool_formats = tool_formats
         #: the last write's failure, ``None`` once a write succeeds again
@@ -108,6 +114,8 @@ class StoreRecorder:
 
     def turn_ended(self, task: MAILTask, agent: str) -> None:
         """``agent`` ended a turn in ``task``: its history changed."""
+        if not self.store_histories:
+            return
         self._turns[(task.task_id, agent)] = task.log
         self._noted()
 
@@ -163,27 +171,32 @@ class StoreRecorder:
         def of(task_id: str) -> TaskChanges:
             return changes.setdefault(task_id, TaskChanges(task_id=task_id))
 
-        compact = self._compactor
+        # rows another implementation reads are stored whole, as it writes them
+        compact = None if self.store.v1_readable else self._compactor
         for task_id, task in self._tasks.items():
             of(task_id).merge(_record(task, compact))
         for (task_id, agent), log in self._turns.items():
             history = self._histories.get(f"{task_id}::{agent}")
             if history is not None:
                 fmt = self._tool_formats.get(agent, "responses")
-                of(task_id).histories.append((agent, compact.history(log, history), fmt))
+                stored = list(history) if compact is None else compact.history(log, history)
+                of(task_id).histories.append((agent, stored, fmt))
         for task_id, log in self._logs.items():
             new = log.since(log.stored_seq)
             if new:
                 log.stored_seq = new[-1].seq or log.stored_seq
                 of(task_id).events += [
                     EventRow(
-                        task_id=task_id, seq=e.seq or 0, event=e.event, data=compact.event(log, e)
+                        task_id=task_id,
+                        seq=e.seq or 0,
+                        event=e.event,
+                        data=dict(e.data()) if compact is None else compact.event(log, e),
                     )
                     for e in new
                 ]
         for task_id, task in self._tasks.items():
             if not task.is_running:  # its messages are needed again only if it resumes
-                compact.forget(task_id)
+                self._compactor.forget(task_id)
         logs.update(self._logs)
         self._tasks, self._logs, self._turns = {}, {}, {}
         return list(changes.values()), logs
@@ -252,7 +265,7 @@ class StoreRecorder:
             logger.error("closing: %d tasks could not be stored: %s", self.backlog, self.error)
 
 
-def _record(task: MAILTask, compact: Compactor) -> TaskChanges:
+def _record(task: MAILTask, compact: Compactor | None) -> TaskChanges:
     """The task's record; once its turn ended, its final response and what it waits on
     (breakpoint calls, stashed messages: a resumed task's are replaced when it ends)."""
     changes = TaskChanges(
@@ -270,7 +283,7 @@ def _record(task: MAILTask, compact: Compactor) -> TaskChanges:
     )
     if not task.is_running:
         response = cast("dict[str, Any] | None", task.response)
-        changes.response = compact.response(task.log, response)
+        changes.response = response if compact is None else compact.response(task.log, response)
         changes.breakpoints = [
             BreakpointRow(
                 call_id=call_id,

@@ -161,7 +161,11 @@ class MAILRuntime(V136RuntimeMethods):
         if store is not None:
             formats = {name: getattr(a, "tool_format", "responses") for name, a in agents.items()}
             self.recorder = StoreRecorder(
-                store, self.store_key, histories=self.agent_histories, tool_formats=formats
+                store,
+                self.store_key,
+                histories=self.agent_histories,
+                tool_formats=formats,
+                store_histories=enable_db_agent_histories,
             )
         self.tasks = TaskTable(
             max_finished=max_finished_tasks,

@@ -3,11 +3,22 @@
 The tables keep the names and columns of the original implementation (CONTRACT §11), so
 its data stays readable; :mod:`mail.db.migrations` adds what it lacked. asyncpg is
 imported when the store opens, never at import time.
+
+**Shared with v1.3.6.** On a database that still holds the original's tables in the form
+a v1.3.6 server uses (:func:`mail.db.migrations.shares_with_v1`), the store is
+:attr:`~mail.db.store.TaskStore.v1_readable`: it writes each agent's history as one whole
+row (the older rows of that task and agent deleted, so that v1.3.6, which concatenates
+a task's rows per agent, reads it once), and it reads what v1.3.6 wrote: a task's state
+from ``is_running``/``completed`` when v1.3.6 left ``state`` NULL or marked the task
+completed since, and events numbered in the order they were stored (v1.3.6 leaves
+``seq`` NULL). The runtime then stores events, histories and responses whole
+(:class:`mail.core._recorder.StoreRecorder`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
@@ -74,8 +85,27 @@ _DIALECT = Dialect(
     when=utc,
     history_time=False,
 )
-_TASK_COLUMNS = """task_id, task_owner, task_contributors::text, remote_swarms::text,
-    state, title, start_time, updated_at"""
+# Shared with v1.3.6, which orders a task's events by created_at alone: each row gets the
+# time it is inserted, not the transaction's; histories have no unique index to upsert on,
+# the task's older rows of the agent go.
+_SHARED_DIALECT = dataclasses.replace(
+    _DIALECT,
+    append_event="""INSERT INTO task_events (swarm_name, caller_role, caller_id, task_id,
+        seq, event_type, event_data, event_id, created_at)
+        VALUES ($1, $2, $3, $4, $5::bigint, $6, $7, $5::bigint::text, clock_timestamp())
+        ON CONFLICT (swarm_name, caller_role, caller_id, task_id, seq) DO NOTHING""",
+    save_history="""WITH gone AS (DELETE FROM agent_histories
+            WHERE swarm_name = $1 AND caller_role = $2 AND caller_id = $3 AND task_id = $4
+              AND agent_name = $5)
+        INSERT INTO agent_histories (swarm_name, caller_role, caller_id, task_id,
+            agent_name, tool_format, history, updated_at)
+        VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, NOW())""",
+)
+# the state of a task v1.3.6 wrote (NULL) or completed (is_running and completed only)
+_STATE = """CASE WHEN state IS NULL OR (state = 'running' AND completed)
+    THEN CASE WHEN completed THEN 'completed' ELSE 'running' END ELSE state END"""
+_TASK_COLUMNS = f"""task_id, task_owner, task_contributors::text, remote_swarms::text,
+    {_STATE}, title, start_time, updated_at"""
 _LOAD_TASKS = f"""SELECT {_TASK_COLUMNS} FROM tasks
     WHERE swarm_name = $1 AND caller_role = $2 AND caller_id = $3
     ORDER BY start_time, created_at"""
@@ -84,6 +114,15 @@ _LOAD_TASK = f"""SELECT {_TASK_COLUMNS} FROM tasks
 _LOAD_EVENTS = """SELECT seq, event_type, event_data FROM task_events
     WHERE swarm_name = $1 AND caller_role = $2 AND caller_id = $3 AND task_id = $4
       AND seq > $5 ORDER BY seq LIMIT $6"""
+# shared with v1.3.6: every row numbered in the order stored (created_at is the
+# transaction's: one write's events are ordered by their seq)
+_SHARED_ORDER = "ORDER BY created_at, seq NULLS FIRST, id"
+_LOAD_SHARED_EVENTS = f"""SELECT seq, event_type, event_data FROM (
+    SELECT row_number() OVER ({_SHARED_ORDER}) AS seq, COALESCE(event_type, '') AS event_type,
+           COALESCE(event_data, '{{}}') AS event_data
+    FROM task_events
+    WHERE swarm_name = $1 AND caller_role = $2 AND caller_id = $3 AND task_id = $4) AS e
+    WHERE seq > $5 ORDER BY seq LIMIT $6"""
 # load_details: one query per table for a list of ids ($4), each row led by its task id,
 # in the per-task order within a task
 _WHERE_IDS = """WHERE swarm_name = $1 AND caller_role = $2 AND caller_id = $3
@@ -99,11 +138,17 @@ _LOAD_DETAILS: dict[DetailKind, str] = {
     "stash": f"""SELECT task_id, priority, seq, message::text FROM task_stash {_WHERE_IDS}
         ORDER BY task_id, position""",
 }
+_LOAD_SHARED_DETAILS: dict[DetailKind, str] = {
+    **_LOAD_DETAILS,
+    "events": f"""SELECT task_id, row_number() OVER (PARTITION BY task_id {_SHARED_ORDER}),
+            COALESCE(event_type, ''), COALESCE(event_data, '{{}}')
+        FROM task_events {_WHERE_IDS} ORDER BY task_id, 2""",
+}
 # Finished tasks of every caller, newest first, ranked; kept are the young and the top ones.
 _PRUNE_CANDIDATES = """SELECT swarm_name, caller_role, caller_id, task_id FROM (
     SELECT swarm_name, caller_role, caller_id, task_id, updated_at,
            ROW_NUMBER() OVER (ORDER BY updated_at DESC, start_time DESC) AS rank
-    FROM tasks WHERE state IN ('completed', 'failed', 'cancelled')) AS finished
+    FROM tasks WHERE {state} IN ('completed', 'failed', 'cancelled')) AS finished
     WHERE ($1::timestamptz IS NOT NULL AND updated_at < $1)
        OR ($2::bigint IS NOT NULL AND rank > $2)"""
 # One statement per table, each run with (swarm, role, id, task_id); a task resumed since
@@ -112,7 +157,7 @@ _PRUNE_DELETES = tuple(
     f"""DELETE FROM {table} WHERE (swarm_name, caller_role, caller_id, task_id) IN (
         SELECT swarm_name, caller_role, caller_id, task_id FROM tasks
         WHERE swarm_name = $1 AND caller_role = $2 AND caller_id = $3 AND task_id = $4
-          AND state IN ('completed', 'failed', 'cancelled'))"""
+          AND {{state}} IN ('completed', 'failed', 'cancelled'))"""
     for table in (
         "task_events",
         "agent_histories",
@@ -146,9 +191,9 @@ def _refused(error: BaseException) -> bool:
     )
 
 
-async def _transaction(conn: Any, rows: Rows) -> None:
+async def _transaction(conn: Any, rows: Rows, dialect: Dialect) -> None:
     async with conn.transaction():
-        for sql, params in rows.statements(_DIALECT):
+        for sql, params in rows.statements(dialect):
             await conn.executemany(sql, params)
 
 
@@ -192,6 +237,21 @@ class PostgresStore(TaskStore):
         }
         self._writes = asyncio.Lock()  # fair: writes apply in call order
         self._write_error: str | None = None
+        self._dialect = _DIALECT
+        self._load_events = _LOAD_EVENTS
+        self._load_details = _LOAD_DETAILS
+        self._prune_candidates = _PRUNE_CANDIDATES.format(state="state")
+        self._prune_deletes = tuple(sql.format(state="state") for sql in _PRUNE_DELETES)
+
+    def _share_with_v1(self, shared: bool) -> None:
+        """Use the statements of a database shared with v1.3.6 (or not)."""
+        self.v1_readable = shared
+        self._dialect = _SHARED_DIALECT if shared else _DIALECT
+        self._load_events = _LOAD_SHARED_EVENTS if shared else _LOAD_EVENTS
+        self._load_details = _LOAD_SHARED_DETAILS if shared else _LOAD_DETAILS
+        state = _STATE if shared else "state"
+        self._prune_candidates = _PRUNE_CANDIDATES.format(state=state)
+        self._prune_deletes = tuple(sql.format(state=state) for sql in _PRUNE_DELETES)
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.name!r})"
@@ -213,11 +273,25 @@ class PostgresStore(TaskStore):
             try:
                 async with pool.acquire() as conn:
                     await migrations.apply_postgres(conn)
+                    self._share_with_v1(await migrations.shares_with_v1(conn))
             except BaseException:
                 if self._given_pool is None:
                     await pool.close()
                 raise
         self._pool = pool
+
+    async def upgrade_from_v1(self) -> list[int]:
+        """Apply the migrations a database shared with v1.3.6 was spared
+        (:data:`mail.db.migrations.UPGRADE_FROM_V1` says what they change); return the
+        versions applied (none when the database was not shared). Afterwards a v1.3.6
+        server can no longer write to it. Raises :class:`mail.errors.StorageError`."""
+        pool = self._pool_for("upgrade_from_v1")
+        async with self._writes:
+            with self.reported("upgrade_from_v1"):
+                async with pool.acquire() as conn:
+                    applied = await migrations.apply_postgres(conn, upgrade_from_v1=True)
+                    self._share_with_v1(await migrations.shares_with_v1(conn))
+        return applied
 
     async def close(self) -> None:
         """Let the writes under way finish, then close the pool if the store created it."""
@@ -247,7 +321,7 @@ class PostgresStore(TaskStore):
         self, op: str, key: CallerKey, changes: Sequence[TaskChanges]
     ) -> dict[str, StorageError]:
         pool = self._pool_for(op)
-        prepared, failures = prepare(self, op, key, changes, _DIALECT)  # before any await
+        prepared, failures = prepare(self, op, key, changes, self._dialect)  # before any await
         if not prepared:
             return failures
         async with self._writes:
@@ -266,7 +340,7 @@ class PostgresStore(TaskStore):
         in one of its own. Returns what failed, by task id."""
         async with pool.acquire() as conn:
             try:
-                await _transaction(conn, combined(prepared))
+                await _transaction(conn, combined(prepared), self._dialect)
             except Exception as e:
                 if len(prepared) == 1 and _refused(e):
                     return {prepared[0][0]: e}
@@ -277,7 +351,7 @@ class PostgresStore(TaskStore):
             failed: dict[str, Exception] = {}
             for task_id, rows in prepared:
                 try:
-                    await _transaction(conn, rows)
+                    await _transaction(conn, rows, self._dialect)
                 except Exception as e:
                     if not _refused(e):
                         raise
@@ -300,7 +374,7 @@ class PostgresStore(TaskStore):
         self, key: CallerKey, task_id: str, after: int = 0, limit: int | None = None
     ) -> list[EventRow]:
         rows = await self._fetch(
-            "load_events", _LOAD_EVENTS, *key_params(key), task_id, after, limit
+            "load_events", self._load_events, *key_params(key), task_id, after, limit
         )
         with self.reported("load_events"):
             return [event_from_row(task_id, *row) for row in rows]
@@ -310,11 +384,11 @@ class PostgresStore(TaskStore):
         results = await asyncio.gather(
             *(
                 self._fetch("load_details", sql, *key_params(key), ids)
-                for sql in _LOAD_DETAILS.values()
+                for sql in self._load_details.values()
             )
         )
         with self.reported("load_details"):
-            return details_from_rows(ids, dict(zip(_LOAD_DETAILS, results, strict=True)))
+            return details_from_rows(ids, dict(zip(self._load_details, results, strict=True)))
 
     # -- maintenance ----------------------------------------------------------------------
 
@@ -328,9 +402,9 @@ class PostgresStore(TaskStore):
         async with self._writes:
             with self.reported("prune"):
                 async with pool.acquire() as conn, conn.transaction():
-                    doomed = await conn.fetch(_PRUNE_CANDIDATES, cutoff, keep_last)
+                    doomed = await conn.fetch(self._prune_candidates, cutoff, keep_last)
                     params = [tuple(row) for row in doomed]
-                    for sql in _PRUNE_DELETES if params else ():
+                    for sql in self._prune_deletes if params else ():
                         await conn.executemany(sql, params)
         return len(doomed)
 

@@ -13,6 +13,17 @@ picked up as it is; version 2 adds what this implementation needs (task ``state`
 ``seq`` with a unique index, one current history per task and agent, breakpoint and stash
 tables) and converts the original's rows; version 3 drops the original's secondary indexes
 that no query uses (the tables and their columns stay as they are).
+
+**A database shared with v1.3.6.** Versions 2 and 3 change the original's tables in ways a
+v1.3.6 server cannot live with (its older history rows deleted, one history row per task
+and agent enforced, ``task_events.seq`` NOT NULL). So when a store opens a database that
+already holds the original's tables and has not had version 2, it applies only the
+migrations marked ``v1_compatible`` (version 1 and version 4: nullable columns, new
+tables, indexes v1.3.6's inserts cannot violate) and the store keeps its rows
+v1.3.6-readable (:func:`shares_with_v1`). Versions 2 and 3 wait for ``mail db-migrate
+--upgrade-from-v1`` (:func:`apply_postgres` with ``upgrade_from_v1=True``), which runs
+:data:`UPGRADE_FROM_V1_PRELUDE` first. A database created empty by this implementation gets
+every migration in order (version 4 changes nothing there).
 """
 
 from __future__ import annotations
@@ -28,6 +39,9 @@ __all__ = [
     "latest_version",
     "apply_sqlite",
     "apply_postgres",
+    "shares_with_v1",
+    "UPGRADE_FROM_V1",
+    "UPGRADE_FROM_V1_PRELUDE",
 ]
 
 
@@ -38,6 +52,8 @@ class Migration:
     version: int
     description: str
     statements: tuple[str, ...]
+    #: whether a v1.3.6 server can still read and write the database after it (PostgreSQL)
+    v1_compatible: bool = True
 
 
 # The SQL below is written out in full, never assembled from shared pieces: a released
@@ -230,7 +246,8 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         2,
         "task state, event seq, one current history per agent, breakpoints, stash",
-        (
+        v1_compatible=False,
+        statements=(
             # tasks.state; is_running and completed stay, kept in sync by every write.
             "ALTER TABLE tasks ADD COLUMN IF NOT EXISTS state TEXT",
             """UPDATE tasks SET state = CASE WHEN completed THEN 'completed' ELSE 'running' END
@@ -288,7 +305,8 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         3,
         "drop the original's secondary indexes that no query uses",
-        (
+        v1_compatible=False,
+        statements=(
             # Every read and delete of the stores filters on the caller columns and the task
             # id, which the unique indexes lead with; these cost each insert an index entry
             # (seven per history row) and serve nothing (the responses one duplicates the
@@ -303,6 +321,73 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
             "DROP INDEX IF EXISTS idx_task_responses_lookup",
         ),
     ),
+    Migration(
+        4,
+        "what a database shared with v1.3.6 can take: task state, event seq, new tables",
+        (
+            # All no-ops after version 2. On a database a v1.3.6 server still uses they
+            # add only what its statements never see: nullable columns (state stays NULL
+            # in its rows, as the store derives it from is_running and completed; a
+            # default 'running' would be wrong once v1.3.6 marks the task completed), a
+            # unique index its inserts cannot violate (they leave seq NULL, and NULLs
+            # are distinct) and tables of its own.
+            "ALTER TABLE tasks ADD COLUMN IF NOT EXISTS state TEXT",
+            "CREATE INDEX IF NOT EXISTS idx_tasks_finished ON tasks (state, updated_at)",
+            "ALTER TABLE task_events ADD COLUMN IF NOT EXISTS seq BIGINT",
+            """CREATE UNIQUE INDEX IF NOT EXISTS uq_task_events_seq
+                ON task_events (swarm_name, caller_role, caller_id, task_id, seq)""",
+            """CREATE TABLE IF NOT EXISTS task_breakpoints (
+                id UUID PRIMARY KEY DEFAULT gen_random_uuid(),
+                swarm_name TEXT NOT NULL, caller_role TEXT NOT NULL, caller_id TEXT NOT NULL,
+                task_id TEXT NOT NULL,
+                position INTEGER NOT NULL,
+                call_id TEXT NOT NULL,
+                agent_name TEXT NOT NULL,
+                tool_call JSONB NOT NULL,
+                normalized JSONB NOT NULL,
+                created_at TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT NOW(),
+                UNIQUE (swarm_name, caller_role, caller_id, task_id, position))""",
+            """CREATE TABLE IF NOT EXISTS task_stash (
+                id UUID PRIMARY KEY DEFAULT gen_random_uuid(),
+                swarm_name TEXT NOT NULL, caller_role TEXT NOT NULL, caller_id TEXT NOT NULL,
+                task_id TEXT NOT NULL,
+                position INTEGER NOT NULL,
+                priority INTEGER NOT NULL,
+                seq BIGINT NOT NULL,
+                message JSONB NOT NULL,
+                created_at TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT NOW(),
+                UNIQUE (swarm_name, caller_role, caller_id, task_id, position))""",
+        ),
+    ),
+)
+
+#: Run before version 2 by ``--upgrade-from-v1``, in its transaction: rows written while
+#: the database was shared are put in the form version 2 expects (the store reads them
+#: so until then, see :mod:`mail.db._postgres`).
+UPGRADE_FROM_V1_PRELUDE: tuple[str, ...] = (
+    # a task v1.3.6 marked completed after this implementation stored it as running
+    "UPDATE tasks SET state = NULL WHERE state = 'running' AND completed",
+    # every event numbered as the store numbered them while shared (v1.3.6 leaves seq
+    # NULL); version 2 builds the unique index again
+    "DROP INDEX IF EXISTS uq_task_events_seq",
+    """UPDATE task_events AS e SET seq = n.rn
+        FROM (SELECT id, row_number() OVER (
+                PARTITION BY swarm_name, caller_role, caller_id, task_id
+                ORDER BY created_at, seq NULLS FIRST, id) AS rn
+              FROM task_events) AS n
+        WHERE e.id = n.id AND e.seq IS DISTINCT FROM n.rn""",
+)
+
+#: What ``mail db-migrate --upgrade-from-v1`` changes, as it tells the user.
+UPGRADE_FROM_V1: tuple[str, ...] = (
+    "tasks.state becomes NOT NULL (default 'running'), filled from is_running/completed",
+    "task_events.seq is numbered for every row and becomes NOT NULL, unique per task",
+    "agent_histories keeps only the newest row of each task and agent (older rows, the "
+    "original's copies of shorter histories, are DELETED) and gets a unique index on "
+    "(swarm_name, caller_role, caller_id, task_id, agent_name)",
+    "the original's secondary indexes that no query of this implementation uses are dropped",
+    "after it, a v1.3.6 server can no longer store events (seq NOT NULL) nor a second "
+    "history of a task's agent (unique index): stop every v1.3.6 server first",
 )
 
 _MIGRATIONS = {"sqlite": SQLITE_MIGRATIONS, "postgres": POSTGRES_MIGRATIONS}
@@ -351,20 +436,46 @@ def apply_sqlite(conn: sqlite3.Connection) -> list[int]:
     return applied
 
 
-async def apply_postgres(conn: Any) -> list[int]:
+async def shares_with_v1(conn: Any) -> bool:
+    """True when the database of the asyncpg ``conn`` holds the original's tables and has
+    not had the migrations a v1.3.6 server cannot live with (version 2)."""
+    if await conn.fetchval("SELECT to_regclass('schema_migrations') IS NOT NULL"):
+        upgraded = await conn.fetchval("SELECT 1 FROM schema_migrations WHERE version = 2")
+        if upgraded is not None:
+            return False
+    return bool(await conn.fetchval("SELECT to_regclass('tasks') IS NOT NULL"))
+
+
+async def apply_postgres(conn: Any, *, upgrade_from_v1: bool = False) -> list[int]:
     """Apply pending PostgreSQL migrations on the asyncpg connection ``conn``; return the
-    versions applied. Raises asyncpg errors; a failed migration is rolled back."""
+    versions applied. Raises asyncpg errors; a failed migration is rolled back.
+
+    On a database shared with v1.3.6 (:func:`shares_with_v1`) only the ``v1_compatible``
+    migrations apply, unless ``upgrade_from_v1`` is true: then the others follow, the first
+    of them preceded by :data:`UPGRADE_FROM_V1_PRELUDE`.
+    """
     applied: list[int] = []
     await conn.execute("SELECT pg_advisory_lock($1)", _POSTGRES_LOCK)
     try:
+        shared = await shares_with_v1(conn)  # before version 1 creates the tables
         await conn.execute(_POSTGRES_VERSIONS)
-        for migration in POSTGRES_MIGRATIONS:
+        order = list(POSTGRES_MIGRATIONS)
+        if shared:
+            order = [m for m in order if m.v1_compatible]
+            if upgrade_from_v1:
+                order += [m for m in POSTGRES_MIGRATIONS if not m.v1_compatible]
+        prelude = UPGRADE_FROM_V1_PRELUDE if shared else ()
+        for migration in order:
             async with conn.transaction():
                 done = await conn.fetchval(
                     "SELECT 1 FROM schema_migrations WHERE version = $1", migration.version
                 )
                 if done is not None:
                     continue
+                if not migration.v1_compatible:
+                    for statement in prelude:
+                        await conn.execute(statement)
+                    prelude = ()
                 for statement in migration.statements:
                     await conn.execute(statement)
                 await conn.execute(

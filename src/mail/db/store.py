@@ -176,6 +176,10 @@ class TaskStore(ABC):
     backend: str
     #: names the store in error messages (never a password)
     name: str
+    #: True when another implementation reads the rows too (a PostgreSQL database shared
+    #: with a v1.3.6 server, known once the store is open): the runtime then stores
+    #: events, histories and responses whole, as v1.3.6 writes them, not compacted
+    v1_readable: bool = False
 
     async def __aenter__(self) -> Self:
         await self.open()

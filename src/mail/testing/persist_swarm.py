@@ -66,13 +66,15 @@ ask_human = MAILAction(
 )
 
 
-def swarm_definition(name: str = "persist") -> dict[str, Any]:
-    """The swarms.json entry of this swarm."""
+def swarm_definition(name: str = "persist", *, histories: bool = True) -> dict[str, Any]:
+    """The swarms.json entry of this swarm (``histories``: its
+    ``enable_db_agent_histories``)."""
     module = "python::mail.testing.persist_swarm"
     return {
         "name": name,
         "version": "1.3.6",
         "entrypoint": "supervisor",
+        "enable_db_agent_histories": histories,
         "breakpoint_tools": ["ask_human"],
         "agents": [
             {
