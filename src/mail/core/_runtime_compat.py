@@ -79,6 +79,11 @@ class V136RuntimeMethods:
         task = self.tasks.get(task_id)
         return task.log.all() if task is not None else []
 
+    def get_response_message(self, task_id: str) -> MAILMessage | None:
+        """The message that ended the task's last turn (``None``: unknown task or none yet)."""
+        task = self.tasks.get(task_id)
+        return task.response if task is not None else None
+
     def get_task_by_id(self, task_id: str) -> MAILTask | None:
         """The task ``task_id``, or ``None``."""
         return self.tasks.get(task_id)

@@ -159,12 +159,11 @@ class MAILRuntime(V136RuntimeMethods):
         self.store_key = CallerKey(swarm=swarm_name, role=user_role, id=user_id)
         self.recorder: StoreRecorder | None = None
         if store is not None:
-            formats = {name: getattr(a, "tool_format", "responses") for name, a in agents.items()}
             self.recorder = StoreRecorder(
                 store,
                 self.store_key,
                 histories=self.agent_histories,
-                tool_formats=formats,
+                tool_formats={n: getattr(a, "tool_format", "responses") for n, a in agents.items()},
                 store_histories=enable_db_agent_histories,
             )
         self.tasks = TaskTable(
@@ -350,16 +349,18 @@ class MAILRuntime(V136RuntimeMethods):
             task.max_steps, task.max_steps_set = kwargs["max_steps"], True
         if resume_from == "breakpoint_tool_call":
             resume_breakpoints(
-                task, kwargs, scheduler=self.scheduler, histories=self.agent_histories,
+                task,
+                kwargs,
+                scheduler=self.scheduler,
+                histories=self.agent_histories,
                 system=self.system,
-            )  # fmt: skip
-            self._watch_turn(task)
-            return task
-        if resume_from == "user_response":
-            self.scheduler.reopen(task)
+            )
+        else:
+            if resume_from == "user_response":
+                self.scheduler.reopen(task)
+            self.scheduler.put(message)
+            self.scheduler.route_queued()  # at once: the entrypoint's turn starts next
         self._watch_turn(task)
-        self.scheduler.put(message)
-        self.scheduler.route_queued()  # at once: the entrypoint's turn starts next
         return task
 
     def _open_task(self, task_id: str, owner: str, contributors: list[str]) -> MAILTask:
@@ -590,10 +591,6 @@ class MAILRuntime(V136RuntimeMethods):
         if task is None:
             raise TaskNotFoundError(task_id)
         return task.log.all()
-
-    def get_response_message(self, task_id: str) -> MAILMessage | None:
-        task = self.tasks.get(task_id)
-        return task.response if task is not None else None
 
     @property
     def pending_requests(self) -> dict[str, asyncio.Future[MAILMessage]]:
