@@ -35,6 +35,8 @@ from mail.utils.parsing import DEFAULT_POLICY, ReferencePolicy
 if TYPE_CHECKING:
     # The runtime and its modules load with the first MAILSwarm: a server that loads a
     # template answers /health without them.
+    from sse_starlette import EventSourceResponse
+
     from mail.core._remote import Direction
     from mail.core.actions import ActionOverrideFunction
     from mail.core.events import MAILEvent
@@ -312,12 +314,44 @@ class MAILSwarm:
         subject: str = "New Message",
         msg_type: str = "request",
         entrypoint: str | None = None,
-        timeout: float = 3600.0,
         task_id: str | None = None,
+        timeout: float = 3600.0,
+        resume_from: ResumeFrom | None = None,
+        **kwargs: Any,
+    ) -> EventSourceResponse:
+        """Send the caller's message and return this turn's events as a server-sent events
+        response (``sse_starlette.EventSourceResponse``), for a FastAPI route to return.
+
+        Framed as the server frames ``POST /message`` streams: ``id:`` lines with the
+        events' sequence numbers, compact JSON ``data:``, CRLF line ends, ``ping`` events
+        after ``ping_interval`` seconds (keyword, default 15) of silence, and a final
+        ``task_complete`` (or ``task_error``); if the server stops meanwhile, a final
+        ``task_error`` that says so. Raises like :meth:`post_message` before anything is
+        sent, so a bad request is an error of the route, not a broken stream. To read the
+        events in Python, use :meth:`post_message_events`.
+        """
+        from mail._sse import event_response  # noqa: PLC0415  # loads starlette
+
+        message = self._user_message(body, subject, msg_type, entrypoint, task_id)
+        events = await self.submit_message_stream(message, timeout, resume_from, **kwargs)
+        return event_response(events, task_id=message["message"]["task_id"])
+
+    async def post_message_events(
+        self,
+        body: str,
+        subject: str = "New Message",
+        msg_type: str = "request",
+        entrypoint: str | None = None,
+        task_id: str | None = None,
+        timeout: float = 3600.0,
         resume_from: ResumeFrom | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[MAILEvent]:
-        """Send the caller's message and return an iterator over this turn's events."""
+        """Send the caller's message and return an async iterator over this turn's events
+        (:class:`~mail.core.events.MAILEvent`), ending with a final ``task_complete`` (or
+        ``task_error``) event whose ``response`` is the answer. Raises like
+        :meth:`post_message`.
+        """
         message = self._user_message(body, subject, msg_type, entrypoint, task_id)
         return await self.submit_message_stream(message, timeout, resume_from, **kwargs)
 
