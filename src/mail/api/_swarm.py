@@ -15,6 +15,7 @@ and fails only when run.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
@@ -28,7 +29,12 @@ from mail.api._interswarm import OwnedFederation
 from mail.api._messages import caller_message, user_message
 from mail.api._topology import adjacency_matrix, rewired_targets
 from mail.core.message import MAILInterswarmMessage, MAILMessage, validate_interswarm_message
-from mail.errors import ConfigurationError, SwarmDefinitionError, TaskStateError
+from mail.errors import (
+    ConfigurationError,
+    InvalidMessageError,
+    SwarmDefinitionError,
+    TaskStateError,
+)
 from mail.swarms_json import find_swarm, load_swarms_json_file, parse_swarm
 from mail.utils.parsing import DEFAULT_POLICY, ReferencePolicy
 
@@ -285,7 +291,10 @@ class MAILSwarm:
         if self._federation is not None:
             await self._federation.ready()
         if start and not self.runtime.is_running and not self.runtime.stopping:
-            self.runtime.start(self.task_message_limit)
+            # a run_continuous(mode=...) the caller has just created runs first, in its mode
+            await asyncio.sleep(0)
+            if not self.runtime.is_running and not self.runtime.stopping:
+                self.runtime.start(self.task_message_limit)
 
     async def post_message(
         self,
@@ -424,6 +433,40 @@ class MAILSwarm:
         await self._prepare(start=False)
         await self.runtime.run_continuous(
             max_steps if max_steps is not None else self.task_message_limit, action_override, mode
+        )
+
+    async def manual_step(
+        self,
+        task_id: str,
+        target: str,
+        response_targets: list[str] | None = None,
+        response_type: Literal["broadcast", "response", "request"] = "broadcast",
+        payload: str | None = None,
+        dynamic_ctx_ratio: float = 0.0,
+        _llm: str | None = None,
+        _system: str | None = None,
+    ) -> MAILMessage | None:
+        """Manual mode (``run_continuous(mode="manual")``): give agent ``target`` the
+        messages buffered for it in running task ``task_id``, then ``payload``, as one
+        ``::manual_step::`` message, and wait for its turn (tool choice ``auto``).
+
+        Its plain-text answer becomes a ``response_type`` message to ``response_targets``
+        (default ``["all"]``; a request or response goes to the first), which is sent and
+        returned; ``None`` when the agent answered with tool calls only (processed as in
+        any turn). See docs/runtime.md. Raises :class:`TaskNotFoundError`,
+        :class:`TaskStateError` (task not running), and :class:`InvalidMessageError`
+        (unknown agent or response type, or ``dynamic_ctx_ratio`` > 0: compressing the
+        history with an extra LLM call is not supported; ``_llm`` and ``_system``, its
+        model and prompt, are ignored).
+        """
+        if dynamic_ctx_ratio > 0:
+            raise InvalidMessageError(
+                "history compression (dynamic_ctx_ratio, _llm, _system) is not supported",
+                field="dynamic_ctx_ratio",
+            )
+        await self._prepare()
+        return await self.runtime.manual.step(
+            task_id, target, response_targets, response_type, payload
         )
 
     async def shutdown(self, timeout: float = 30.0) -> None:

@@ -18,7 +18,9 @@ import heapq
 import itertools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from typing import Literal
 
+from mail.core._manual import ManualStep
 from mail.core._spawn import Spawner
 from mail.core._system_messages import Subject, SystemMessages, is_system_subject
 from mail.core.agents import AgentCore
@@ -90,6 +92,10 @@ class Scheduler:
         self._send_remote = send_remote
         #: the step limit of tasks that have none of their own
         self.max_steps: int | None = None
+        #: ``manual``: messages to agents wait in their buffers for a manual step
+        self.mode: Literal["continuous", "manual"] = "continuous"
+        #: the manual steps under way, by the id of their ``::manual_step::`` message
+        self.manual_steps: dict[str, ManualStep] = {}
         #: the agent workers
         self.spawner = Spawner()
         self._heap: list[QueueItem] = []
@@ -124,8 +130,17 @@ class Scheduler:
             self._routing_soon = True
             self._loop.call_soon(self.route_queued)
 
+    @property
+    def running(self) -> bool:
+        """True while :meth:`run` runs."""
+        return self._loop is not None
+
     async def run(self) -> None:
-        """Route the queued messages as they come, until :meth:`stop`."""
+        """Route the queued messages as they come, until :meth:`stop` (a second call while
+        it runs waits for the same stop)."""
+        if self._loop is not None:
+            await self._stopped.wait()
+            return
         self._loop = asyncio.get_running_loop()
         try:
             self.route_queued()
@@ -290,13 +305,17 @@ class Scheduler:
     def deliver(
         self, task: MAILTask, agent: str, message: MAILMessage, xml: dict[str, str]
     ) -> None:
-        """Hand ``message`` to ``agent``: start its worker, or queue it in the worker's inbox."""
+        """Hand ``message`` to ``agent``: start its worker, or queue it in the worker's inbox
+        (in manual mode, a message not from the system goes to the agent's buffer)."""
         if message["message"]["subject"] != Subject.ACTION_COMPLETE_BROADCAST:
             task.log.emit(
                 EventName.NEW_MESSAGE,
                 "sending message:\n" + xml["content"],
                 {"full_message": message},
             )
+        if self.mode == "manual" and message["message"]["sender"]["address_type"] != "system":
+            task.manual_buffer.setdefault(agent, []).append(message)
+            return
         key = f"{task.task_id}::{agent}"
         inbox = self._inboxes.get(key)
         if inbox is not None:
