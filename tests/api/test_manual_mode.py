@@ -19,12 +19,15 @@ async def _look(args: dict[str, Any]) -> str:
     return f"found {args['q']}"
 
 
-def _swarm(agents: dict[str, ScriptedAgent]) -> MAILSwarm:
+def _swarm(agents: dict[str, ScriptedAgent], slow: Any = None) -> MAILSwarm:
     look = MAILAction(
         "look",
         "Look.",
         {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},
         _look,
+    )
+    actions = (
+        [look] if slow is None else [look, MAILAction("slow", "Slow.", {"type": "object"}, slow)]
     )
     template = MAILSwarmTemplate(
         "game",
@@ -34,14 +37,14 @@ def _swarm(agents: dict[str, ScriptedAgent]) -> MAILSwarm:
                 name,
                 lambda _agent=agent, **_params: _agent,
                 [n for n in agents if n != name],
-                [look],
+                actions,
                 {},
                 enable_entrypoint=name == "host",
                 can_complete_tasks=name == "host",
             )
             for name, agent in agents.items()
         ],
-        [look],
+        actions,
         "host",
     )
     return template.instantiate({}, user_id="judge")
@@ -166,3 +169,34 @@ async def test_manual_step_refusals() -> None:
         assert info.value.field == "dynamic_ctx_ratio"
     finally:
         await swarm.shutdown()
+
+
+async def test_a_step_waits_for_the_agents_running_turn() -> None:
+    release = asyncio.Event()
+
+    async def slow(_args: dict[str, Any]) -> str:
+        await release.wait()
+        return "slow done"
+
+    host = ScriptedAgent(
+        [tc("slow"), tc("text_output", content="first"), tc("text_output", content="second")]
+    )
+    swarm = _swarm({"host": host, "alice": ScriptedAgent()}, slow)
+    loop = asyncio.create_task(swarm.run_continuous(mode="manual"))
+    try:
+        await swarm.submit_message_nowait(
+            swarm.build_message("Go", "start", ["host"], task_id="t-serial")
+        )
+        first = asyncio.create_task(swarm.manual_step("t-serial", "host"))
+        await asyncio.sleep(0.05)
+        second = asyncio.create_task(swarm.manual_step("t-serial", "host", payload="again"))
+        await asyncio.sleep(0.05)
+        assert host.invocations == 1 and not first.done() and not second.done()
+        release.set()
+        assert await asyncio.wait_for(first, 5) is None  # the action's turn
+        sent = await asyncio.wait_for(second, 5)
+        assert host.max_running == 1
+        assert sent is not None and sent["message"]["body"] in ("first", "second")
+    finally:
+        await swarm.shutdown()
+        await asyncio.wait_for(loop, 5)
