@@ -254,7 +254,7 @@ async def test_factories_receive_wiring_params_and_instance_params() -> None:
 async def test_stream_resume_and_errors() -> None:
     swarm = demo_template().instantiate({}, user_id="alice")
     try:
-        stream = await swarm.post_message_stream("first", task_id="t1")
+        stream = await swarm.post_message_events("first", task_id="t1")
         names = [e.event async for e in stream]
         assert names[-1] == "task_complete"
         final, _ = await swarm.post_message(

@@ -188,3 +188,21 @@ async def test_get_events_of_an_unknown_task_raises(make_runtime: Any) -> None:
     with pytest.raises(TaskNotFoundError):
         rt.get_events("nope")
     assert rt.get_response_message("nope") is None
+
+
+async def test_queue_is_kept_while_the_loop_is_stopped(
+    make_runtime: Any, user_message: Any
+) -> None:
+    agent = ScriptedAgent(rule=lambda inc: tc("task_complete", finish_message="ran " + inc.body))
+    rt = make_runtime(
+        {"supervisor": AgentCore(agent, [], enable_entrypoint=True, can_complete_tasks=True)},
+        start=False,
+    )
+    await rt.submit(user_message("one", "t-q1"))
+    assert (await asyncio.wait_for(rt.run_task("t-q1"), 10))["message"]["body"] == "ran one"
+    # the loop stopped (run_task's own): the next message waits in the queue ...
+    await rt.submit(user_message("two", "t-q2"))
+    assert len(rt.scheduler) == 1 and agent.invocations == 1
+    # ... for the next run, which the stop of the previous one does not end
+    assert (await asyncio.wait_for(rt.run_task("t-q2"), 10))["message"]["body"] == "ran two"
+    assert len(rt.scheduler) == 0

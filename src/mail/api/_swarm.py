@@ -15,6 +15,7 @@ and fails only when run.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
@@ -28,13 +29,20 @@ from mail.api._interswarm import OwnedFederation
 from mail.api._messages import caller_message, user_message
 from mail.api._topology import adjacency_matrix, rewired_targets
 from mail.core.message import MAILInterswarmMessage, MAILMessage, validate_interswarm_message
-from mail.errors import ConfigurationError, SwarmDefinitionError, TaskStateError
+from mail.errors import (
+    ConfigurationError,
+    InvalidMessageError,
+    SwarmDefinitionError,
+    TaskStateError,
+)
 from mail.swarms_json import find_swarm, load_swarms_json_file, parse_swarm
 from mail.utils.parsing import DEFAULT_POLICY, ReferencePolicy
 
 if TYPE_CHECKING:
     # The runtime and its modules load with the first MAILSwarm: a server that loads a
     # template answers /health without them.
+    from sse_starlette import EventSourceResponse
+
     from mail.core._remote import Direction
     from mail.core.actions import ActionOverrideFunction
     from mail.core.events import MAILEvent
@@ -283,7 +291,10 @@ class MAILSwarm:
         if self._federation is not None:
             await self._federation.ready()
         if start and not self.runtime.is_running and not self.runtime.stopping:
-            self.runtime.start(self.task_message_limit)
+            # a run_continuous(mode=...) the caller has just created runs first, in its mode
+            await asyncio.sleep(0)
+            if not self.runtime.is_running and not self.runtime.stopping:
+                self.runtime.start(self.task_message_limit)
 
     async def post_message(
         self,
@@ -312,12 +323,44 @@ class MAILSwarm:
         subject: str = "New Message",
         msg_type: str = "request",
         entrypoint: str | None = None,
-        timeout: float = 3600.0,
         task_id: str | None = None,
+        timeout: float = 3600.0,
+        resume_from: ResumeFrom | None = None,
+        **kwargs: Any,
+    ) -> EventSourceResponse:
+        """Send the caller's message and return this turn's events as a server-sent events
+        response (``sse_starlette.EventSourceResponse``), for a FastAPI route to return.
+
+        Framed as the server frames ``POST /message`` streams: ``id:`` lines with the
+        events' sequence numbers, compact JSON ``data:``, CRLF line ends, ``ping`` events
+        after ``ping_interval`` seconds (keyword, default 15) of silence, and a final
+        ``task_complete`` (or ``task_error``); if the server stops meanwhile, a final
+        ``task_error`` that says so. Raises like :meth:`post_message` before anything is
+        sent, so a bad request is an error of the route, not a broken stream. To read the
+        events in Python, use :meth:`post_message_events`.
+        """
+        from mail._sse import event_response  # noqa: PLC0415  # loads starlette
+
+        message = self._user_message(body, subject, msg_type, entrypoint, task_id)
+        events = await self.submit_message_stream(message, timeout, resume_from, **kwargs)
+        return event_response(events, task_id=message["message"]["task_id"])
+
+    async def post_message_events(
+        self,
+        body: str,
+        subject: str = "New Message",
+        msg_type: str = "request",
+        entrypoint: str | None = None,
+        task_id: str | None = None,
+        timeout: float = 3600.0,
         resume_from: ResumeFrom | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[MAILEvent]:
-        """Send the caller's message and return an iterator over this turn's events."""
+        """Send the caller's message and return an async iterator over this turn's events
+        (:class:`~mail.core.events.MAILEvent`), ending with a final ``task_complete`` (or
+        ``task_error``) event whose ``response`` is the answer. Raises like
+        :meth:`post_message`.
+        """
         message = self._user_message(body, subject, msg_type, entrypoint, task_id)
         return await self.submit_message_stream(message, timeout, resume_from, **kwargs)
 
@@ -390,6 +433,40 @@ class MAILSwarm:
         await self._prepare(start=False)
         await self.runtime.run_continuous(
             max_steps if max_steps is not None else self.task_message_limit, action_override, mode
+        )
+
+    async def manual_step(
+        self,
+        task_id: str,
+        target: str,
+        response_targets: list[str] | None = None,
+        response_type: Literal["broadcast", "response", "request"] = "broadcast",
+        payload: str | None = None,
+        dynamic_ctx_ratio: float = 0.0,
+        _llm: str | None = None,
+        _system: str | None = None,
+    ) -> MAILMessage | None:
+        """Manual mode (``run_continuous(mode="manual")``): give agent ``target`` the
+        messages buffered for it in running task ``task_id``, then ``payload``, as one
+        ``::manual_step::`` message, and wait for its turn (tool choice ``auto``).
+
+        Its plain-text answer becomes a ``response_type`` message to ``response_targets``
+        (default ``["all"]``; a request or response goes to the first), which is sent and
+        returned; ``None`` when the agent answered with tool calls only (processed as in
+        any turn). See docs/runtime.md. Raises :class:`TaskNotFoundError`,
+        :class:`TaskStateError` (task not running), and :class:`InvalidMessageError`
+        (unknown agent or response type, or ``dynamic_ctx_ratio`` > 0: compressing the
+        history with an extra LLM call is not supported; ``_llm`` and ``_system``, its
+        model and prompt, are ignored).
+        """
+        if dynamic_ctx_ratio > 0:
+            raise InvalidMessageError(
+                "history compression (dynamic_ctx_ratio, _llm, _system) is not supported",
+                field="dynamic_ctx_ratio",
+            )
+        await self._prepare()
+        return await self.runtime.manual.step(
+            task_id, target, response_targets, response_type, payload
         )
 
     async def shutdown(self, timeout: float = 30.0) -> None:

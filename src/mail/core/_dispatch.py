@@ -11,8 +11,9 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
+from mail.core._manual import ManualStep
 from mail.core._scheduler import Scheduler
 from mail.core._system_messages import Subject, SystemMessages, build_help
 from mail.core.actions import ActionCore, ActionOverrideFunction
@@ -31,9 +32,10 @@ from mail.core.tools import (
     MAIL_TOOL_NAMES,
     AgentToolCall,
     convert_call_to_mail_message,
+    convert_manual_step_call_to_mail_message,
     normalize_breakpoint_tool_call,
 )
-from mail.errors import InvalidMessageError, MAILError
+from mail.errors import InvalidMessageError, MAILError, TaskStateError
 
 __all__ = ["HANDLERS", "MAX_AGENT_RETRIES", "SwarmDirectory", "TurnContext", "TurnRunner"]
 
@@ -69,6 +71,8 @@ class TurnContext:
     history: list[dict[str, Any]]
     # the task turn this agent turn belongs to; a later turn may have begun meanwhile
     turn: int = 0
+    #: set when the turn is a manual step (its text answer is routed as the step says)
+    step: ManualStep | None = None
     stop: bool = False
     action_ran: bool = False
     action_errors: list[tuple[str, str]] = field(default_factory=list)
@@ -124,8 +128,6 @@ class TurnRunner:
         self.exclude_tools = exclude_tools
         self.interswarm = interswarm
         self.notify_completion = notify_completion
-        #: ``manual``: agents may answer without a tool call (tool choice ``auto``)
-        self.mode: Literal["continuous", "manual"] = "continuous"
         #: replaces every action while set
         self.action_override: ActionOverrideFunction | None = None
 
@@ -137,6 +139,26 @@ class TurnRunner:
         self, task: MAILTask, agent: str, message: MAILMessage, xml: dict[str, str]
     ) -> None:
         """Run ``agent`` on ``message`` (already rendered as ``xml``) within ``task``."""
+        step = self.scheduler.manual_steps.get(message["id"])
+        if step is None:
+            await self._run(task, agent, message, xml, None)
+            return
+        step.started = True
+        try:
+            await self._run(task, agent, message, xml, step)
+        except BaseException:
+            step.settle(TaskStateError(f"the manual step of agent {agent} was cancelled"))
+            raise
+        step.settle()
+
+    async def _run(
+        self,
+        task: MAILTask,
+        agent: str,
+        message: MAILMessage,
+        xml: dict[str, str],
+        step: ManualStep | None,
+    ) -> None:
         core = self.agents[agent]
         history = self.histories.setdefault(f"{task.task_id}::{agent}", [])
         task.agents.add(agent)
@@ -163,7 +185,7 @@ class TurnRunner:
         else:
             history.extend(first.responses)
         self._emit_tool_calls(task, agent, calls)
-        await self._process(TurnContext(task, agent, core, message, history, turn), calls)
+        await self._process(TurnContext(task, agent, core, message, history, turn, step), calls)
 
     def _tool_choice(self, core: AgentCore, message: MAILMessage) -> str | dict[str, Any]:
         payload = message["message"]
@@ -174,7 +196,9 @@ class TurnRunner:
             if core.tool_format == "completions":
                 return {"type": "function", "function": {"name": "task_complete"}}
             return {"type": "function", "name": "task_complete"}
-        return "auto" if self.mode == "manual" else "required"
+        # manual mode, and manual steps: the agent may answer in plain text
+        manual = self.scheduler.mode == "manual" or message["msg_type"] == "buffered"
+        return "auto" if manual else "required"
 
     def _emit_tool_calls(self, task: MAILTask, agent: str, calls: list[AgentToolCall]) -> None:
         reasoning_ref: str | None = None
@@ -378,6 +402,18 @@ class TurnRunner:
         )
 
     async def _text_output(self, ctx: TurnContext, call: AgentToolCall) -> None:
+        step = ctx.step
+        if step is not None:
+            try:
+                message = convert_manual_step_call_to_mail_message(
+                    call, ctx.agent, ctx.task.task_id, step.response_targets, step.response_type
+                )
+            except InvalidMessageError as e:
+                self._tool_error(ctx, call, f"error sending message: {e}")
+                return
+            step.sent = message
+            self.scheduler.put(message)
+            return
         content = call.tool_args.get("content")
         text = content if isinstance(content, str) else ""
         others = [a for a in self.agents if a != ctx.agent]

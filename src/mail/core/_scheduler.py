@@ -1,8 +1,10 @@
 """The scheduling loop: priority queue, routing, delivery and the ends of turns.
 
-Routing pops ``(priority, sequence, message)`` items and routes each message: what a turn
-queued when that turn ends, a submission at once, anything else (messages from other
-swarms, from the server) in a callback the event loop runs next. Delivery to
+The queue is an ``asyncio.PriorityQueue`` of ``(priority, sequence, message)`` items. The
+loop (:meth:`Scheduler.run`) awaits it and routes each message as it comes: messages from
+other swarms, from the server. What a turn queued is routed when that turn ends, and a
+submission at once (:meth:`Scheduler.route_queued` empties the queue without waiting), so
+an agent's next turn never waits for the loop's next wake-up. Delivery to
 an agent starts a worker for that agent in that task, an owned asyncio task that runs the
 agent's turn; a message for an agent whose worker is running waits in the worker's inbox,
 itself ordered by priority, so one agent's history is never written by two turns at once
@@ -18,7 +20,9 @@ import heapq
 import itertools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from typing import Literal, cast
 
+from mail.core._manual import ManualStep
 from mail.core._spawn import Spawner
 from mail.core._system_messages import Subject, SystemMessages, is_system_subject
 from mail.core.agents import AgentCore
@@ -49,6 +53,8 @@ RemoteSend = Callable[[MAILTask, MAILMessage, list[str], bool], None]
 _UNRESTRICTED = frozenset({"broadcast", "broadcast_complete"})
 # (priority, sequence, message, rendered message) waiting for a busy agent
 _Delivery = tuple[int, int, MAILMessage, dict[str, str]]
+# put by stop() to wake the loop; it sorts before every message
+_STOP: QueueItem = (-1, -1, cast("MAILMessage", {}))
 
 
 class Scheduler:
@@ -90,12 +96,15 @@ class Scheduler:
         self._send_remote = send_remote
         #: the step limit of tasks that have none of their own
         self.max_steps: int | None = None
+        #: ``manual``: messages to agents wait in their buffers for a manual step
+        self.mode: Literal["continuous", "manual"] = "continuous"
+        #: the manual steps under way, by the id of their ``::manual_step::`` message
+        self.manual_steps: dict[str, ManualStep] = {}
         #: the agent workers
         self.spawner = Spawner()
-        self._heap: list[QueueItem] = []
+        self._queue: asyncio.PriorityQueue[QueueItem] = asyncio.PriorityQueue()
         self._seq = itertools.count()
         self._loop: asyncio.AbstractEventLoop | None = None  # while run() runs
-        self._routing_soon = False  # a call of route_queued() is scheduled
         self._stopped = asyncio.Event()
         self._stopping = False
         self._inboxes: dict[str, list[_Delivery]] = {}
@@ -103,7 +112,7 @@ class Scheduler:
     # --- the queue and the loop ------------------------------------------------------------
 
     def __len__(self) -> int:
-        return len(self._heap)
+        return self._queue.qsize()
 
     def next_seq(self) -> int:
         """A fresh queue sequence number (ties of equal priority run in this order)."""
@@ -115,41 +124,57 @@ class Scheduler:
 
     def push(self, item: QueueItem) -> None:
         """Queue ``item`` (a stashed one keeps its priority and sequence); it is routed by
-        the next :meth:`route_queued`, which the event loop runs soon if nothing else does."""
+        the loop, or before by :meth:`route_queued`."""
         task = self.tasks.get(item[2]["message"]["task_id"])
         if task is not None:
             task.queued += 1
-        heapq.heappush(self._heap, item)
-        if self._loop is not None and not self._routing_soon:
-            self._routing_soon = True
-            self._loop.call_soon(self.route_queued)
+        self._queue.put_nowait(item)
+
+    @property
+    def running(self) -> bool:
+        """True while :meth:`run` runs."""
+        return self._loop is not None
 
     async def run(self) -> None:
-        """Route the queued messages as they come, until :meth:`stop`."""
+        """Route the queued messages as they come, until :meth:`stop` (a second call while
+        it runs waits for the same stop)."""
+        if self._loop is not None:
+            await self._stopped.wait()
+            return
         self._loop = asyncio.get_running_loop()
         try:
-            self.route_queued()
-            await self._stopped.wait()
+            while not self._stopping:
+                item = await self._queue.get()
+                if item is not _STOP and not self._stopping:
+                    self._route_item(item)
+                elif item is not _STOP:
+                    self._queue.put_nowait(item)  # kept for the next run
         finally:
             self._loop = None
             self._stopping = False
+            self._stopped.set()
             self._stopped.clear()
 
     def stop(self) -> None:
         """End :meth:`run` (or the next one, if none runs); the queue is kept."""
         self._stopping = True
-        self._stopped.set()
+        if self._loop is not None:
+            self._queue.put_nowait(_STOP)
 
     def route_queued(self) -> None:
-        """Pop and route every queued message, in priority order (while :meth:`run` runs)."""
-        self._routing_soon = False
-        while self._heap and self._loop is not None and not self._stopping:
-            item = heapq.heappop(self._heap)
-            try:
-                self.dispatch(item)
-            except Exception as e:  # one bad message must not stop the loop
-                logger.exception("error routing message %s", item[2].get("id"))
-                self.log.emit(EventName.RUN_LOOP_ERROR, f"error in run loop: {e}")
+        """Route every queued message now, in priority order (while :meth:`run` runs)."""
+        queue = self._queue
+        while not queue.empty() and self._loop is not None and not self._stopping:
+            item = queue.get_nowait()
+            if item is not _STOP:
+                self._route_item(item)
+
+    def _route_item(self, item: QueueItem) -> None:
+        try:
+            self.dispatch(item)
+        except Exception as e:  # one bad message must not stop the loop
+            logger.exception("error routing message %s", item[2].get("id"))
+            self.log.emit(EventName.RUN_LOOP_ERROR, f"error in run loop: {e}")
 
     # --- dispatch ----------------------------------------------------------------------------
 
@@ -290,13 +315,17 @@ class Scheduler:
     def deliver(
         self, task: MAILTask, agent: str, message: MAILMessage, xml: dict[str, str]
     ) -> None:
-        """Hand ``message`` to ``agent``: start its worker, or queue it in the worker's inbox."""
+        """Hand ``message`` to ``agent``: start its worker, or queue it in the worker's inbox
+        (in manual mode, a message not from the system goes to the agent's buffer)."""
         if message["message"]["subject"] != Subject.ACTION_COMPLETE_BROADCAST:
             task.log.emit(
                 EventName.NEW_MESSAGE,
                 "sending message:\n" + xml["content"],
                 {"full_message": message},
             )
+        if self.mode == "manual" and message["message"]["sender"]["address_type"] != "system":
+            task.manual_buffer.setdefault(agent, []).append(message)
+            return
         key = f"{task.task_id}::{agent}"
         inbox = self._inboxes.get(key)
         if inbox is not None:

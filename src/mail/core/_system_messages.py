@@ -20,6 +20,7 @@ from mail.core.message import (
     create_system_address,
     make_broadcast,
     make_broadcast_complete,
+    make_request,
     make_response,
 )
 
@@ -51,6 +52,7 @@ class Subject(StrEnum):
     TASK_ERROR = "::task_error::"
     TASK_COMPLETE = "::task_complete::"
     SHUTDOWN_REQUESTED = "::shutdown_requested::"
+    MANUAL_STEP = "::manual_step::"
 
 
 def is_system_subject(subject: str) -> bool:
@@ -143,6 +145,20 @@ class SystemMessages:
             "the user directly: call `task_complete` with your full answer instead."
         )
         return self.response(task_id, agent, Subject.IMPROPER_RESPONSE_TO_USER, body)
+
+    def manual_step(self, task_id: str, agent: str, body: str) -> MAILMessage:
+        """The ``buffered`` request that gives ``agent`` its manual step (body only)."""
+        request = make_request(
+            task_id=task_id,
+            sender=create_system_address(self.swarm),
+            recipient=create_agent_address(agent),
+            subject=Subject.MANUAL_STEP,
+            body=body,
+            sender_swarm=self.swarm,
+            recipient_swarm=self.swarm,
+        )
+        request["msg_type"] = "buffered"
+        return request
 
     def help(self, task_id: str, agent: str, body: str) -> MAILMessage:
         return self.broadcast(task_id, [agent], Subject.HELP, body)

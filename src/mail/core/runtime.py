@@ -43,6 +43,7 @@ from typing import Any, Literal, Protocol
 
 from mail.core._breakpoints import resume_breakpoints
 from mail.core._dispatch import SwarmDirectory, TurnRunner
+from mail.core._manual import ManualSteps
 from mail.core._recorder import StoreRecorder, restore
 from mail.core._remote import Direction, RemoteLedger
 from mail.core._runtime_compat import AGENT_HISTORY_KEY, V136RuntimeMethods
@@ -211,6 +212,7 @@ class MAILRuntime(V136RuntimeMethods):
             open_task=self._open_task,
             notify_completion=self.notify_remote_completion,
         )
+        self.manual = ManualSteps(self.tasks, agents, self.scheduler, self.system)
         self._loop_task: asyncio.Task[None] | None = None
 
     async def restore(self) -> int:
@@ -418,10 +420,10 @@ class MAILRuntime(V136RuntimeMethods):
         action_override: ActionOverrideFunction | None = None,
         mode: Literal["continuous", "manual"] = "continuous",
     ) -> None:
-        """Process messages until :meth:`shutdown`; ``max_steps`` limits each task's steps."""
+        """Process messages until :meth:`shutdown`; ``mode="manual"``: :mod:`mail.core._manual`."""
         self.scheduler.max_steps = max_steps
         self.turns.action_override = action_override
-        self.turns.mode = mode
+        self.scheduler.mode = mode
         try:
             await self.scheduler.run()
         except asyncio.CancelledError:
@@ -432,17 +434,17 @@ class MAILRuntime(V136RuntimeMethods):
     def start(
         self, max_steps: int | None = None, action_override: ActionOverrideFunction | None = None
     ) -> asyncio.Task[None]:
-        """Run :meth:`run_continuous` in a background task owned by this runtime."""
+        """Run :meth:`run_continuous` (in the current mode) in a task owned by this runtime."""
         if self._loop_task is None or self._loop_task.done():
             self._loop_task = asyncio.get_running_loop().create_task(
-                self.run_continuous(max_steps, action_override),
+                self.run_continuous(max_steps, action_override, self.scheduler.mode),
                 name=f"mail-runtime:{self.this_owner}",
             )
         return self._loop_task
 
     @property
     def is_running(self) -> bool:
-        return self._loop_task is not None and not self._loop_task.done()
+        return self.scheduler.running or not (self._loop_task is None or self._loop_task.done())
 
     async def run_task(
         self,

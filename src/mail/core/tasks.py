@@ -105,6 +105,8 @@ class MAILTask(V136TaskMethods):
     max_steps: int | None = None
     max_steps_set: bool = False
     outstanding: dict[str, int] = field(default_factory=dict)
+    #: manual mode: agent -> the messages waiting for its next manual step
+    manual_buffer: dict[str, list[MAILMessage]] = field(default_factory=dict)
     agent_failures: dict[str, int] = field(default_factory=dict)
     queued: int = 0
     agents: set[str] = field(default_factory=set)

@@ -54,7 +54,7 @@ async def _send(
     # held: an idle-runtime sweep cannot shut the swarm down under this request
     async with state.swarms.hold(caller) as swarm:
         if stream:
-            events = await swarm.post_message_stream(
+            events = await swarm.post_message_events(
                 request.text, ping_interval=state.ping_interval, **common
             )
             first = await anext(events)

@@ -15,9 +15,11 @@ import asyncio
 import contextlib
 import sys
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from fastapi.responses import JSONResponse
+
+from mail._sse import Signal, first_of, shutting_down_detail
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -31,34 +33,9 @@ T = TypeVar("T")
 STARTUP_FAILURE = 3
 
 
-class Signal(Protocol):
-    """An event to wait for (``asyncio.Event``, ``anyio.Event``)."""
-
-    def wait(self) -> Awaitable[Any]: ...
-
-
-def shutting_down_detail(task_id: str) -> str:
-    """What a client whose task was cut short by the server's shutdown reads."""
-    return (
-        f"the server is shutting down; task '{task_id}' is stored as it is now: once the "
-        f'server is back, resume it with POST /message {{"task_id": "{task_id}", '
-        '"resume_from": "user_response", "body": "..."}'
-    )
-
-
 def shutting_down(task_id: str) -> JSONResponse:
     """``503 {"detail": ...}`` for a request whose task the shutdown cut short."""
     return JSONResponse({"detail": shutting_down_detail(task_id)}, status_code=503)
-
-
-async def first_of(signals: tuple[Signal, ...]) -> None:
-    """Return once one of ``signals`` is set."""
-    waits = [asyncio.ensure_future(s.wait()) for s in signals]
-    try:
-        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for wait in waits:
-            wait.cancel()
 
 
 async def unless_closing(work: Awaitable[T], *signals: Signal) -> tuple[bool, T | None]:
