@@ -140,8 +140,10 @@ def _rate(args: dict[str, Any]) -> dict[str, Any]:
 
 
 #: ``verify_claim {claim: str, sources?: string[]}`` -> JSON ``{claim, status:
-#: supported|refuted|disputed|unverified, explanation, claim_analysis, source_analysis,
-#: sources_checked, recommendation}`` or ``"Error: ..."``.
+#: supported|refuted|disputed|unverified, explanation, claim_analysis: {key_terms,
+#: word_count, verifiable_indicators, subjective_indicators, claim_type:
+#: factual|subjective|general}, source_analysis: [{source, stance, source_type,
+#: reliability}], sources_checked, recommendation}`` or ``"Error: ..."``.
 verify_claim = make_action(
     "verify_claim",
     "Check a claim against source texts and say whether they support it.",
