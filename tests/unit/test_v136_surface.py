@@ -18,10 +18,6 @@ SURFACE = Path(__file__).parent / "data" / "v136_python_surface.md"
 
 # Modules another piece of issue 22 ships, skipped here until it lands.
 SKIPPED_MODULES = {
-    # item 5: the original's example swarms
-    "mail.examples.support",
-    "mail.examples.data_analysis",
-    "mail.examples.research",
     # optional in issue 22
     "mail.examples.mafia",
 }

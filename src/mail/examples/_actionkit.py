@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -11,6 +12,7 @@ from mail.api import MAILAction
 
 __all__ = [
     "ArgumentError",
+    "ExampleAction",
     "choice_arg",
     "digest_int",
     "int_arg",
@@ -21,6 +23,16 @@ __all__ = [
 
 class ArgumentError(Exception):
     """A bad argument; its message is the ``"Error: ..."`` text the action returns."""
+
+
+class ExampleAction(MAILAction):
+    """A :class:`~mail.api.MAILAction` that can also be awaited as a function of the
+    arguments dict, like the original's example actions: ``await classify_ticket({"text":
+    "..."})`` returns the result string."""
+
+    async def __call__(self, args: dict[str, Any]) -> str:
+        result = self.function(args)
+        return await result if inspect.isawaitable(result) else result
 
 
 def text_arg(args: dict[str, Any], key: str, *, required: bool = True) -> str:
@@ -63,8 +75,8 @@ def make_action(
     properties: dict[str, Any],
     required: list[str],
     compute: Callable[[dict[str, Any]], dict[str, Any]],
-) -> MAILAction:
-    """A :class:`~mail.api.MAILAction` whose function returns ``json.dumps(compute(args))``,
+) -> ExampleAction:
+    """An :class:`ExampleAction` whose function returns ``json.dumps(compute(args))``,
     or the ``"Error: ..."`` text of an :class:`ArgumentError`; it never raises."""
 
     async def run(args: dict[str, Any]) -> str:
@@ -82,4 +94,4 @@ def make_action(
         "required": required,
         "additionalProperties": False,
     }
-    return MAILAction(name=name, description=description, parameters=schema, function=function)
+    return ExampleAction(name=name, description=description, parameters=schema, function=function)

@@ -7,4 +7,22 @@ the offline variant ``data-analysis-offline`` are in :mod:`mail.examples.data_an
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from mail.examples.data_analysis.analyst.agent import LiteLLMAnalystFunction
+from mail.examples.data_analysis.processor.actions import generate_sample_data, parse_csv
+from mail.examples.data_analysis.processor.agent import LiteLLMProcessorFunction
+from mail.examples.data_analysis.reporter.actions import format_report
+from mail.examples.data_analysis.reporter.agent import LiteLLMReporterFunction
+from mail.examples.data_analysis.statistics.actions import calculate_statistics, run_correlation
+from mail.examples.data_analysis.statistics.agent import LiteLLMStatisticsFunction
+
+__all__ = [
+    "LiteLLMAnalystFunction",
+    "LiteLLMProcessorFunction",
+    "LiteLLMReporterFunction",
+    "LiteLLMStatisticsFunction",
+    "calculate_statistics",
+    "format_report",
+    "generate_sample_data",
+    "parse_csv",
+    "run_correlation",
+]

@@ -10,7 +10,7 @@ import io
 import re
 from typing import Any
 
-from mail.examples.data_analysis.processor.actions import DATASETS
+from mail.examples.data_analysis.processor.actions import DATASET_GENERATORS
 from mail.examples.offline.team import OfflineCoordinatorFunction, OfflineTeamWorker
 
 __all__ = [
@@ -47,7 +47,7 @@ class OfflineProcessorFunction(OfflineTeamWorker):
     ) -> dict[str, Any] | None:
         if step == "generate_sample_data":
             lowered = question.lower()
-            dataset = next((name for name in DATASETS if name in lowered), "sales")
+            dataset = next((name for name in DATASET_GENERATORS if name in lowered), "sales")
             return {"dataset": dataset, "rows": _ROWS}
         sample = results.get("generate_sample_data")
         if not isinstance(sample, dict):

@@ -7,4 +7,21 @@ the offline variant ``support-offline`` are in :mod:`mail.examples.support.offli
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from mail.examples.support.classifier.actions import classify_ticket
+from mail.examples.support.classifier.agent import LiteLLMClassifierFunction
+from mail.examples.support.coordinator.agent import LiteLLMCoordinatorFunction
+from mail.examples.support.faq.actions import search_faq
+from mail.examples.support.faq.agent import LiteLLMFaqFunction
+from mail.examples.support.sentiment.actions import analyze_sentiment, create_escalation
+from mail.examples.support.sentiment.agent import LiteLLMSentimentFunction
+
+__all__ = [
+    "LiteLLMClassifierFunction",
+    "LiteLLMCoordinatorFunction",
+    "LiteLLMFaqFunction",
+    "LiteLLMSentimentFunction",
+    "analyze_sentiment",
+    "classify_ticket",
+    "create_escalation",
+    "search_faq",
+]

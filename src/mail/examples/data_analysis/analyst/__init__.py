@@ -2,4 +2,7 @@
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from mail.examples.data_analysis.analyst.agent import LiteLLMAnalystFunction
+from mail.examples.data_analysis.analyst.prompts import SYSPROMPT
+
+__all__ = ["LiteLLMAnalystFunction", "SYSPROMPT"]

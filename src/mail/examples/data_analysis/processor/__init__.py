@@ -2,4 +2,8 @@
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from mail.examples.data_analysis.processor.actions import generate_sample_data, parse_csv
+from mail.examples.data_analysis.processor.agent import LiteLLMProcessorFunction
+from mail.examples.data_analysis.processor.prompts import SYSPROMPT
+
+__all__ = ["LiteLLMProcessorFunction", "SYSPROMPT", "generate_sample_data", "parse_csv"]

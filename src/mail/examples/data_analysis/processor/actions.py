@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from mail.examples._actionkit import (
     ArgumentError,
@@ -19,43 +20,67 @@ from mail.examples._actionkit import (
     text_arg,
 )
 
-__all__ = ["DATASETS", "generate_sample_data", "parse_csv"]
+__all__ = [
+    "CATEGORIES",
+    "DATASET_GENERATORS",
+    "GENERATE_SAMPLE_DATA_PARAMETERS",
+    "GENERATORS",
+    "PARSE_CSV_PARAMETERS",
+    "PRODUCTS",
+    "REGIONS",
+    "SUBSCRIPTION_TYPES",
+    "DatasetGenerator",
+    "generate_sample_data",
+    "parse_csv",
+]
 
-#: dataset -> (description, columns)
-DATASETS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "sales": ("Monthly sales by region", ("month", "region", "units", "revenue")),
-    "users": ("Sign-ups and activity per user", ("user_id", "age", "sessions", "minutes")),
-    "inventory": ("Stock levels per product", ("sku", "stock", "reorder_level", "unit_cost")),
-    "weather": ("Daily weather readings", ("day", "temperature", "humidity", "rainfall")),
-}
-_REGIONS = ("north", "south", "east", "west")
+#: The regions of the ``sales`` rows.
+REGIONS: tuple[str, ...] = ("north", "south", "east", "west")
+#: The products of the ``sales`` rows.
+PRODUCTS: tuple[str, ...] = ("Widget", "Gadget", "Gizmo", "Doohickey", "Sprocket")
+#: The subscription plans of the ``users`` rows.
+SUBSCRIPTION_TYPES: tuple[str, ...] = ("free", "basic", "premium", "enterprise")
+#: The product categories of the ``inventory`` rows.
+CATEGORIES: tuple[str, ...] = ("electronics", "clothing", "home", "sports", "books")
 
 
-def _row(dataset: str, i: int) -> dict[str, Any]:
-    n = digest_int(dataset, i)
-    if dataset == "sales":
-        units = 50 + n % 150
-        return {
-            "month": f"M{i % 12 + 1:02d}",
-            "region": _REGIONS[i % 4],
-            "units": units,
-            "revenue": round(units * (9.5 + (n >> 8) % 50 / 10), 2),
-        }
-    if dataset == "users":
-        sessions = 1 + n % 40
-        return {
-            "user_id": f"U{i + 1:04d}",
-            "age": 18 + (n >> 8) % 50,
-            "sessions": sessions,
-            "minutes": sessions * (3 + (n >> 16) % 12),
-        }
-    if dataset == "inventory":
-        return {
-            "sku": f"SKU-{i + 1:04d}",
-            "stock": n % 500,
-            "reorder_level": 50 + (n >> 8) % 50,
-            "unit_cost": round(1 + (n >> 16) % 9900 / 100, 2),
-        }
+def _sales_row(i: int) -> dict[str, Any]:
+    n = digest_int("sales", i)
+    units = 50 + n % 150
+    return {
+        "month": f"M{i % 12 + 1:02d}",
+        "region": REGIONS[i % len(REGIONS)],
+        "product": PRODUCTS[(n >> 24) % len(PRODUCTS)],
+        "units": units,
+        "revenue": round(units * (9.5 + (n >> 8) % 50 / 10), 2),
+    }
+
+
+def _users_row(i: int) -> dict[str, Any]:
+    n = digest_int("users", i)
+    sessions = 1 + n % 40
+    return {
+        "user_id": f"U{i + 1:04d}",
+        "age": 18 + (n >> 8) % 50,
+        "subscription": SUBSCRIPTION_TYPES[(n >> 24) % len(SUBSCRIPTION_TYPES)],
+        "sessions": sessions,
+        "minutes": sessions * (3 + (n >> 16) % 12),
+    }
+
+
+def _inventory_row(i: int) -> dict[str, Any]:
+    n = digest_int("inventory", i)
+    return {
+        "sku": f"SKU-{i + 1:04d}",
+        "category": CATEGORIES[(n >> 24) % len(CATEGORIES)],
+        "stock": n % 500,
+        "reorder_level": 50 + (n >> 8) % 50,
+        "unit_cost": round(1 + (n >> 16) % 9900 / 100, 2),
+    }
+
+
+def _weather_row(i: int) -> dict[str, Any]:
+    n = digest_int("weather", i)
     return {
         "day": i + 1,
         "temperature": round(-5 + (n % 400) / 10, 1),
@@ -64,16 +89,52 @@ def _row(dataset: str, i: int) -> dict[str, Any]:
     }
 
 
+class DatasetGenerator(NamedTuple):
+    """One dataset ``generate_sample_data`` offers: what it holds and how row ``i`` is made."""
+
+    description: str
+    columns: tuple[str, ...]
+    row: Callable[[int], dict[str, Any]]
+
+
+#: dataset name -> its :class:`DatasetGenerator`; the names are ``generate_sample_data``'s
+#: ``dataset`` choices.
+DATASET_GENERATORS: dict[str, DatasetGenerator] = {
+    "sales": DatasetGenerator(
+        "Monthly sales by region and product",
+        ("month", "region", "product", "units", "revenue"),
+        _sales_row,
+    ),
+    "users": DatasetGenerator(
+        "Sign-ups, plans and activity per user",
+        ("user_id", "age", "subscription", "sessions", "minutes"),
+        _users_row,
+    ),
+    "inventory": DatasetGenerator(
+        "Stock levels per product",
+        ("sku", "category", "stock", "reorder_level", "unit_cost"),
+        _inventory_row,
+    ),
+    "weather": DatasetGenerator(
+        "Daily weather readings", ("day", "temperature", "humidity", "rainfall"), _weather_row
+    ),
+}
+#: dataset name -> the function making its row ``i`` (deterministic in the dataset and ``i``).
+GENERATORS: dict[str, Callable[[int], dict[str, Any]]] = {
+    name: generator.row for name, generator in DATASET_GENERATORS.items()
+}
+
+
 def _generate(args: dict[str, Any]) -> dict[str, Any]:
-    dataset = choice_arg(args, "dataset", tuple(DATASETS), None)
+    dataset = choice_arg(args, "dataset", tuple(DATASET_GENERATORS), None)
     rows = int_arg(args, "rows", 10, 1, 1000)
-    description, columns = DATASETS[dataset]
+    generator = DATASET_GENERATORS[dataset]
     return {
         "dataset": dataset,
-        "description": description,
-        "columns": list(columns),
+        "description": generator.description,
+        "columns": list(generator.columns),
         "row_count": rows,
-        "data": [_row(dataset, i) for i in range(rows)],
+        "data": [generator.row(i) for i in range(rows)],
     }
 
 
@@ -123,7 +184,7 @@ generate_sample_data = make_action(
     "generate_sample_data",
     "Generate a sample dataset (sales, users, inventory or weather) to analyze.",
     {
-        "dataset": {"type": "string", "enum": list(DATASETS)},
+        "dataset": {"type": "string", "enum": list(DATASET_GENERATORS)},
         "rows": {
             "type": "integer",
             "minimum": 1,
@@ -144,3 +205,8 @@ parse_csv = make_action(
     ["data"],
     _parse,
 )
+
+#: The JSON Schema of ``generate_sample_data``'s arguments.
+GENERATE_SAMPLE_DATA_PARAMETERS: dict[str, Any] = generate_sample_data.parameters
+#: The JSON Schema of ``parse_csv``'s arguments.
+PARSE_CSV_PARAMETERS: dict[str, Any] = parse_csv.parameters

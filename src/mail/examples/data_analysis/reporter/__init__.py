@@ -2,4 +2,8 @@
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from mail.examples.data_analysis.reporter.actions import format_report
+from mail.examples.data_analysis.reporter.agent import LiteLLMReporterFunction
+from mail.examples.data_analysis.reporter.prompts import SYSPROMPT
+
+__all__ = ["LiteLLMReporterFunction", "SYSPROMPT", "format_report"]

@@ -6,7 +6,7 @@ from typing import Any
 
 from mail.examples._actionkit import ArgumentError, make_action, text_arg
 
-__all__ = ["format_report"]
+__all__ = ["FORMAT_REPORT_PARAMETERS", "format_report"]
 
 
 def _format(args: dict[str, Any]) -> dict[str, Any]:
@@ -57,3 +57,6 @@ format_report = make_action(
     ["title", "sections"],
     _format,
 )
+
+#: The JSON Schema of ``format_report``'s arguments.
+FORMAT_REPORT_PARAMETERS: dict[str, Any] = format_report.parameters

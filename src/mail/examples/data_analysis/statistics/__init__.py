@@ -2,4 +2,8 @@
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from mail.examples.data_analysis.statistics.actions import calculate_statistics, run_correlation
+from mail.examples.data_analysis.statistics.agent import LiteLLMStatisticsFunction
+from mail.examples.data_analysis.statistics.prompts import SYSPROMPT
+
+__all__ = ["LiteLLMStatisticsFunction", "SYSPROMPT", "calculate_statistics", "run_correlation"]

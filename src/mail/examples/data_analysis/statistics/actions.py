@@ -8,10 +8,16 @@ from typing import Any
 
 from mail.examples._actionkit import ArgumentError, make_action
 
-__all__ = ["METRICS", "calculate_statistics", "run_correlation"]
+__all__ = [
+    "AVAILABLE_METRICS",
+    "CALCULATE_STATISTICS_PARAMETERS",
+    "RUN_CORRELATION_PARAMETERS",
+    "calculate_statistics",
+    "run_correlation",
+]
 
 #: Every metric ``calculate_statistics`` knows.
-METRICS: tuple[str, ...] = (
+AVAILABLE_METRICS: tuple[str, ...] = (
     "mean",
     "median",
     "mode",
@@ -63,9 +69,13 @@ def _metrics(data: list[float]) -> dict[str, float]:
 
 def _calculate(args: dict[str, Any]) -> dict[str, Any]:
     data = _numbers(args, "data")
-    wanted = args.get("metrics", list(METRICS))
-    if not isinstance(wanted, list) or not wanted or any(m not in METRICS for m in wanted):
-        raise ArgumentError(f"Error: 'metrics' must be a list of: {', '.join(METRICS)}")
+    wanted = args.get("metrics", list(AVAILABLE_METRICS))
+    if (
+        not isinstance(wanted, list)
+        or not wanted
+        or any(m not in AVAILABLE_METRICS for m in wanted)
+    ):
+        raise ArgumentError(f"Error: 'metrics' must be a list of: {', '.join(AVAILABLE_METRICS)}")
     every = _metrics(data)
     mean, std = every["mean"], every["std"]
     spread = (
@@ -127,7 +137,7 @@ calculate_statistics = make_action(
         "data": {"type": "array", "items": {"type": "number"}, "minItems": 1},
         "metrics": {
             "type": "array",
-            "items": {"type": "string", "enum": list(METRICS)},
+            "items": {"type": "string", "enum": list(AVAILABLE_METRICS)},
             "description": "Which metrics to return (default: all).",
         },
     },
@@ -148,3 +158,8 @@ run_correlation = make_action(
     ["x", "y"],
     _correlate,
 )
+
+#: The JSON Schema of ``calculate_statistics``'s arguments.
+CALCULATE_STATISTICS_PARAMETERS: dict[str, Any] = calculate_statistics.parameters
+#: The JSON Schema of ``run_correlation``'s arguments.
+RUN_CORRELATION_PARAMETERS: dict[str, Any] = run_correlation.parameters

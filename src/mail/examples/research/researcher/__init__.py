@@ -2,4 +2,7 @@
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from mail.examples.research.researcher.agent import LiteLLMResearcherFunction
+from mail.examples.research.researcher.prompts import SYSPROMPT
+
+__all__ = ["LiteLLMResearcherFunction", "SYSPROMPT"]

@@ -2,4 +2,8 @@
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from mail.examples.research.searcher.actions import extract_facts, search_topic
+from mail.examples.research.searcher.agent import LiteLLMSearcherFunction
+from mail.examples.research.searcher.prompts import SYSPROMPT
+
+__all__ = ["LiteLLMSearcherFunction", "SYSPROMPT", "extract_facts", "search_topic"]

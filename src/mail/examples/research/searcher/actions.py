@@ -12,11 +12,20 @@ from typing import Any
 
 from mail.examples._actionkit import choice_arg, digest_int, make_action, text_arg
 
-__all__ = ["SOURCES", "extract_facts", "search_topic"]
+__all__ = [
+    "EXTRACT_FACTS_PARAMETERS",
+    "KNOWLEDGE_BASE",
+    "SEARCH_TOPIC_PARAMETERS",
+    "SOURCES",
+    "extract_facts",
+    "search_topic",
+]
 
 #: The sources ``search_topic`` accepts (``general`` aggregates the other three).
 SOURCES: tuple[str, ...] = ("wikipedia", "academic", "news", "general")
-_TEMPLATES = {
+#: source -> the fact templates ``search_topic`` fills in for it (``{q}`` the query,
+#: ``{n}`` and ``{year}`` numbers derived from it): the canned "knowledge" it searches.
+KNOWLEDGE_BASE: dict[str, tuple[str, ...]] = {
     "wikipedia": (
         "{q} is a widely documented subject with a long history.",
         "Encyclopedia articles describe {q} in terms of its origins and main uses.",
@@ -35,7 +44,7 @@ _TEMPLATES = {
 def _results(query: str, source: str) -> dict[str, Any]:
     n = digest_int(query.casefold(), source)
     values = {"q": query.strip(), "n": 3 + n % 40, "year": 2015 + n % 10}
-    facts = [template.format(**values) for template in _TEMPLATES[source]]
+    facts = [template.format(**values) for template in KNOWLEDGE_BASE[source]]
     slug = re.sub(r"[^a-z0-9]+", "-", query.casefold()).strip("-") or "topic"
     title = f"{query.strip()} ({source}, example data)"
     return {
@@ -107,3 +116,8 @@ extract_facts = make_action(
     ["text"],
     _extract,
 )
+
+#: The JSON Schema of ``search_topic``'s arguments.
+SEARCH_TOPIC_PARAMETERS: dict[str, Any] = search_topic.parameters
+#: The JSON Schema of ``extract_facts``'s arguments.
+EXTRACT_FACTS_PARAMETERS: dict[str, Any] = extract_facts.parameters

@@ -2,4 +2,8 @@
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from mail.examples.research.summarizer.actions import create_bibliography, summarize_text
+from mail.examples.research.summarizer.agent import LiteLLMSummarizerFunction
+from mail.examples.research.summarizer.prompts import SYSPROMPT
+
+__all__ = ["LiteLLMSummarizerFunction", "SYSPROMPT", "create_bibliography", "summarize_text"]

@@ -7,7 +7,13 @@ from typing import Any
 
 from mail.examples._actionkit import ArgumentError, choice_arg, int_arg, make_action, text_arg
 
-__all__ = ["STYLES", "create_bibliography", "summarize_text"]
+__all__ = [
+    "CREATE_BIBLIOGRAPHY_PARAMETERS",
+    "STYLES",
+    "SUMMARIZE_TEXT_PARAMETERS",
+    "create_bibliography",
+    "summarize_text",
+]
 
 #: Citation styles of ``create_bibliography``.
 STYLES: tuple[str, ...] = ("apa", "mla", "chicago", "simple")
@@ -105,3 +111,8 @@ create_bibliography = make_action(
     ["sources"],
     _bibliography,
 )
+
+#: The JSON Schema of ``summarize_text``'s arguments.
+SUMMARIZE_TEXT_PARAMETERS: dict[str, Any] = summarize_text.parameters
+#: The JSON Schema of ``create_bibliography``'s arguments.
+CREATE_BIBLIOGRAPHY_PARAMETERS: dict[str, Any] = create_bibliography.parameters

@@ -2,4 +2,8 @@
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from mail.examples.research.verifier.actions import rate_confidence, verify_claim
+from mail.examples.research.verifier.agent import LiteLLMVerifierFunction
+from mail.examples.research.verifier.prompts import SYSPROMPT
+
+__all__ = ["LiteLLMVerifierFunction", "SYSPROMPT", "rate_confidence", "verify_claim"]

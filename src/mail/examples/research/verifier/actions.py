@@ -1,7 +1,9 @@
 """The research swarm's verification: ``verify_claim`` and ``rate_confidence``.
 
 Both judge from the text they are given (word overlap between claim and sources or
-evidence); nothing is looked up.
+evidence); nothing is looked up. ``verify_claim`` also says how checkable the claim is
+(:data:`VERIFIABLE_INDICATORS`, :data:`SUBJECTIVE_INDICATORS`) and how reliable each
+source looks (:data:`SOURCE_RELIABILITY`).
 """
 
 from __future__ import annotations
@@ -11,7 +13,33 @@ from typing import Any
 
 from mail.examples._actionkit import ArgumentError, make_action, text_arg
 
-__all__ = ["rate_confidence", "verify_claim"]
+__all__ = [
+    "RATE_CONFIDENCE_PARAMETERS",
+    "SOURCE_RELIABILITY",
+    "SUBJECTIVE_INDICATORS",
+    "VERIFIABLE_INDICATORS",
+    "VERIFY_CLAIM_PARAMETERS",
+    "rate_confidence",
+    "verify_claim",
+]
+
+#: kind of source -> (words in a source's text that mark it as that kind, reliability
+#: 0..1), checked in order; a source matching none is ``unknown`` (0.5).
+SOURCE_RELIABILITY: dict[str, tuple[tuple[str, ...], float]] = {
+    "academic": (("journal", "study", "university", "peer", "doi"), 0.9),
+    "government": ((".gov", "government", "agency", "official"), 0.85),
+    "encyclopedia": (("wikipedia", "encyclopedia", "britannica"), 0.75),
+    "news": (("news", "reported", "reuters", "times", "press"), 0.7),
+    "blog": (("blog", "forum", "opinion", "reddit"), 0.4),
+}
+#: Words that make a claim checkable (measurements, dates, attributions).
+VERIFIABLE_INDICATORS: frozenset[str] = frozenset(
+    {"percent", "according", "study", "measured", "data", "survey", "census", "report", "since"}
+)
+#: Words that make a claim a matter of opinion.
+SUBJECTIVE_INDICATORS: frozenset[str] = frozenset(
+    {"best", "worst", "beautiful", "ugly", "should", "believe", "think", "amazing", "terrible"}
+)
 
 _NEGATIONS = {"not", "no", "never", "false", "incorrect", "myth", "disproved", "wrong"}
 
@@ -38,6 +66,28 @@ def _stance(claim: set[str], text: str) -> str:
     return "contradicts" if words & _NEGATIONS else "supports"
 
 
+def _claim_analysis(claim: str, key: set[str]) -> dict[str, Any]:
+    words = set(re.findall(r"[a-z]+", claim.lower()))
+    verifiable = sorted(words & VERIFIABLE_INDICATORS)
+    subjective = sorted(words & SUBJECTIVE_INDICATORS)
+    checkable = bool(verifiable or re.search(r"\d", claim)) and not subjective
+    return {
+        "key_terms": sorted(key),
+        "word_count": len(claim.split()),
+        "verifiable_indicators": verifiable,
+        "subjective_indicators": subjective,
+        "claim_type": "subjective" if subjective else "factual" if checkable else "general",
+    }
+
+
+def _reliability(source: str) -> dict[str, Any]:
+    lowered = source.lower()
+    for kind, (markers, score) in SOURCE_RELIABILITY.items():
+        if any(marker in lowered for marker in markers):
+            return {"source_type": kind, "reliability": score}
+    return {"source_type": "unknown", "reliability": 0.5}
+
+
 def _verify(args: dict[str, Any]) -> dict[str, Any]:
     claim = text_arg(args, "claim")
     sources = _texts(args, "sources", required=False)
@@ -58,9 +108,10 @@ def _verify(args: dict[str, Any]) -> dict[str, Any]:
         "claim": claim,
         "status": status,
         "explanation": explanation,
-        "claim_analysis": {"key_terms": sorted(key), "word_count": len(claim.split())},
+        "claim_analysis": _claim_analysis(claim, key),
         "source_analysis": [
-            {"source": s[:120], "stance": st} for s, st in zip(sources, stances, strict=True)
+            {"source": s[:120], "stance": st, **_reliability(s)}
+            for s, st in zip(sources, stances, strict=True)
         ],
         "sources_checked": len(sources),
         "recommendation": "usable" if status == "supported" else "needs more evidence",
@@ -89,8 +140,10 @@ def _rate(args: dict[str, Any]) -> dict[str, Any]:
 
 
 #: ``verify_claim {claim: str, sources?: string[]}`` -> JSON ``{claim, status:
-#: supported|refuted|disputed|unverified, explanation, claim_analysis, source_analysis,
-#: sources_checked, recommendation}`` or ``"Error: ..."``.
+#: supported|refuted|disputed|unverified, explanation, claim_analysis: {key_terms,
+#: word_count, verifiable_indicators, subjective_indicators, claim_type:
+#: factual|subjective|general}, source_analysis: [{source, stance, source_type,
+#: reliability}], sources_checked, recommendation}`` or ``"Error: ..."``.
 verify_claim = make_action(
     "verify_claim",
     "Check a claim against source texts and say whether they support it.",
@@ -115,3 +168,8 @@ rate_confidence = make_action(
     ["claim", "evidence"],
     _rate,
 )
+
+#: The JSON Schema of ``verify_claim``'s arguments.
+VERIFY_CLAIM_PARAMETERS: dict[str, Any] = verify_claim.parameters
+#: The JSON Schema of ``rate_confidence``'s arguments.
+RATE_CONFIDENCE_PARAMETERS: dict[str, Any] = rate_confidence.parameters

@@ -2,4 +2,8 @@
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from mail.examples.support.classifier.actions import classify_ticket
+from mail.examples.support.classifier.agent import LiteLLMClassifierFunction
+from mail.examples.support.classifier.prompts import SYSPROMPT
+
+__all__ = ["LiteLLMClassifierFunction", "SYSPROMPT", "classify_ticket"]

@@ -7,14 +7,22 @@ from typing import Any
 
 from mail.examples._actionkit import make_action, text_arg
 
-__all__ = ["classify_ticket"]
+__all__ = [
+    "CATEGORY_KEYWORDS",
+    "CLASSIFY_TICKET_PARAMETERS",
+    "PRIORITY_KEYWORDS",
+    "classify_ticket",
+]
 
-_CATEGORIES: dict[str, tuple[str, ...]] = {
+#: category -> the words that point to it (a ticket with none of them is ``general``).
+CATEGORY_KEYWORDS: dict[str, tuple[str, ...]] = {
     "billing": ("bill", "charge", "charged", "refund", "payment", "invoice", "price", "card"),
     "technical": ("crash", "error", "bug", "broken", "slow", "install", "app", "export"),
     "account": ("password", "login", "log", "account", "email", "username", "delete"),
 }
-_PRIORITIES: dict[str, tuple[str, ...]] = {
+#: priority -> the words that raise a ticket to it, checked from ``urgent`` down (``low``
+#: when none is found).
+PRIORITY_KEYWORDS: dict[str, tuple[str, ...]] = {
     "urgent": ("urgent", "immediately", "emergency", "asap", "lawyer", "fraud"),
     "high": ("angry", "twice", "cannot", "can't", "down", "lost", "unacceptable"),
     "medium": ("problem", "issue", "wrong", "help"),
@@ -34,13 +42,13 @@ def _hits(words: list[str], keywords: tuple[str, ...]) -> int:
 def _classify(args: dict[str, Any]) -> dict[str, Any]:
     text = text_arg(args, "text")
     words = re.findall(r"[a-z']+", text.lower())
-    counts = {name: _hits(words, keys) for name, keys in _CATEGORIES.items()}
+    counts = {name: _hits(words, keys) for name, keys in CATEGORY_KEYWORDS.items()}
     category = max(counts, key=lambda name: counts[name]) if any(counts.values()) else "general"
     total = sum(counts.values())
     category_confidence = round(counts[category] / total, 2) if total else 0.5
-    priority = next((p for p, keys in _PRIORITIES.items() if _hits(words, keys)), "low")
+    priority = next((p for p, keys in PRIORITY_KEYWORDS.items() if _hits(words, keys)), "low")
     priority_confidence = 0.9 if priority in ("urgent", "low") else 0.75
-    matched = [w for w in words if w in _CATEGORIES.get(category, ())]
+    matched = [w for w in words if w in CATEGORY_KEYWORDS.get(category, ())]
     reasoning = (
         f"Keywords {', '.join(sorted(set(matched)))} point to {category}"
         if matched
@@ -67,3 +75,6 @@ classify_ticket = make_action(
     ["text"],
     _classify,
 )
+
+#: The JSON Schema of ``classify_ticket``'s arguments.
+CLASSIFY_TICKET_PARAMETERS: dict[str, Any] = classify_ticket.parameters

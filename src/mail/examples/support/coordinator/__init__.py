@@ -2,4 +2,7 @@
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from mail.examples.support.coordinator.agent import LiteLLMCoordinatorFunction
+from mail.examples.support.coordinator.prompts import SYSPROMPT
+
+__all__ = ["LiteLLMCoordinatorFunction", "SYSPROMPT"]

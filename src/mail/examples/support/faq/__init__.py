@@ -2,4 +2,8 @@
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from mail.examples.support.faq.actions import search_faq
+from mail.examples.support.faq.agent import LiteLLMFaqFunction
+from mail.examples.support.faq.prompts import SYSPROMPT
+
+__all__ = ["LiteLLMFaqFunction", "SYSPROMPT", "search_faq"]

@@ -11,71 +11,71 @@ from typing import Any
 
 from mail.examples._actionkit import int_arg, make_action, text_arg
 
-__all__ = ["FAQ_ENTRIES", "search_faq"]
+__all__ = ["FAQ_DATABASE", "SEARCH_FAQ_PARAMETERS", "search_faq"]
 
-#: ``(id, question, answer, category)`` of every FAQ entry.
-FAQ_ENTRIES: tuple[tuple[str, str, str, str], ...] = (
-    (
-        "faq-001",
-        "How do I reset my password?",
-        "Open Settings > Security, choose 'Reset password' and follow the emailed link.",
-        "account",
-    ),
-    (
-        "faq-002",
-        "How do I update my billing information?",
-        "Go to Billing > Payment methods and add or edit a card.",
-        "billing",
-    ),
-    (
-        "faq-003",
-        "Why was I charged twice?",
-        "A second charge is usually a pending authorization that drops off within 3-5 days; "
-        "if not, contact billing with both transaction ids.",
-        "billing",
-    ),
-    (
-        "faq-004",
-        "How do I request a refund?",
-        "Refunds for the last 30 days can be requested under Billing > History > Refund.",
-        "billing",
-    ),
-    (
-        "faq-005",
-        "The app crashes on startup, what should I do?",
-        "Update to the latest version, clear the cache, and restart the device.",
-        "technical",
-    ),
-    (
-        "faq-006",
-        "How do I export my data?",
-        "Settings > Privacy > Export data sends a download link by email.",
-        "technical",
-    ),
-    (
-        "faq-007",
-        "Why can't I log in?",
-        "Check caps lock, reset your password, and make sure your account is verified.",
-        "account",
-    ),
-    (
-        "faq-008",
-        "How do I delete my account?",
-        "Settings > Account > Delete account; deletion is final after 14 days.",
-        "account",
-    ),
-    (
-        "faq-009",
-        "What are your support hours?",
-        "Chat support is open 24/7; phone support 9am-6pm on weekdays.",
-        "general",
-    ),
-    (
-        "faq-010",
-        "How do I contact a human agent?",
-        "Ask for 'agent' in chat or call the number on the Contact page.",
-        "general",
-    ),
+#: Every FAQ entry: ``{id, question, answer, category}`` (category is one of the
+#: classifier's: billing, technical, account, general).
+FAQ_DATABASE: tuple[dict[str, str], ...] = (
+    {
+        "id": "faq-001",
+        "question": "How do I reset my password?",
+        "answer": "Open Settings > Security, choose 'Reset password' and follow the emailed link.",
+        "category": "account",
+    },
+    {
+        "id": "faq-002",
+        "question": "How do I update my billing information?",
+        "answer": "Go to Billing > Payment methods and add or edit a card.",
+        "category": "billing",
+    },
+    {
+        "id": "faq-003",
+        "question": "Why was I charged twice?",
+        "answer": "A second charge is usually a pending authorization that drops off within 3-5 days; if not, contact billing with both transaction ids.",
+        "category": "billing",
+    },
+    {
+        "id": "faq-004",
+        "question": "How do I request a refund?",
+        "answer": "Refunds for the last 30 days can be requested under Billing > History > Refund.",
+        "category": "billing",
+    },
+    {
+        "id": "faq-005",
+        "question": "The app crashes on startup, what should I do?",
+        "answer": "Update to the latest version, clear the cache, and restart the device.",
+        "category": "technical",
+    },
+    {
+        "id": "faq-006",
+        "question": "How do I export my data?",
+        "answer": "Settings > Privacy > Export data sends a download link by email.",
+        "category": "technical",
+    },
+    {
+        "id": "faq-007",
+        "question": "Why can't I log in?",
+        "answer": "Check caps lock, reset your password, and make sure your account is verified.",
+        "category": "account",
+    },
+    {
+        "id": "faq-008",
+        "question": "How do I delete my account?",
+        "answer": "Settings > Account > Delete account; deletion is final after 14 days.",
+        "category": "account",
+    },
+    {
+        "id": "faq-009",
+        "question": "What are your support hours?",
+        "answer": "Chat support is open 24/7; phone support 9am-6pm on weekdays.",
+        "category": "general",
+    },
+    {
+        "id": "faq-010",
+        "question": "How do I contact a human agent?",
+        "answer": "Ask for 'agent' in chat or call the number on the Contact page.",
+        "category": "general",
+    },
 )
 
 
@@ -88,17 +88,13 @@ def _search(args: dict[str, Any]) -> dict[str, Any]:
     max_results = int_arg(args, "max_results", 3, 1, 10)
     wanted = _words(query)
     scored = []
-    for faq_id, question, answer, category in FAQ_ENTRIES:
-        have = _words(f"{question} {answer} {category}")
+    for entry in FAQ_DATABASE:
+        have = _words(f"{entry['question']} {entry['answer']} {entry['category']}")
         overlap = len(wanted & have)
         if overlap:
-            score = round(overlap / max(len(wanted), 1), 2)
-            scored.append((score, faq_id, question, answer, category))
-    scored.sort(key=lambda entry: (-entry[0], entry[1]))
-    results = [
-        {"id": i, "question": q, "answer": a, "category": c, "relevance_score": s}
-        for s, i, q, a, c in scored[:max_results]
-    ]
+            scored.append((round(overlap / max(len(wanted), 1), 2), entry))
+    scored.sort(key=lambda hit: (-hit[0], hit[1]["id"]))
+    results = [{**entry, "relevance_score": score} for score, entry in scored[:max_results]]
     return {
         "query": query,
         "total_matches": len(scored),
@@ -125,3 +121,6 @@ search_faq = make_action(
     ["query"],
     _search,
 )
+
+#: The JSON Schema of ``search_faq``'s arguments.
+SEARCH_FAQ_PARAMETERS: dict[str, Any] = search_faq.parameters

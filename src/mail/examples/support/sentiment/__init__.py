@@ -2,4 +2,8 @@
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from mail.examples.support.sentiment.actions import analyze_sentiment, create_escalation
+from mail.examples.support.sentiment.agent import LiteLLMSentimentFunction
+from mail.examples.support.sentiment.prompts import SYSPROMPT
+
+__all__ = ["LiteLLMSentimentFunction", "SYSPROMPT", "analyze_sentiment", "create_escalation"]

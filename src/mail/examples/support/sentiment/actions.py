@@ -13,26 +13,50 @@ from typing import Any
 
 from mail.examples._actionkit import choice_arg, digest_int, make_action, text_arg
 
-__all__ = ["analyze_sentiment", "create_escalation"]
+__all__ = [
+    "ANALYZE_SENTIMENT_PARAMETERS",
+    "CREATE_ESCALATION_PARAMETERS",
+    "EMOTION_PATTERNS",
+    "ESCALATION_PHRASES",
+    "NEGATIVE_INDICATORS",
+    "POSITIVE_INDICATORS",
+    "analyze_sentiment",
+    "create_escalation",
+]
 
-_POSITIVE = {"thanks", "thank", "great", "love", "happy", "excellent", "good", "helpful"}
-_NEGATIVE = {
-    "angry",
-    "terrible",
-    "awful",
-    "hate",
-    "bad",
-    "broken",
-    "worst",
-    "frustrated",
-    "unacceptable",
-    "disappointed",
-    "twice",
-    "never",
-    "cancel",
+#: Words that raise the sentiment score by one each.
+POSITIVE_INDICATORS: frozenset[str] = frozenset(
+    {"thanks", "thank", "great", "love", "happy", "excellent", "good", "helpful"}
+)
+#: Words that lower the sentiment score by one each.
+NEGATIVE_INDICATORS: frozenset[str] = frozenset(
+    {
+        "angry",
+        "terrible",
+        "awful",
+        "hate",
+        "bad",
+        "broken",
+        "worst",
+        "frustrated",
+        "unacceptable",
+        "disappointed",
+        "twice",
+        "never",
+        "cancel",
+        "lawyer",
+    }
+)
+#: Words or phrases that make ``analyze_sentiment`` recommend an escalation whatever
+#: the score (which otherwise takes a score of -0.6 or less).
+ESCALATION_PHRASES: tuple[str, ...] = (
     "lawyer",
-}
-_EMOTIONS = {
+    "cancel",
+    "legal action",
+    "speak to a manager",
+)
+#: word -> the emotion it reports in ``emotions_detected``.
+EMOTION_PATTERNS: dict[str, str] = {
     "angry": "anger",
     "frustrated": "frustration",
     "disappointed": "disappointment",
@@ -46,13 +70,14 @@ _EMOTIONS = {
 def _analyze(args: dict[str, Any]) -> dict[str, Any]:
     text = text_arg(args, "text")
     words = re.findall(r"[a-z]+", text.lower())
-    positive = [w for w in words if w in _POSITIVE]
-    negative = [w for w in words if w in _NEGATIVE]
+    positive = [w for w in words if w in POSITIVE_INDICATORS]
+    negative = [w for w in words if w in NEGATIVE_INDICATORS]
     exclamations = text.count("!")
     raw = len(positive) - len(negative) - 0.5 * min(exclamations, 4) * bool(negative)
     score = round(max(-1.0, min(1.0, raw / 3)), 2)
     sentiment = "positive" if score > 0.2 else "negative" if score < -0.2 else "neutral"
-    escalate = score <= -0.6 or "lawyer" in words or "cancel" in words
+    spaced = f" {' '.join(words)} "
+    escalate = score <= -0.6 or any(f" {p} " in spaced for p in ESCALATION_PHRASES)
     return {
         "sentiment": sentiment,
         "score": score,
@@ -61,7 +86,7 @@ def _analyze(args: dict[str, Any]) -> dict[str, Any]:
             "negative_words": negative,
             "exclamations": exclamations,
         },
-        "emotions_detected": sorted({_EMOTIONS[w] for w in words if w in _EMOTIONS}),
+        "emotions_detected": sorted({EMOTION_PATTERNS[w] for w in words if w in EMOTION_PATTERNS}),
         "escalation_recommended": escalate,
         "escalation_reason": "strongly negative customer" if escalate else None,
         "analysis_summary": f"The customer sounds {sentiment} (score {score}).",
@@ -115,3 +140,8 @@ create_escalation = make_action(
     ["ticket_id", "reason", "priority"],
     _escalate,
 )
+
+#: The JSON Schema of ``analyze_sentiment``'s arguments.
+ANALYZE_SENTIMENT_PARAMETERS: dict[str, Any] = analyze_sentiment.parameters
+#: The JSON Schema of ``create_escalation``'s arguments.
+CREATE_ESCALATION_PARAMETERS: dict[str, Any] = create_escalation.parameters
