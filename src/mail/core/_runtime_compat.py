@@ -79,6 +79,11 @@ class V136RuntimeMethods:
         task = self.tasks.get(task_id)
         return task.log.all() if task is not None else []
 
+    @property
+    def pending_requests(self) -> dict[str, asyncio.Future[MAILMessage]]:
+        """Task id -> the future of its running turn."""
+        return {t.task_id: t.turn for t in self.tasks if t.is_running and t.turn is not None}
+
     def get_response_message(self, task_id: str) -> MAILMessage | None:
         """The message that ended the task's last turn (``None``: unknown task or none yet)."""
         task = self.tasks.get(task_id)

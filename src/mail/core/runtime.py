@@ -593,8 +593,3 @@ class MAILRuntime(V136RuntimeMethods):
         if task is None:
             raise TaskNotFoundError(task_id)
         return task.log.all()
-
-    @property
-    def pending_requests(self) -> dict[str, asyncio.Future[MAILMessage]]:
-        """Task id -> the future of its running turn."""
-        return {t.task_id: t.turn for t in self.tasks if t.is_running and t.turn is not None}
