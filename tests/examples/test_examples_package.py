@@ -122,6 +122,10 @@ def test_public_names() -> None:
         "analyst_agent_params",
         "EXAMPLE_AGENTS",
         "example_agent_template_args",
+        "LiteLLMWeatherFunction",
+        "LiteLLMMathFunction",
+        "LiteLLMConsultantFunction",
+        "LiteLLMAnalystFunction",
         "factory_weather_dummy",
         "factory_math_dummy",
         "factory_consultant_dummy",
@@ -187,6 +191,8 @@ async def test_actions_are_mail_actions(reference: str, alias: str, name: str) -
     result = await action.function(args)
     assert isinstance(result, str)
     assert json.loads(result)
+    # awaitable like the original's functions: the same answer as the function's
+    assert await action(args) == result
 
 
 @needs_api

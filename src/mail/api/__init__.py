@@ -10,6 +10,8 @@ Templates load from ``swarms.json`` with :meth:`MAILSwarmTemplate.from_swarm_jso
 
 from __future__ import annotations
 
+import logging
+
 from mail.api._actions import MAILAction, action
 from mail.api._agents import MAILAgent, MAILAgentTemplate
 from mail.api._swarm import MAILSwarm, MAILSwarmTemplate
@@ -22,3 +24,6 @@ __all__ = [
     "MAILSwarmTemplate",
     "action",
 ]
+
+#: The logger of the Python API (``mail.api``), as in v1.3.6.
+logger = logging.getLogger("mail.api")

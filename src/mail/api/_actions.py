@@ -94,19 +94,21 @@ class MAILAction:
 
     @classmethod
     def from_swarms_json(
-        cls, data: dict[str, Any], *, policy: ReferencePolicy = DEFAULT_POLICY
+        cls, action_data: dict[str, Any], *, policy: ReferencePolicy = DEFAULT_POLICY
     ) -> MAILAction:
         """Build an action from a ``swarms.json`` action object."""
-        spec = parse_action(data)
+        spec = parse_action(action_data)
         return cls(
             spec["name"], spec["description"], spec["parameters"], spec["function"], policy=policy
         )
 
     @classmethod
-    def from_swarm_json(cls, text: str, *, policy: ReferencePolicy = DEFAULT_POLICY) -> MAILAction:
+    def from_swarm_json(
+        cls, json_dump: str, *, policy: ReferencePolicy = DEFAULT_POLICY
+    ) -> MAILAction:
         """Build an action from the JSON text of a ``swarms.json`` action object."""
         try:
-            data = json.loads(text)
+            data = json.loads(json_dump)
         except ValueError as e:
             raise SwarmDefinitionError(f"action JSON is not valid: {e}") from e
         return cls.from_swarms_json(data, policy=policy)

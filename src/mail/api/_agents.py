@@ -254,7 +254,7 @@ class MAILAgentTemplate:
     @classmethod
     def from_swarms_json(
         cls,
-        agent_dict: dict[str, Any],
+        agent_data: dict[str, Any],
         actions_by_name: Mapping[str, MAILAction] | None = None,
         *,
         swarm: str | None = None,
@@ -264,7 +264,7 @@ class MAILAgentTemplate:
 
         Raises :class:`SwarmDefinitionError` for a bad field or an unknown action name.
         """
-        spec = parse_agent(agent_dict, swarm)
+        spec = parse_agent(agent_data, swarm)
         known = dict(actions_by_name or {})
         actions: list[MAILAction] = []
         for name in spec["actions"]:
@@ -295,11 +295,11 @@ class MAILAgentTemplate:
 
     @classmethod
     def from_swarm_json(
-        cls, text: str, actions_by_name: Mapping[str, MAILAction] | None = None
+        cls, json_dump: str, actions_by_name: Mapping[str, MAILAction] | None = None
     ) -> MAILAgentTemplate:
         """Build a template from the JSON text of a ``swarms.json`` agent object."""
         try:
-            data = json.loads(text)
+            data = json.loads(json_dump)
         except ValueError as e:
             raise SwarmDefinitionError(f"agent JSON is not valid: {e}") from e
         return cls.from_swarms_json(data, actions_by_name)

@@ -730,7 +730,7 @@ class MAILSwarmTemplate:
     @classmethod
     def from_swarms_json(
         cls,
-        data: dict[str, Any],
+        swarm_data: dict[str, Any],
         task_message_limit: int | None = None,
         *,
         policy: ReferencePolicy = DEFAULT_POLICY,
@@ -744,7 +744,7 @@ class MAILSwarmTemplate:
         :meth:`validate`). Raises :class:`SwarmDefinitionError` naming the swarm, agent
         and field.
         """
-        spec = parse_swarm(data)
+        spec = parse_swarm(swarm_data)
         swarm = spec["name"]
         actions = load_swarm_actions(spec["actions"], spec["action_imports"], swarm, policy)
         by_name = {a.name: a for a in actions}
@@ -772,14 +772,14 @@ class MAILSwarmTemplate:
     @classmethod
     def from_swarm_json(
         cls,
-        text: str,
+        json_dump: str,
         task_message_limit: int | None = None,
         *,
         policy: ReferencePolicy = DEFAULT_POLICY,
     ) -> MAILSwarmTemplate:
         """Like :meth:`from_swarms_json`, from the JSON text of one swarm object."""
         try:
-            data = loads(text)
+            data = loads(json_dump)
         except ValueError as e:
             raise SwarmDefinitionError(f"swarm JSON is not valid: {e}") from e
         return cls.from_swarms_json(data, task_message_limit, policy=policy)

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import logging
+
 from pydantic import ConfigDict, Field
 
 from mail.config._base import ConfigModel
 
 __all__ = ["ClientConfig"]
+
+#: The configuration logger (``mail.config``); v1.3.6 had one per config module.
+logger = logging.getLogger("mail.config")
 
 
 class ClientConfig(ConfigModel):

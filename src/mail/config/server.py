@@ -10,6 +10,7 @@ Constructing these models directly gives the literal defaults below (pydantic ra
 from __future__ import annotations
 
 import ipaddress
+import logging
 from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, Field, field_validator, model_validator
@@ -18,6 +19,9 @@ from mail._limits import NAME_PATTERN
 from mail.config._base import DEFAULT_DATA_DIR, ConfigModel, http_url
 
 __all__ = ["ServerConfig", "SwarmConfig", "SettingsConfig", "InterswarmConfig"]
+
+#: The configuration logger (``mail.config``); v1.3.6 had one per config module.
+logger = logging.getLogger("mail.config")
 
 _ALL_INTERFACES = ("0.0.0.0", "::", "")  # noqa: S104  # compared against, not bound
 

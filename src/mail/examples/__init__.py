@@ -19,8 +19,9 @@ The modules below are the ``python::`` paths that swarms.json files refer to:
   (``agent``, ``prompts``, ``actions``) and ``offline`` (their scripted agents)
 
 The ``*_agent_params`` dicts are ready-made ``agent_params`` for the LLM agents (and
+``LiteLLM{Weather,Math,Consultant,Analyst}Function`` the agent classes and
 ``factory_{weather,math,consultant,analyst}_dummy`` the original's deprecated functions
-that build them, loaded on first use), and
+that build them, both loaded on first use), and
 :func:`example_agent_template_args` gives ``MAILAgentTemplate.from_example`` what it
 needs to build one of them (``supervisor``, ``weather``, ``math``, ``consultant``,
 ``analyst``). Importing
@@ -32,7 +33,15 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from mail.examples._params import EXAMPLE_AGENTS, agent_params, example_agent_template_args
+from mail.examples._params import (
+    EXAMPLE_AGENTS,
+    analyst_agent_params,
+    consultant_agent_params,
+    example_agent_template_args,
+    math_agent_params,
+    supervisor_agent_params,
+    weather_agent_params,
+)
 
 __all__ = [
     "supervisor_agent_params",
@@ -42,34 +51,28 @@ __all__ = [
     "analyst_agent_params",
     "EXAMPLE_AGENTS",
     "example_agent_template_args",
+    "LiteLLMWeatherFunction",
+    "LiteLLMMathFunction",
+    "LiteLLMConsultantFunction",
+    "LiteLLMAnalystFunction",
     "factory_weather_dummy",
     "factory_math_dummy",
     "factory_consultant_dummy",
     "factory_analyst_dummy",
 ]
 
-# name -> module: the deprecated factories load the agent classes (mail.factories) only
-# when asked for, so importing this package stays light
-_DEPRECATED = {
-    f"factory_{kind}_dummy": f"mail.examples.{kind}_dummy.agent"
-    for kind in ("weather", "math", "consultant", "analyst")
+_KINDS = {"weather": "Weather", "math": "Math", "consultant": "Consultant", "analyst": "Analyst"}
+# name -> module: the agent classes and the deprecated factories load mail.factories, so
+# they are imported only when asked for and importing this package stays light
+_LAZY = {
+    name: f"mail.examples.{kind}_dummy.agent"
+    for kind, title in _KINDS.items()
+    for name in (f"factory_{kind}_dummy", f"LiteLLM{title}Function")
 }
 
 
 def __getattr__(name: str) -> Any:
-    module = _DEPRECATED.get(name)
+    module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return getattr(importlib.import_module(module), name)
-
-
-#: ``agent_params`` of the example supervisor.
-supervisor_agent_params = agent_params("supervisor")
-#: ``agent_params`` of the example weather agent.
-weather_agent_params = agent_params("weather_dummy")
-#: ``agent_params`` of the example math agent.
-math_agent_params = agent_params("math_dummy")
-#: ``agent_params`` of the example consultant agent.
-consultant_agent_params = agent_params("consultant_dummy")
-#: ``agent_params`` of the example analyst agent.
-analyst_agent_params = agent_params("analyst_dummy")

@@ -7,7 +7,17 @@ from typing import Any
 
 from mail.errors import SwarmDefinitionError
 
-__all__ = ["DEFAULT_LLM", "EXAMPLE_AGENTS", "agent_params", "example_agent_template_args"]
+__all__ = [
+    "DEFAULT_LLM",
+    "EXAMPLE_AGENTS",
+    "agent_params",
+    "analyst_agent_params",
+    "consultant_agent_params",
+    "example_agent_template_args",
+    "math_agent_params",
+    "supervisor_agent_params",
+    "weather_agent_params",
+]
 
 #: The model the example agents use unless ``llm`` is given.
 DEFAULT_LLM = "openai/gpt-5-mini"
@@ -47,6 +57,18 @@ EXAMPLE_AGENTS: tuple[str, ...] = tuple(_EXAMPLES)
 def agent_params(package: str) -> dict[str, Any]:
     """``agent_params`` for the example ``package``: the default model and its prompt reference."""
     return {"llm": DEFAULT_LLM, "system": f"python::mail.examples.{package}.prompts:SYSPROMPT"}
+
+
+#: ``agent_params`` of the example supervisor.
+supervisor_agent_params = agent_params("supervisor")
+#: ``agent_params`` of the example weather agent.
+weather_agent_params = agent_params("weather_dummy")
+#: ``agent_params`` of the example math agent.
+math_agent_params = agent_params("math_dummy")
+#: ``agent_params`` of the example consultant agent.
+consultant_agent_params = agent_params("consultant_dummy")
+#: ``agent_params`` of the example analyst agent.
+analyst_agent_params = agent_params("analyst_dummy")
 
 
 def _load(reference: str) -> Any:

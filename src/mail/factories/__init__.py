@@ -22,6 +22,7 @@ from mail.factories.action import (
 )
 from mail.factories.base import (
     THINKING_BUDGETS,
+    AgentFunction,
     AgentOutputError,
     LiteLLMAgentFunction,
     LLMCallError,
@@ -36,6 +37,8 @@ from mail.factories.supervisor import (
 )
 
 __all__ = [
+    # the protocol every agent function meets (mail.core.agents.AgentFunction)
+    "AgentFunction",
     # classes
     "MAILAgentFunction",
     "LiteLLMAgentFunction",

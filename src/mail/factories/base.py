@@ -24,7 +24,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, ClassVar, Literal, TypeAlias, TypeVar
 
-from mail.core.agents import AgentOutput
+from mail.core.agents import AgentFunction, AgentOutput
 from mail.core.tools import ToolFormat, get_agent_tools, tool_name
 from mail.errors import SwarmDefinitionError
 from mail.factories import _completions, _responses
@@ -38,6 +38,7 @@ from mail.factories._shared import (
 from mail.factories._signature import REQUIRED, deprecated_factory
 
 __all__ = [
+    "AgentFunction",
     "MAILAgentFunction",
     "LiteLLMAgentFunction",
     "AgentOutputError",

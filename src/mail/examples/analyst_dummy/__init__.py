@@ -1,5 +1,20 @@
-"""The analyst example: ``prompts:SYSPROMPT`` and ``agent:LiteLLMAnalystFunction``."""
+"""The analyst example: ``prompts:SYSPROMPT`` and ``agent:LiteLLMAnalystFunction``.
+
+Importing this package loads :mod:`mail.factories` (not LiteLLM).
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from mail.examples.analyst_dummy.agent import (
+    LiteLLMAnalystFunction,
+    analyst_agent_params,
+    factory_analyst_dummy,
+)
+from mail.examples.analyst_dummy.prompts import SYSPROMPT as ANALYST_SYSPROMPT
+
+__all__ = [
+    "ANALYST_SYSPROMPT",
+    "LiteLLMAnalystFunction",
+    "analyst_agent_params",
+    "factory_analyst_dummy",
+]

@@ -7,10 +7,11 @@ swarms.json. LiteLLM is imported only when the agent first runs.
 from __future__ import annotations
 
 from mail.examples._agents import ExampleAgent, example_factory
+from mail.examples._params import analyst_agent_params
 from mail.examples.analyst_dummy.prompts import SYSPROMPT
 from mail.factories.base import LiteLLMAgentFunction
 
-__all__ = ["LiteLLMAnalystFunction", "factory_analyst_dummy"]
+__all__ = ["LiteLLMAnalystFunction", "factory_analyst_dummy", "analyst_agent_params"]
 
 
 class LiteLLMAnalystFunction(ExampleAgent, LiteLLMAgentFunction, prompt=SYSPROMPT):

@@ -7,10 +7,11 @@ swarms.json. LiteLLM is imported only when the agent first runs.
 from __future__ import annotations
 
 from mail.examples._agents import ExampleAgent, example_factory
+from mail.examples._params import consultant_agent_params
 from mail.examples.consultant_dummy.prompts import SYSPROMPT
 from mail.factories.base import LiteLLMAgentFunction
 
-__all__ = ["LiteLLMConsultantFunction", "factory_consultant_dummy"]
+__all__ = ["LiteLLMConsultantFunction", "factory_consultant_dummy", "consultant_agent_params"]
 
 
 class LiteLLMConsultantFunction(ExampleAgent, LiteLLMAgentFunction, prompt=SYSPROMPT):

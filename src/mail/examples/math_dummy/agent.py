@@ -7,10 +7,11 @@ LiteLLM is imported only when the agent first runs.
 from __future__ import annotations
 
 from mail.examples._agents import ExampleAgent, example_factory
+from mail.examples._params import math_agent_params
 from mail.examples.math_dummy.prompts import SYSPROMPT
 from mail.factories.base import LiteLLMAgentFunction
 
-__all__ = ["LiteLLMMathFunction", "factory_math_dummy"]
+__all__ = ["LiteLLMMathFunction", "factory_math_dummy", "math_agent_params"]
 
 
 class LiteLLMMathFunction(ExampleAgent, LiteLLMAgentFunction, prompt=SYSPROMPT):

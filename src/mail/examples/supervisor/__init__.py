@@ -1,4 +1,5 @@
-"""The example supervisor: its prompts live in :mod:`mail.examples.supervisor.prompts`.
+"""The example supervisor: ``prompts`` (``SYSPROMPT``, ``SYSPROMPT_NO_INTERSWARM_MASTER``)
+and ``agent:supervisor_agent_params``.
 
 The supervisor itself is the generic
 ``python::mail.factories.supervisor:LiteLLMSupervisorFunction``.
@@ -6,4 +7,7 @@ The supervisor itself is the generic
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from mail.examples.supervisor.agent import supervisor_agent_params
+from mail.examples.supervisor.prompts import SYSPROMPT as SUPERVISOR_SYSPROMPT
+
+__all__ = ["SUPERVISOR_SYSPROMPT", "supervisor_agent_params"]

@@ -7,10 +7,11 @@ swarms.json. LiteLLM is imported only when the agent first runs.
 from __future__ import annotations
 
 from mail.examples._agents import ExampleAgent, example_factory
+from mail.examples._params import weather_agent_params
 from mail.examples.weather_dummy.prompts import SYSPROMPT
 from mail.factories.action import LiteLLMActionAgentFunction
 
-__all__ = ["LiteLLMWeatherFunction", "factory_weather_dummy"]
+__all__ = ["LiteLLMWeatherFunction", "factory_weather_dummy", "weather_agent_params"]
 
 
 class LiteLLMWeatherFunction(ExampleAgent, LiteLLMActionAgentFunction, prompt=SYSPROMPT):
