@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypedDict
 
-__all__ = ["SwarmsJSONAction", "SwarmsJSONAgent", "SwarmsJSONSwarm", "ToolFormat"]
+__all__ = [
+    "SwarmsJSONAction",
+    "SwarmsJSONAgent",
+    "SwarmsJSONFile",
+    "SwarmsJSONSwarm",
+    "ToolFormat",
+]
 
 ToolFormat = Literal["completions", "responses"]
 
@@ -43,3 +49,13 @@ class SwarmsJSONSwarm(TypedDict):
     breakpoint_tools: list[str]
     exclude_tools: list[str]
     enable_db_agent_histories: bool
+
+
+class SwarmsJSONFile(TypedDict):
+    """A parsed ``swarms.json`` file, as v1.3.6's ``load_swarms_json_from_*`` return it.
+
+    The file itself is a JSON array; ``swarms`` holds its swarm objects, checked and with
+    their defaults filled in.
+    """
+
+    swarms: list[SwarmsJSONSwarm]

@@ -23,10 +23,19 @@ from mail._limits import loads, name_problem
 from mail.core.message import parse_agent_address
 from mail.core.tools import MAIL_TOOL_NAMES
 from mail.errors import InvalidMessageError, SwarmDefinitionError
-from mail.swarms_json.types import SwarmsJSONAction, SwarmsJSONAgent, SwarmsJSONSwarm
+from mail.swarms_json.types import (
+    SwarmsJSONAction,
+    SwarmsJSONAgent,
+    SwarmsJSONFile,
+    SwarmsJSONSwarm,
+)
 
 __all__ = [
     "AgentShape",
+    "build_action_from_swarms_json",
+    "build_agent_from_swarms_json",
+    "build_swarm_from_swarms_json",
+    "build_swarms_from_swarms_json",
     "check_swarm",
     "check_swarm_structure",
     "check_swarm_wiring",
@@ -34,9 +43,14 @@ __all__ = [
     "find_swarm",
     "load_swarms_json",
     "load_swarms_json_file",
+    "load_swarms_json_from_file",
+    "load_swarms_json_from_string",
     "parse_action",
     "parse_agent",
     "parse_swarm",
+    "validate_action_from_swarms_json",
+    "validate_agent_from_swarms_json",
+    "validate_swarm_from_swarms_json",
 ]
 
 logger = logging.getLogger("mail.swarms_json")
@@ -385,3 +399,69 @@ def _check_agent(swarm: str, agent: AgentShape, actions: set[str]) -> None:
                 agent=agent.name,
                 field="exclude_tools",
             )
+
+
+# --- v1.3.6 names ---------------------------------------------------------------------------
+# Thin adapters over the functions above. Checks raise SwarmDefinitionError (v1.3.6 raised
+# ValueError/TypeError) and the built objects are our parsed typed dicts, defaults filled in.
+
+
+def load_swarms_json_from_string(contents: str) -> SwarmsJSONFile:
+    """Parse the text of a ``swarms.json`` file into ``{"swarms": [...]}``.
+
+    Each swarm is checked and completed like :func:`parse_swarm`. Raises
+    :class:`SwarmDefinitionError` for invalid JSON or a bad swarm.
+    """
+    return {"swarms": load_swarms_json(contents)}
+
+
+def load_swarms_json_from_file(path: str | Path) -> SwarmsJSONFile:
+    """Read and parse a ``swarms.json`` file into ``{"swarms": [...]}``.
+
+    Raises :class:`SwarmDefinitionError` when the file cannot be read or is invalid.
+    """
+    return {"swarms": load_swarms_json_file(path)}
+
+
+def build_swarms_from_swarms_json(
+    contents: SwarmsJSONFile | Sequence[Any],
+) -> list[SwarmsJSONSwarm]:
+    """The checked swarms of a parsed file: ``{"swarms": [...]}`` or the bare JSON array.
+
+    Raises :class:`SwarmDefinitionError` for a bad swarm or a name defined twice.
+    """
+    swarms = contents["swarms"] if isinstance(contents, Mapping) else contents
+    return load_swarms_json(list(swarms))
+
+
+def validate_swarm_from_swarms_json(swarm_candidate: Any) -> None:
+    """Check one swarm object (fields, types, its agents and actions).
+
+    Raises :class:`SwarmDefinitionError` naming the swarm, agent and field at fault.
+    """
+    parse_swarm(swarm_candidate)
+
+
+def build_swarm_from_swarms_json(swarm_candidate: Any) -> SwarmsJSONSwarm:
+    """Check one swarm object and return it with its defaults filled in (:func:`parse_swarm`)."""
+    return parse_swarm(swarm_candidate)
+
+
+def validate_agent_from_swarms_json(agent_candidate: Any) -> None:
+    """Check one agent object. Raises :class:`SwarmDefinitionError`."""
+    parse_agent(agent_candidate)
+
+
+def build_agent_from_swarms_json(agent_candidate: Any) -> SwarmsJSONAgent:
+    """Check one agent object and return it with its defaults filled in (:func:`parse_agent`)."""
+    return parse_agent(agent_candidate)
+
+
+def validate_action_from_swarms_json(action_candidate: Any) -> None:
+    """Check one action object. Raises :class:`SwarmDefinitionError`."""
+    parse_action(action_candidate)
+
+
+def build_action_from_swarms_json(action_candidate: Any) -> SwarmsJSONAction:
+    """Check one action object and return it (:func:`parse_action`)."""
+    return parse_action(action_candidate)

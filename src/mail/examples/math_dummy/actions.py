@@ -23,7 +23,7 @@ from mail.examples.math_dummy._calculator import (
 __all__ = ["CALCULATE_EXPRESSION_PARAMETERS", "Number", "calculate_expression"]
 
 #: A plain number, as v1.3.6 named it. Our calculator computes in :class:`decimal.Decimal`
-#: and reports ``result`` as a JSON number (int or float).
+#: and reports ``result`` as exact decimal text (``"42"``), not as this type.
 Number: TypeAlias = int | float
 
 #: ``calculate_expression {expression: str, precision?: int 0..12}`` -> JSON
