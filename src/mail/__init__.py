@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         MAILRequest,
         MAILResponse,
     )
+    from mail.core.runtime import MAILRuntime
     from mail.core.tools import AgentToolCall
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "MAILMessage",
     "MAILRequest",
     "MAILResponse",
+    "MAILRuntime",
 ]
 
 # Public name -> module that defines it; loaded on first attribute access.
@@ -67,6 +69,7 @@ _LAZY: dict[str, str] = {
     "MAILMessage": "mail.core.message",
     "MAILRequest": "mail.core.message",
     "MAILResponse": "mail.core.message",
+    "MAILRuntime": "mail.core.runtime",
 }
 
 

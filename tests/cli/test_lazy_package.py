@@ -24,6 +24,7 @@ PUBLIC = (
     "MAILMessage",
     "MAILRequest",
     "MAILResponse",
+    "MAILRuntime",
 )
 
 
@@ -34,11 +35,12 @@ def test_all_is_unchanged() -> None:
 def test_every_public_name_resolves_to_its_defining_object() -> None:
     import mail.api
     import mail.core.message
+    import mail.core.runtime
     import mail.core.tools
 
     for name in PUBLIC:
         value = getattr(mail, name)
-        for module in (mail.api, mail.core.message, mail.core.tools):
+        for module in (mail.api, mail.core.message, mail.core.runtime, mail.core.tools):
             if name in module.__all__:
                 assert value is getattr(module, name)
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import inspect
 import json
 import subprocess
 import sys
+
+import pytest
 
 import mail.client
 
@@ -100,10 +103,28 @@ def test_import_is_light() -> None:
         "import sys, json, mail.client; "
         "print(json.dumps(sorted(m for m in sys.modules "
         "if m.split('.')[0] in ('fastapi', 'starlette', 'uvicorn', 'litellm', 'asyncpg', 'pydantic') "
-        "or m.startswith(('mail.server', 'mail.api', 'mail.core', 'mail.config')))))"
+        "or m.startswith(('mail.server', 'mail.api', 'mail.core', 'mail.config', 'mail.cli.')))))"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     loaded = json.loads(result.stdout)
     assert loaded == [], f"import mail.client loaded {loaded}"
+
+
+def test_client_cli_is_loaded_on_first_access() -> None:
+    from mail.cli._client_cli import MAILClientCLI
+
+    assert mail.client.MAILClientCLI is MAILClientCLI  # type: ignore[attr-defined]
+    assert "MAILClientCLI" not in mail.client.__all__  # ``import *`` stays light
+    with pytest.raises(AttributeError, match="MAILClientCLX"):
+        _ = mail.client.MAILClientCLX  # type: ignore[attr-defined]
+
+
+async def test_client_cli_reports_a_bad_url_before_starting() -> None:
+    from mail.cli._client_cli import MAILClientCLI
+
+    args = argparse.Namespace(url="http://127.0.0.1:1", url_flag="http://127.0.0.1:2")
+    cli = MAILClientCLI(args)
+    with pytest.raises(ValueError, match="two URLs given"):
+        await cli.run(attempt_login=False)

@@ -14,11 +14,14 @@ Streams are :class:`EventStream` objects over :class:`ServerSentEvent`; a stream
 drops mid-task is resumed from ``GET /tasks/{task_id}/events`` with ``Last-Event-ID``.
 Importing this module loads aiohttp but neither the server nor any LLM library;
 ``mail.config`` (pydantic) is imported only when a client is built without a config.
+``MAILClientCLI`` (v1.3.6's interactive client, our ``mail client`` REPL) is loaded from
+:mod:`mail.cli` on first access, so importing this module does not load the CLI.
 See ``docs/client.md``.
 """
 
 from __future__ import annotations
 
+import importlib
 import json as jsonlib
 import logging
 from collections.abc import Mapping
@@ -107,6 +110,21 @@ __all__ = [
 ]
 
 logger = logging.getLogger("mail.client")
+
+# Loaded on first access (PEP 562): the CLI sits above this module and imports rich.
+_LAZY = {"MAILClientCLI": "mail.cli._client_cli"}
+
+# Hidden from type checkers, as in ``mail/__init__.py``: a visible module ``__getattr__``
+# would make every misspelt ``mail.client.X`` type-check.
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> Any:
+        """Load ``MAILClientCLI`` from :mod:`mail.cli._client_cli` on first access."""
+        module_name = _LAZY.get(name)
+        if module_name is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(module_name), name)
+
 
 #: Sent as ``User-Agent`` with every request.
 USER_AGENT = f"MAIL-Client/{__version__} (mail-swarms)"
