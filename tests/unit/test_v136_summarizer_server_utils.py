@@ -19,8 +19,9 @@ def test_summarizer_falls_back_to_the_first_message_when_the_model_fails() -> No
 
 
 def test_server_utils_read_the_configuration() -> None:
+    wildcard = "0.0.0.0"  # noqa: S104  # only read, never bound
     cfg = MAILConfig.model_validate(
-        {"server": {"host": "0.0.0.0", "port": 8123, "swarm": {"name": "alpha"}}}
+        {"server": {"host": wildcard, "port": 8123, "swarm": {"name": "alpha"}}}
     )
     assert server_utils.compute_external_base_url(cfg) == "http://localhost:8123"
     assert server_utils.get_default_base_url(cfg.server) == "http://localhost:8123"
