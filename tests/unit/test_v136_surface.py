@@ -91,7 +91,6 @@ NOT_YET = {
     "mail.server:register_swarm",
     "mail.server:responses",
     "mail.server:root",
-    "mail.server:run_server",
     "mail.server:run_server_with_template",
     "mail.server:status",
     "mail.server:ui_dump_events",
