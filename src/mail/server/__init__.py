@@ -9,14 +9,24 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mail.server._app import create_app, run_server
+from mail.server._app import create_app
+from mail.server._app import run_server as _run_server
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
+    from mail.config import MAILConfig
+
     app: FastAPI
 
 __all__ = ["app", "create_app", "run_server"]
+
+
+def run_server(cfg: MAILConfig) -> None:
+    """Serve ``cfg``'s swarm with uvicorn until interrupted (blocks); v1.3.6's parameter
+    name. See :func:`mail.server._app.run_server` for what it raises."""
+    _run_server(cfg)
+
 
 # not ``_app``: that name is the submodule mail.server._app
 _built_app: Any = None

@@ -1,6 +1,15 @@
-"""Small helpers shared by the layers above the core (reference strings, parsing)."""
+"""Small helpers shared by the layers above the core (reference strings, parsing), and
+v1.3.6's helper names.
+
+The names re-exported from :mod:`mail.utils.auth`, :mod:`mail.utils.serialize` and
+:mod:`mail.utils.store` load on first use, so ``import mail.utils`` stays cheap (no
+FastAPI).
+"""
 
 from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from mail.utils.logger import get_loggers, init_logger
 from mail.utils.parsing import (
@@ -12,6 +21,21 @@ from mail.utils.parsing import (
 )
 from mail.utils.version import get_protocol_version, get_version
 
+if TYPE_CHECKING:
+    from mail.utils.auth import (
+        caller_is_admin,
+        caller_is_admin_or_user,
+        caller_is_agent,
+        caller_is_user,
+        extract_token,
+        extract_token_info,
+        get_token_info,
+        login,
+        require_debug,
+    )
+    from mail.utils.serialize import export, serialize_mail_value
+    from mail.utils.store import get_langmem_store
+
 __all__ = [
     "get_loggers",
     "get_protocol_version",
@@ -22,4 +46,45 @@ __all__ = [
     "read_url_string",
     "resolve_prefixed_string_references",
     "target_address_is_interswarm",
+    "caller_is_admin",
+    "caller_is_admin_or_user",
+    "caller_is_agent",
+    "caller_is_user",
+    "extract_token",
+    "extract_token_info",
+    "get_token_info",
+    "login",
+    "require_debug",
+    "export",
+    "serialize_mail_value",
+    "get_langmem_store",
 ]
+
+_LAZY = {
+    **dict.fromkeys(
+        (
+            "caller_is_admin",
+            "caller_is_admin_or_user",
+            "caller_is_agent",
+            "caller_is_user",
+            "extract_token",
+            "extract_token_info",
+            "get_token_info",
+            "login",
+            "require_debug",
+        ),
+        "mail.utils.auth",
+    ),
+    "export": "mail.utils.serialize",
+    "serialize_mail_value": "mail.utils.serialize",
+    "get_langmem_store": "mail.utils.store",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

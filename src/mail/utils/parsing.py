@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 __all__ = [
     "PYTHON_PREFIX",
     "URL_PREFIX",
+    "PYTHON_STRING_PREFIX",
+    "URL_STRING_PREFIX",
     "ReferencePolicy",
     "read_python_string",
     "read_untrusted_python_string",
@@ -34,6 +36,9 @@ __all__ = [
 
 PYTHON_PREFIX = "python::"
 URL_PREFIX = "url::"
+#: v1.3.6's names of the two prefixes
+PYTHON_STRING_PREFIX = PYTHON_PREFIX
+URL_STRING_PREFIX = URL_PREFIX
 
 
 #: The packages whose modules an untrusted ``python::`` reference may import: those made to
@@ -195,8 +200,16 @@ def _foreign_object(value: Any, prefixes: tuple[str, ...]) -> str | None:
     return None
 
 
-def read_url_string(string: str, policy: ReferencePolicy = DEFAULT_POLICY) -> str:
+def read_url_string(
+    string: str,
+    policy: ReferencePolicy | bool = DEFAULT_POLICY,
+    raise_on_error: bool = True,
+) -> str:
     """Fetch ``url::URL`` and return the JSON document it serves, re-encoded as a string.
+
+    v1.3.6's ``read_url_string(string, raise_on_error)`` is accepted too (a bool in place
+    of ``policy`` is ``raise_on_error``): with ``raise_on_error=False`` a failure returns
+    ``string`` unchanged instead of raising.
 
     The scheme and the address are checked on the URL and on every redirect (https only
     unless ``policy.allow_http``; addresses by ``policy.addresses``), and ``policy.timeout`` bounds the whole fetch, not each read
@@ -205,6 +218,17 @@ def read_url_string(string: str, policy: ReferencePolicy = DEFAULT_POLICY) -> st
     fetch fails or times out, the
     body exceeds ``policy.max_bytes``, or the body is not JSON. Nothing is silently kept.
     """
+    if isinstance(policy, bool):
+        raise_on_error = policy
+    try:
+        return _read_url_string(string, DEFAULT_POLICY if isinstance(policy, bool) else policy)
+    except SwarmDefinitionError:
+        if raise_on_error:
+            raise
+        return string
+
+
+def _read_url_string(string: str, policy: ReferencePolicy) -> str:
     from mail.net._guard import DEFAULT_POLICY  # noqa: PLC0415  # only url:: needs it
     from mail.swarms_json._fetch import FetchError, fetch  # noqa: PLC0415
 
