@@ -11,8 +11,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 RUN pip install --no-cache-dir uv \
     && groupadd --gid 10001 mail \
     && useradd --uid 10001 --gid mail --create-home --shell /usr/sbin/nologin mail \
-    && mkdir -p /app /data \
-    && chown mail:mail /app /data
+    && mkdir -p /app/registries /data \
+    && chown -R mail:mail /app /data
 
 WORKDIR /app
 USER mail
@@ -34,7 +34,9 @@ ENV MAIL_DATA_DIR=/data \
     MAIL_PORT=8000 \
     PATH="/app/.venv/bin:${PATH}"
 
-VOLUME /data
+# /data: keys and the task store; /app/registries: the registry of peer swarms
+# (seed 002 mounts `-v ./registries:/app/registries`).
+VOLUME ["/data", "/app/registries"]
 EXPOSE 8000
 
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \

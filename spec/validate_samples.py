@@ -84,7 +84,7 @@ def example_files(directory: Path = EXAMPLES_DIR) -> list[Path]:
 
 def constructor_samples() -> Iterator[tuple[str, dict[str, Any]]]:
     """Yield ``(name, message)`` for a fresh message from every constructor in mail.core.message."""
-    task = "weather-123"
+    task = "0f4c2e9a-6b1d-4e57-9a3c-2d8e7b5f1a60"
     user = m.create_user_address("user-42")
     supervisor = m.create_agent_address("supervisor")
     weather = m.create_agent_address("weather")

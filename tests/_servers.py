@@ -80,6 +80,9 @@ def start_server(
     command = [sys.executable, "-m", "mail.cli", "server", "-n", swarm, "-s", str(source.resolve())]
     command += ["-p", str(port), "-H", "127.0.0.1"]
     log = data.parent / f"{data.name}.log"
+    if "MAIL_CONFIG_PATH" not in env:
+        # else the checkout's mail.toml is found, and its registries/ would collect the file
+        env = {"SWARM_REGISTRY_FILE": str(data / "registry.json")} | env
     env = env | {"MAIL_DATA_DIR": str(data)}
     with log.open("wb") as out:
         process = subprocess.Popen(command, cwd=data, env=env, stdout=out, stderr=subprocess.STDOUT)

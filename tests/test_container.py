@@ -133,7 +133,9 @@ def test_uv_installs_the_locked_dependencies(dockerfile: list[tuple[str, str]]) 
     assert "MAIL_DATA_DIR=/data" in env
     assert "/app/.venv/bin" in env
     assert _one(dockerfile, "WORKDIR") == "/app"
-    assert _one(dockerfile, "VOLUME") == "/data"
+    # keys and tasks in /data; the registry in /app/registries, next to /app/mail.toml (the
+    # original's `-v ./registries:/app/registries`)
+    assert _one(dockerfile, "VOLUME") == '["/data", "/app/registries"]'
     assert _one(dockerfile, "EXPOSE") == "8000"
 
 

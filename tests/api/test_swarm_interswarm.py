@@ -61,7 +61,10 @@ async def beta_server(tmp_path: Path) -> AsyncIterator[tuple[str, httpx.AsyncCli
     """A MAIL server of swarm ``beta`` whose supervisor answers ``supervisor@alpha``."""
     config = load_config(
         None,
-        env={"MAIL_DATA_DIR": str(tmp_path / "beta")},
+        env={
+            "MAIL_DATA_DIR": str(tmp_path / "beta"),
+            "SWARM_REGISTRY_FILE": str(tmp_path / "beta" / "registry.json"),
+        },
         search=False,
         overrides={
             "server": {

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import copy
-import io
 import json
 import os
 import re
 import socket
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -22,7 +20,7 @@ from mail.api import MAILSwarmTemplate
 from mail.errors import SwarmDefinitionError
 from mail.net import AddressPolicy
 from mail.swarms_json import load_swarms_json, parse_swarm
-from mail.swarms_json._fetch import FetchError, _CheckedRedirects, schemes_for
+from mail.swarms_json._fetch import FetchError, next_url, schemes_for
 from mail.utils.parsing import ReferencePolicy, read_python_string, read_url_string
 
 FACTORY = "python::mail.testing:scripted_agent"
@@ -457,25 +455,34 @@ def test_url_reference_refused_connection() -> None:
         )
 
 
+HTTPS_ONLY = schemes_for(allow_http=False)
+
+
 def test_url_reference_follows_redirects_to_allowed_schemes_only(http_url: str) -> None:
     policy = ReferencePolicy(allow_http=True, timeout=5)
     followed = read_url_string(f"url::{http_url}/to/{http_url}/prompt.json", policy)
     assert json.loads(followed) == {"prompt": "be brief"}
-    # urllib itself would follow a redirect to ftp:// (it refuses file:// on its own)
     with pytest.raises(SwarmDefinitionError, match=r"redirected \(302\) to 'ftp:") as info:
         read_url_string(f"url::{http_url}/to/ftp://127.0.0.1:1/p.json", policy)
     assert "only https:// and http:// URLs are allowed" in str(info.value)
     with pytest.raises(SwarmDefinitionError, match="file:///etc/hostname' is not allowed"):
         read_url_string(f"url::{http_url}/to/file:///etc/hostname", policy)
     # the same check guards https-only policies: an https page redirected to http:// (no
-    # TLS server here, so the redirect handler is called as urllib calls it)
-    handler = _CheckedRedirects(schemes_for(allow_http=False))
-    request = urllib.request.Request("https://example.invalid/p.json")
-    answer = io.BytesIO(b"")
+    # TLS server here, so the redirect rule is called as the fetch calls it)
     with pytest.raises(FetchError, match="only https:// URLs are allowed"):
-        handler.redirect_request(request, answer, 301, "Moved", {}, "http://example.invalid/")
-    assert answer.closed
-    assert handler.redirect_request(request, io.BytesIO(), 301, "Moved", {}, "https://x.test/")
+        next_url("https://example.invalid/p.json", 301, "http://example.invalid/", HTTPS_ONLY)
+    assert next_url("https://example.invalid/p.json", 301, "/q", HTTPS_ONLY) == (
+        "https://example.invalid/q"
+    )
+    assert next_url("https://a.test/p", 302, "https://x.test/", HTTPS_ONLY) == "https://x.test/"
+
+
+def test_url_reference_follows_at_most_five_redirects(http_url: str) -> None:
+    policy = ReferencePolicy(allow_http=True, timeout=5)
+    five = f"{http_url}/to/" * 5 + f"{http_url}/prompt.json"
+    assert json.loads(read_url_string(f"url::{five}", policy)) == {"prompt": "be brief"}
+    with pytest.raises(SwarmDefinitionError, match="more than 5 redirects"):
+        read_url_string(f"url::{http_url}/to/{five}", policy)
 
 
 def test_url_reference_deadline_covers_the_whole_fetch(http_url: str) -> None:

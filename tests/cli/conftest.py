@@ -122,7 +122,11 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
     data = tmp_path_factory.mktemp("server-data")
     url = f"http://127.0.0.1:{(port := free_port())}"
     env = {k: v for k, v in os.environ.items() if k not in _SERVER_ENV}
-    env |= {"MAIL_DATA_DIR": str(data), "MAIL_LOG_LEVEL": "WARNING"}
+    env |= {
+        "MAIL_DATA_DIR": str(data),
+        "SWARM_REGISTRY_FILE": str(data / "registry.json"),
+        "MAIL_LOG_LEVEL": "WARNING",
+    }
     command = [sys.executable, "-m", "mail.cli", "server", "-c", str(MAIL_TOML)]
     command += ["-p", str(port), "-H", "127.0.0.1", "--print-llm-streams", "false"]
     log_path = data.parent / f"{data.name}.log"

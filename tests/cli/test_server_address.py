@@ -22,7 +22,11 @@ pytestmark = pytest.mark.timeout(90)
 
 def server_env(data: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _SERVER_ENV}
-    return env | {"MAIL_DATA_DIR": str(data), "MAIL_LOG_LEVEL": "WARNING"}
+    return env | {
+        "MAIL_DATA_DIR": str(data),
+        "SWARM_REGISTRY_FILE": str(data / "registry.json"),
+        "MAIL_LOG_LEVEL": "WARNING",
+    }
 
 
 def server_command(port: int) -> list[str]:

@@ -69,7 +69,10 @@ def make_config(tmp_path: Path, **server: Any) -> MAILConfig:
         }
     }
     return load_config(
-        None, env={"MAIL_DATA_DIR": str(tmp_path)}, search=False, overrides=overrides
+        None,
+        env={"MAIL_DATA_DIR": str(tmp_path), "SWARM_REGISTRY_FILE": str(tmp_path / "r.json")},
+        search=False,
+        overrides=overrides,
     )
 
 

@@ -59,7 +59,7 @@ def test_server_defaults_match_the_contract() -> None:
     assert server.swarm == SwarmConfig(
         name="example-no-proxy",
         source="swarms.json",
-        registry=".mail/registries/example-no-proxy.json",
+        registry="registries/example-no-proxy.json",
         description="",
         keywords=(),
         public=False,

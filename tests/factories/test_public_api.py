@@ -141,7 +141,7 @@ def test_contract_defaults() -> None:
     assert agent.model == "litellm_proxy/openai/m"
     assert (agent.system, agent.user_token) == ("", "")
     assert (agent.max_tokens, agent.thinking) == (None, None)
-    assert (agent.timeout, agent.max_retries) == (120.0, 2)
+    assert (agent.timeout, agent.max_retries) == (120.0, 5)  # 5 retries, as v1.3.6
     assert agent.can_complete_tasks is False
     assert agent.print_llm_streams is True
 

@@ -131,7 +131,12 @@ class PeerProcess:
         )
         (tmp / "mail.toml").write_text(_toml(name, interswarm or {}), encoding="utf-8")
         env = {k: v for k, v in os.environ.items() if k not in MAIL_ENV}
-        env |= {"MAIL_DATA_DIR": str(data), "MAIL_LOG_LEVEL": "WARNING", "PYTHONPATH": str(REPO)}
+        env |= {
+            "MAIL_DATA_DIR": str(data),
+            "SWARM_REGISTRY_FILE": str(data / "registry.json"),
+            "MAIL_LOG_LEVEL": "WARNING",
+            "PYTHONPATH": str(REPO),
+        }
         self.env = env
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from typing import Any
 
 import pytest
-from tests.interswarm.conftest import Cluster, Node, swarm
+from tests.interswarm.conftest import Cluster, FakePeer, Node, swarm, within
 from tests.interswarm.test_federation import beta_weather
 
 from mail.core.message import (
@@ -228,3 +229,33 @@ async def test_a_swarm_without_interswarm_takes_no_interswarm_message(cluster: C
         "detail": "target_swarm: swarm 'beta' does not take interswarm messages"
     }
     assert nothing_queued(beta)
+
+
+async def test_back_names_the_calling_peer_as_the_local_runner(cluster: Cluster) -> None:
+    # v1.3.6 answers `swarm:{caller}@{local}` on /back too, also when a local user's runtime
+    # holds the task (we named that runtime, `user:u1@beta`, before)
+    asking = ScriptedAgent(
+        [tc("send_request", target="supervisor@alpha", subject="Q", body="?")],
+        rule=lambda _m: tc("task_complete", finish_message="done"),
+    )
+    targets = {"supervisor": ["supervisor", "supervisor@alpha"]}
+    beta = await cluster.start(swarm("beta", {"supervisor": asking}, targets))
+    async with FakePeer("alpha") as alpha:
+        await cluster.link(beta, alpha)
+        task_id = new_task_id()
+        user = await beta.user()
+        pending = asyncio.create_task(
+            user.post("/message", json={"body": "hi", "task_id": task_id})
+        )
+        await within(alpha.arrived.wait())
+        owner = "user:u1@beta"
+        message = wire(recipient="supervisor@beta", task_owner=owner, task_contributors=[owner])
+        message["payload"] = {**message["payload"], "task_id": task_id}
+
+        response = await (await beta.peer("alpha")).post(
+            "/interswarm/back", json={"message": message}
+        )
+        assert (await within(pending)).status_code == 200
+
+    assert response.status_code == 200, response.text
+    assert response.json()["local_runner"] == "swarm:alpha@beta"

@@ -198,7 +198,13 @@ def server_config(tmp_path: Path, **database: Any) -> MAILConfig:
         "database": database,
     }
     return load_config(
-        None, env={"MAIL_DATA_DIR": str(tmp_path / "data")}, search=False, overrides=overrides
+        None,
+        env={
+            "MAIL_DATA_DIR": str(tmp_path / "data"),
+            "SWARM_REGISTRY_FILE": str(tmp_path / "data" / "registry.json"),
+        },
+        search=False,
+        overrides=overrides,
     )
 
 

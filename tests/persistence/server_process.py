@@ -32,7 +32,11 @@ class Server:
         swarms = tmp / "swarms.json"
         swarms.write_text(json.dumps([swarm_definition()]), encoding="utf-8")
         env = {k: v for k, v in os.environ.items() if k not in MAIL_ENV}
-        env |= {"MAIL_DATA_DIR": str(self.data), "MAIL_LOG_LEVEL": "WARNING"}
+        env |= {
+            "MAIL_DATA_DIR": str(self.data),
+            "SWARM_REGISTRY_FILE": str(self.data / "registry.json"),
+            "MAIL_LOG_LEVEL": "WARNING",
+        }
         if database_url is not None:
             env["DATABASE_URL"] = database_url
         self.env = env

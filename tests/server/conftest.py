@@ -124,7 +124,10 @@ def make_config(tmp_path: Path, **server: Any) -> MAILConfig:
     if database is not None:
         overrides["database"] = database
     return load_config(
-        None, env={"MAIL_DATA_DIR": str(tmp_path)}, search=False, overrides=overrides
+        None,
+        env={"MAIL_DATA_DIR": str(tmp_path), "SWARM_REGISTRY_FILE": str(tmp_path / "r.json")},
+        search=False,
+        overrides=overrides,
     )
 
 

@@ -32,7 +32,7 @@ def test_the_worker_imports_the_module_level_app() -> None:
 def test_uvicorn_gets_reload_and_the_server_settings(tmp_path: Path) -> None:
     config = load_config(
         MAIL_TOML,
-        env={"MAIL_DATA_DIR": str(tmp_path)},
+        env={"MAIL_DATA_DIR": str(tmp_path), "SWARM_REGISTRY_FILE": str(tmp_path / "r.json")},
         overrides={"server": {"reload": True, "debug": True, "port": 9123, "access_log": False}},
     )
 
@@ -55,7 +55,7 @@ def test_uvicorn_gets_reload_and_the_server_settings(tmp_path: Path) -> None:
 
 
 def test_the_worker_loads_the_parents_configuration(tmp_path: Path) -> None:
-    parent_env = {"MAIL_DATA_DIR": str(tmp_path)}
+    parent_env = {"MAIL_DATA_DIR": str(tmp_path), "SWARM_REGISTRY_FILE": str(tmp_path / "r.json")}
     config = load_config(
         MAIL_TOML,
         env=parent_env,
@@ -84,6 +84,10 @@ def test_the_worker_loads_the_parents_configuration(tmp_path: Path) -> None:
 def test_without_the_variable_the_worker_reads_the_configuration_as_usual(
     tmp_path: Path,
 ) -> None:
-    env = {"MAIL_DATA_DIR": str(tmp_path), "MAIL_CONFIG_PATH": str(MAIL_TOML)}
+    env = {
+        "MAIL_DATA_DIR": str(tmp_path),
+        "MAIL_CONFIG_PATH": str(MAIL_TOML),
+        "SWARM_REGISTRY_FILE": str(tmp_path / "r.json"),
+    }
 
     assert worker_config(env).model_dump() == load_config(env=env).model_dump()

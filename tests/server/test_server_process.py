@@ -25,7 +25,11 @@ READY_WITHIN = 10.0
 
 def clean_env(data_dir: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in MAIL_ENV}
-    return env | {"MAIL_DATA_DIR": str(data_dir), "MAIL_LOG_LEVEL": "WARNING"}
+    return env | {
+        "MAIL_DATA_DIR": str(data_dir),
+        "SWARM_REGISTRY_FILE": str(data_dir / "registry.json"),
+        "MAIL_LOG_LEVEL": "WARNING",
+    }
 
 
 @pytest.fixture

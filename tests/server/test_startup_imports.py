@@ -36,7 +36,7 @@ def post(url, body):
 async def main():
     overrides = {"server": {"swarm": {
         "name": "offline", "source": SWARMS, "registry": DATA + "/registry.json"}}}
-    config = load_config(None, env={"MAIL_DATA_DIR": DATA}, search=False, overrides=overrides)
+    config = load_config(None, env={"MAIL_DATA_DIR": DATA, "SWARM_REGISTRY_FILE": f"{DATA}/r.json"}, search=False, overrides=overrides)
     app = create_app(config, authenticator=StaticAuth({"k": ("user", "u1")}))
     async with serve(app) as url:
         print("runtime before a message:", "mail.core.runtime" in sys.modules)

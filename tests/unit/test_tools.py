@@ -668,7 +668,8 @@ def convert(name: str, args: dict[str, Any]) -> dict[str, Any]:
 def assert_agent_message_fields(payload: Any) -> None:
     assert payload["task_id"] == "task-1"
     assert payload["sender"] == {"address_type": "agent", "address": "alice"}
-    assert payload["sender_swarm"] is None
+    # no swarm given: the swarm keys are left out, never null (the original's schema)
+    assert "sender_swarm" not in payload
     assert payload["routing_info"] == {}
 
 
@@ -678,7 +679,7 @@ def test_convert_send_request() -> None:
     payload = message["message"]
     assert_agent_message_fields(payload)
     assert payload["recipient"] == {"address_type": "agent", "address": "bob"}
-    assert payload["recipient_swarm"] is None
+    assert "recipient_swarm" not in payload
     assert (payload["subject"], payload["body"]) == ("Hi", "Hello")
 
 
@@ -721,7 +722,7 @@ def test_convert_send_interrupt() -> None:
     payload = message["message"]
     assert_agent_message_fields(payload)
     assert payload["recipients"] == [{"address_type": "agent", "address": "bob"}]
-    assert payload["recipient_swarms"] is None
+    assert "recipient_swarms" not in payload
     assert (payload["subject"], payload["body"]) == ("Stop", "now")
 
 
@@ -747,7 +748,36 @@ def test_convert_send_broadcast_honours_targets(
     payload = message["message"]
     assert_agent_message_fields(payload)
     assert payload["recipients"] == [{"address_type": "agent", "address": a} for a in expected]
-    assert payload["recipient_swarms"] is None
+    assert "recipient_swarms" not in payload
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "recipient_swarms"),
+    [
+        ("send_request", {"target": "bob", "subject": "s", "body": "b"}, "alpha"),
+        ("send_request", {"target": "bob@beta", "subject": "s", "body": "b"}, "beta"),
+        ("send_response", {"target": "bob", "body": "b"}, "alpha"),
+        ("send_interrupt", {"target": "bob@beta", "subject": "s", "body": "b"}, ["beta"]),
+        ("send_broadcast", {"subject": "s", "body": "b"}, ["alpha"]),
+        (
+            "send_broadcast",
+            {"subject": "s", "body": "b", "targets": ["a", "c@gamma"]},
+            ["alpha", "gamma"],
+        ),
+        ("task_complete", {"finish_message": "42"}, ["alpha"]),
+    ],
+)
+def test_convert_with_the_local_swarm_names_every_swarm(
+    name: str, args: dict[str, Any], recipient_swarms: str | list[str]
+) -> None:
+    message = convert_call_to_mail_message(
+        responses_call(name, args), "alice", "task-1", swarm="alpha"
+    )
+    validate_message(message)
+    payload: Any = message["message"]
+    assert payload["sender_swarm"] == "alpha"
+    key = "recipient_swarm" if isinstance(recipient_swarms, str) else "recipient_swarms"
+    assert payload[key] == recipient_swarms
 
 
 def test_convert_task_complete() -> None:

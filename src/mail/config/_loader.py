@@ -166,16 +166,29 @@ def _resolve_paths(merged: Merged, file_dir: Path | None) -> None:
         elif key in _DEFAULTED_PATHS:
             value, base = _default(key), file_dir or cwd
         elif key == _REGISTRY:
-            # by default the registry lives with the server's other state, per swarm
-            name = merged.values.get(
-                ("server", "swarm", "name"), SwarmConfig.model_fields["name"].default
-            )
-            data_dir = Path(merged.values[("server", "data_dir")])
-            value, base = str(data_dir / "registries" / f"{name}.json"), data_dir
+            value, base = _default_registry(merged, file_dir or cwd), cwd
         else:
             continue  # derived from data_dir by MAILConfig
         if isinstance(value, str) and value:
             merged.values[key] = str((base / Path(value).expanduser()).resolve())
+
+
+def _default_registry(merged: Merged, base: Path) -> str:
+    """``registries/<swarm>.json`` next to the config file (else in the working directory).
+
+    A deployment of an earlier release keeps its file: when only
+    ``<data_dir>/registries/<swarm>.json`` exists, that one is used, with a warning.
+    """
+    name = merged.values.get(("server", "swarm", "name"), SwarmConfig.model_fields["name"].default)
+    new = (base / "registries" / f"{name}.json").resolve()
+    old = Path(merged.values[("server", "data_dir")]) / "registries" / f"{name}.json"
+    if old.is_file() and not new.exists():
+        merged.warnings.append(
+            f"registry file {old} is in the old default place; using it (move it to {new}, "
+            "the default since 1.3.6, or set server.swarm.registry)"
+        )
+        return str(old)
+    return str(new)
 
 
 def _warn_half_remote_auth(merged: Merged) -> None:

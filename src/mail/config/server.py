@@ -37,7 +37,7 @@ class SwarmConfig(ConfigModel):
     name: str = Field(default="example-no-proxy", pattern=NAME_PATTERN)
     source: str = Field(default="swarms.json", min_length=1)
     registry: str = Field(
-        default=".mail/registries/example-no-proxy.json",
+        default="registries/example-no-proxy.json",
         min_length=1,
         validation_alias=AliasChoices("registry", "registry_file"),
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -23,6 +23,7 @@ from mail.core.message import (
     make_interrupt,
     make_request,
     make_response,
+    parse_agent_address,
 )
 from mail.errors import InvalidMessageError
 
@@ -141,7 +142,25 @@ def _broadcast_targets(call: AgentToolCall) -> list[MAILAddress]:
     return _agent_addresses(targets)
 
 
-def convert_call_to_mail_message(call: AgentToolCall, sender: str, task_id: str) -> MAILMessage:
+def _with_swarms(message: MAILMessage, swarm: str | None) -> MAILMessage:
+    """Name ``swarm`` as the sender's swarm, and each recipient's swarm (``swarm`` if local)."""
+    if swarm is None:
+        return message
+    payload = cast(dict[str, Any], message["message"])
+    payload["sender_swarm"] = swarm
+    if "recipient" in payload:
+        payload["recipient_swarm"] = (
+            parse_agent_address(payload["recipient"]["address"])[1] or swarm
+        )
+    else:
+        swarms = {parse_agent_address(r["address"])[1] or swarm for r in payload["recipients"]}
+        payload["recipient_swarms"] = sorted(swarms)
+    return message
+
+
+def convert_call_to_mail_message(
+    call: AgentToolCall, sender: str, task_id: str, *, swarm: str | None = None
+) -> MAILMessage:
     """Turn a messaging tool call of agent ``sender`` into a MAIL message (CONTRACT 5.6).
 
     - ``send_request`` -> ``request`` to ``target`` (``target``, ``subject``, ``body`` required)
@@ -153,11 +172,18 @@ def convert_call_to_mail_message(call: AgentToolCall, sender: str, task_id: str)
     - ``task_complete`` -> ``broadcast_complete`` to all, subject ``"Task complete"``, body
       ``finish_message`` (default ``"Task completed successfully"``)
 
-    The sender is the agent address ``sender``; swarm fields are ``None`` and
-    ``routing_info`` is ``{}`` (the runtime adds routing hints). Raises
+    The sender is the agent address ``sender`` and ``routing_info`` is ``{}`` (the runtime
+    adds routing hints). With ``swarm`` (the local swarm's name) ``sender_swarm`` is
+    ``swarm`` and the recipient swarm fields name each recipient's swarm (``swarm`` for a
+    local agent); without it the swarm fields are left out (v1.3.6 set them to ``null``,
+    which its own schema rejects). Raises
     :class:`InvalidMessageError` naming the argument when one is missing or mistyped,
     or for any other tool name.
     """
+    return _with_swarms(_convert_call(call, sender, task_id), swarm)
+
+
+def _convert_call(call: AgentToolCall, sender: str, task_id: str) -> MAILMessage:
     me = create_agent_address(sender)
     name = call.tool_name
     if name == "send_request":

@@ -282,7 +282,9 @@ class TurnRunner:
     async def _send(self, ctx: TurnContext, call: AgentToolCall) -> None:
         task = ctx.task
         try:
-            message = convert_call_to_mail_message(call, ctx.agent, task.task_id)
+            message = convert_call_to_mail_message(
+                call, ctx.agent, task.task_id, swarm=self.swarm_name
+            )
         except InvalidMessageError as e:
             self._tool_error(ctx, call, f"error sending message: {e}")
             return

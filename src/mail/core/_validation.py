@@ -142,7 +142,11 @@ def _check_payload(payload: Any, msg_type: str, field: str) -> None:
     problem = task_id_problem(task_id)
     if problem is not None:
         raise _fail(f"{field}.task_id", problem)
-    _check_uuid(payload[id_key], f"{field}.{id_key}")
+    if msg_type == "response":
+        # a response's request_id is any string: the original's schema gives it no format
+        _check_str(payload[id_key], f"{field}.{id_key}")
+    else:
+        _check_uuid(payload[id_key], f"{field}.{id_key}")
     _check_address(payload["sender"], f"{field}.sender")
     if multi:
         recipients = payload["recipients"]

@@ -6,7 +6,7 @@ Public through :mod:`mail.core.message`.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Literal, TypeAlias, TypedDict, get_args
+from typing import Any, Literal, NotRequired, TypeAlias, TypedDict, get_args
 
 from mail.errors import InvalidMessageError
 
@@ -74,8 +74,8 @@ class MAILRequest(TypedDict):
     recipient: MAILAddress
     subject: str
     body: str
-    sender_swarm: str | None
-    recipient_swarm: str | None
+    sender_swarm: NotRequired[str | None]
+    recipient_swarm: NotRequired[str | None]
     routing_info: dict[str, Any] | None
 
 
@@ -86,8 +86,8 @@ class MAILResponse(TypedDict):
     recipient: MAILAddress
     subject: str
     body: str
-    sender_swarm: str | None
-    recipient_swarm: str | None
+    sender_swarm: NotRequired[str | None]
+    recipient_swarm: NotRequired[str | None]
     routing_info: dict[str, Any] | None
 
 
@@ -98,8 +98,8 @@ class MAILBroadcast(TypedDict):
     recipients: list[MAILAddress]
     subject: str
     body: str
-    sender_swarm: str | None
-    recipient_swarms: list[str] | None
+    sender_swarm: NotRequired[str | None]
+    recipient_swarms: NotRequired[list[str] | None]
     routing_info: dict[str, Any] | None
 
 
@@ -110,8 +110,8 @@ class MAILInterrupt(TypedDict):
     recipients: list[MAILAddress]
     subject: str
     body: str
-    sender_swarm: str | None
-    recipient_swarms: list[str] | None
+    sender_swarm: NotRequired[str | None]
+    recipient_swarms: NotRequired[list[str] | None]
     routing_info: dict[str, Any] | None
 
 
@@ -136,7 +136,7 @@ class MAILInterswarmMessage(TypedDict):
     timestamp: str
     payload: MAILPayload
     msg_type: InterswarmMessageType
-    auth_token: str | None
+    auth_token: NotRequired[str | None]
     task_owner: str
     task_contributors: list[str]
     metadata: dict[str, Any] | None

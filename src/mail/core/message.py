@@ -139,6 +139,21 @@ def utc_timestamp() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
+def _set_swarms(
+    payload: MAILPayload,
+    sender_swarm: str | None,
+    key: str,
+    recipient_swarms: str | list[str] | None,
+) -> None:
+    # The original's schemas type these fields as strings (arrays of strings), never null:
+    # an unknown swarm leaves its key out.
+    fields = cast(dict[str, Any], payload)
+    if sender_swarm is not None:
+        fields["sender_swarm"] = sender_swarm
+    if recipient_swarms is not None:
+        fields[key] = recipient_swarms
+
+
 def _envelope(payload: MAILPayload, msg_type: MessageType) -> MAILMessage:
     return {
         "id": new_id(),
@@ -159,7 +174,11 @@ def make_request(
     recipient_swarm: str | None = None,
     routing_info: dict[str, Any] | None = None,
 ) -> MAILMessage:
-    """Build a ``request`` envelope with a fresh ``id``, ``request_id`` and timestamp."""
+    """Build a ``request`` envelope with a fresh ``id``, ``request_id`` and timestamp.
+
+    A swarm field left ``None`` is left out of the payload (the original's schema types it
+    as a string); the same holds for every constructor here.
+    """
     payload: MAILRequest = {
         "task_id": task_id,
         "request_id": new_id(),
@@ -167,10 +186,9 @@ def make_request(
         "recipient": recipient,
         "subject": subject,
         "body": body,
-        "sender_swarm": sender_swarm,
-        "recipient_swarm": recipient_swarm,
         "routing_info": {} if routing_info is None else routing_info,
     }
+    _set_swarms(payload, sender_swarm, "recipient_swarm", recipient_swarm)
     return _envelope(payload, "request")
 
 
@@ -194,10 +212,9 @@ def make_response(
         "recipient": recipient,
         "subject": subject,
         "body": body,
-        "sender_swarm": sender_swarm,
-        "recipient_swarm": recipient_swarm,
         "routing_info": {} if routing_info is None else routing_info,
     }
+    _set_swarms(payload, sender_swarm, "recipient_swarm", recipient_swarm)
     return _envelope(payload, "response")
 
 
@@ -211,17 +228,17 @@ def _broadcast_payload(
     recipient_swarms: list[str] | None,
     routing_info: dict[str, Any] | None,
 ) -> MAILBroadcast:
-    return {
+    payload: MAILBroadcast = {
         "task_id": task_id,
         "broadcast_id": new_id(),
         "sender": sender,
         "recipients": recipients,
         "subject": subject,
         "body": body,
-        "sender_swarm": sender_swarm,
-        "recipient_swarms": recipient_swarms,
         "routing_info": {} if routing_info is None else routing_info,
     }
+    _set_swarms(payload, sender_swarm, "recipient_swarms", recipient_swarms)
+    return payload
 
 
 def make_broadcast(
@@ -286,10 +303,9 @@ def make_interrupt(
         "recipients": recipients,
         "subject": subject,
         "body": body,
-        "sender_swarm": sender_swarm,
-        "recipient_swarms": recipient_swarms,
         "routing_info": {} if routing_info is None else routing_info,
     }
+    _set_swarms(payload, sender_swarm, "recipient_swarms", recipient_swarms)
     return _envelope(payload, "interrupt")
 
 
@@ -303,7 +319,11 @@ def make_interswarm_message(
     auth_token: str | None = None,
     metadata: dict[str, Any] | None = None,
 ) -> MAILInterswarmMessage:
-    """Wrap ``message`` for a remote swarm; ``message_id`` and ``timestamp`` come from it."""
+    """Wrap ``message`` for a remote swarm; ``message_id`` and ``timestamp`` come from it.
+
+    ``auth_token`` is left out when ``None``. Raises :class:`InvalidMessageError` for a
+    message type that cannot cross swarms.
+    """
     msg_type = message["msg_type"]
     if msg_type not in MAIL_INTERSWARM_MESSAGE_TYPES:
         raise InvalidMessageError(
@@ -311,18 +331,20 @@ def make_interswarm_message(
             f"{', '.join(MAIL_INTERSWARM_MESSAGE_TYPES)}",
             field="msg_type",
         )
-    return {
+    wrapped: MAILInterswarmMessage = {
         "message_id": message["id"],
         "source_swarm": source_swarm,
         "target_swarm": target_swarm,
         "timestamp": message["timestamp"],
         "payload": message["message"],
         "msg_type": cast(InterswarmMessageType, msg_type),
-        "auth_token": auth_token,
         "task_owner": task_owner,
         "task_contributors": list(task_contributors),
         "metadata": {} if metadata is None else metadata,
     }
+    if auth_token is not None:  # a string when present (the original's schema)
+        wrapped["auth_token"] = auth_token
+    return wrapped
 
 
 # --------------------------------------------------------------------------------------

@@ -192,7 +192,7 @@ class LiteLLMAgentFunction(MAILAgentFunction):
 
     Additions (keyword-only): ``api_base``, ``api_key``, ``timeout`` (seconds per
     request), ``parallel_tool_calls``, ``max_retries`` (retries of timeouts, connection
-    errors, 429 and 5xx), ``retry_backoff`` (first retry delay in seconds, doubling),
+    errors, 429 and 5xx; 5 by default, as v1.3.6), ``retry_backoff`` (first retry delay in seconds, doubling),
     ``extra_headers``. Other keyword arguments are ignored (logged at DEBUG).
 
     This ``__init__`` is the one declaration of these parameters: the supervisor, action
@@ -230,7 +230,7 @@ class LiteLLMAgentFunction(MAILAgentFunction):
         api_key: str | None = None,
         timeout: float = 120.0,
         parallel_tool_calls: bool | None = None,
-        max_retries: int = 2,
+        max_retries: int = 5,
         retry_backoff: float = 0.5,
         extra_headers: dict[str, str] | None = None,
         **kwargs: Any,

@@ -30,6 +30,7 @@ from mail.core.message import (
     MAILMessage,
     create_address,
     create_agent_address,
+    format_task_contributor,
     make_broadcast,
     make_request,
     make_response,
@@ -271,12 +272,15 @@ class LegacyResponseAck(_Open):
 # --- protocol 1.3: forward and back -------------------------------------------------------
 
 
-def _ack(state: ServerState, swarm: MAILSwarm, task: MAILTask) -> dict[str, Any]:
+def _ack(state: ServerState, caller: Caller, task: MAILTask) -> dict[str, Any]:
+    # v1.3.6 names the calling peer's runner on both routes, also when /back continues a
+    # task that a local user's runtime holds
+    local = state.registry.local_swarm_name
     return {
-        "swarm": state.registry.local_swarm_name,
+        "swarm": local,
         "task_id": task.task_id,
         "status": "success",
-        "local_runner": swarm.runtime.this_owner,
+        "local_runner": format_task_contributor("swarm", caller.id, local),
     }
 
 
@@ -289,7 +293,7 @@ async def forward(
     state: AppState, caller: Agent, body: JSONBody[InterswarmEnvelope]
 ) -> dict[str, Any]:
     swarm = await state.swarms.get(caller)
-    return _ack(state, swarm, swarm.runtime.receive_interswarm(body.interswarm, "forward"))
+    return _ack(state, caller, swarm.runtime.receive_interswarm(body.interswarm, "forward"))
 
 
 def _contributor_swarm(state: ServerState, message: MAILInterswarmMessage) -> MAILSwarm:
@@ -315,10 +319,10 @@ def _contributor_swarm(state: ServerState, message: MAILInterswarmMessage) -> MA
     summary="A peer swarm returns work for a task that runs here (protocol 1.3)",
 )
 async def back(
-    state: AppState, _caller: Agent, body: JSONBody[InterswarmEnvelope]
+    state: AppState, caller: Agent, body: JSONBody[InterswarmEnvelope]
 ) -> dict[str, Any]:
     swarm = _contributor_swarm(state, body.interswarm)
-    return _ack(state, swarm, swarm.runtime.receive_interswarm(body.interswarm, "back"))
+    return _ack(state, caller, swarm.runtime.receive_interswarm(body.interswarm, "back"))
 
 
 # --- proxy send (admin/user) --------------------------------------------------------------

@@ -1,5 +1,8 @@
 """Fetching the document of a ``url::`` reference, within bounds.
 
+The fetch uses ``httpx`` (a blocking client, in a worker thread) and follows redirects
+itself, so every hop passes the same checks:
+
 * **Schemes** are checked on the URL and on every redirect: a ``https://`` reference may
   not be redirected to ``http://`` (nor to ``ftp://`` or ``file://``) unless plain HTTP is
   allowed, and even then only to ``http(s)://``; at most five redirects are followed.
@@ -16,20 +19,20 @@
 
 from __future__ import annotations
 
-import http.client
 import time
-import urllib.error
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor, wait
-from typing import IO, Any
+from typing import TYPE_CHECKING
 
 from mail.errors import AddressRefusedError
-from mail.net._guard import DEFAULT_POLICY, AddressPolicy, guarded_create_connection
+from mail.net._guard import DEFAULT_POLICY, AddressPolicy
 
-__all__ = ["FetchError", "fetch", "schemes_for"]
+if TYPE_CHECKING:
+    import httpx
 
-_CHUNK = 65536
+__all__ = ["FetchError", "fetch", "next_url", "schemes_for"]
+
 _MAX_REDIRECTS = 5
+_REDIRECTS = frozenset((301, 302, 303, 307, 308))
 
 
 class FetchError(Exception):
@@ -45,55 +48,20 @@ def _allowed(url: str, schemes: tuple[str, ...]) -> bool:
     return url.lower().startswith(schemes)
 
 
-class _CheckedRedirects(urllib.request.HTTPRedirectHandler):
-    """Follows a redirect only to an allowed scheme."""
+def next_url(current: str, code: int, location: str, schemes: tuple[str, ...]) -> str:
+    """Where a redirect (``code``, ``Location: location``) from ``current`` leads.
 
-    max_redirections = _MAX_REDIRECTS
+    Raises :class:`FetchError` when it leads to a scheme not in ``schemes``.
+    """
+    import httpx  # noqa: PLC0415  # only url:: fetches need it
 
-    def __init__(self, schemes: tuple[str, ...]) -> None:
-        self.schemes = schemes
-
-    def redirect_request(
-        self,
-        req: urllib.request.Request,
-        fp: IO[bytes],
-        code: int,
-        msg: str,
-        headers: Any,
-        newurl: str,
-    ) -> urllib.request.Request | None:
-        if not _allowed(newurl, self.schemes):
-            fp.close()  # urllib closes it only when the redirect is followed
-            raise FetchError(
-                f"redirected ({code}) to {newurl!r}: only {' and '.join(self.schemes)} URLs "
-                "are allowed"
-            )
-        return super().redirect_request(req, fp, code, msg, headers, newurl)
-
-
-class _GuardedConnections(urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
-    """Opens ``http``/``https`` connections that reach only what ``policy`` allows."""
-
-    def __init__(self, policy: AddressPolicy) -> None:
-        urllib.request.HTTPHandler.__init__(self)
-        urllib.request.HTTPSHandler.__init__(self)
-        self._connect = guarded_create_connection(policy)
-
-    def _guarded(self, kind: type[http.client.HTTPConnection]) -> Any:
-        def make(host: str, **options: Any) -> http.client.HTTPConnection:
-            connection = kind(host, **options)
-            # http.client connects through this attribute (its documented test seam)
-            connection._create_connection = self._connect  # type: ignore[attr-defined]
-            return connection
-
-        return make
-
-    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        return self.do_open(self._guarded(http.client.HTTPConnection), req)
-
-    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        context = getattr(self, "_context", None)
-        return self.do_open(self._guarded(http.client.HTTPSConnection), req, context=context)
+    target = str(httpx.URL(current).join(location))
+    if not _allowed(target, schemes):
+        raise FetchError(
+            f"being redirected ({code}) to {location!r} is not allowed: only "
+            f"{' and '.join(schemes)} URLs are allowed"
+        )
+    return target
 
 
 def fetch(
@@ -133,36 +101,64 @@ def _get(
     max_bytes: int,
     deadline: float,
 ) -> bytes:
-    opener = urllib.request.build_opener(_CheckedRedirects(schemes), _GuardedConnections(policy))
-    request = urllib.request.Request(url, headers={"Accept": "application/json"})  # noqa: S310  # scheme checked by fetch
+    import httpcore  # noqa: PLC0415  # only url:: fetches need them
+    import httpx  # noqa: PLC0415
+
+    from mail.net._guard_httpx import guarded_client  # noqa: PLC0415
+
+    failures = (
+        httpx.HTTPError,
+        httpx.InvalidURL,
+        httpcore.TimeoutException,
+        httpcore.NetworkError,
+        httpcore.ProtocolError,
+        httpcore.UnsupportedProtocol,
+        OSError,
+        ValueError,
+    )
     try:
-        with opener.open(request, timeout=timeout) as response:
-            return _read(response, max_bytes, deadline, timeout)
+        with guarded_client(policy, timeout=timeout) as client:
+            return _follow(client, url, schemes, max_bytes, deadline, timeout)
     except FetchError:
         raise
     except AddressRefusedError as e:
         raise FetchError(str(e)) from None
-    except urllib.error.HTTPError as e:
-        e.close()  # it holds the response (and its socket)
-        raise FetchError(f"fetch failed: {e}") from None
-    except urllib.error.URLError as e:
-        if isinstance(e.reason, AddressRefusedError):
-            raise FetchError(str(e.reason)) from None
-        raise FetchError(f"fetch failed: {e}") from e
-    except (http.client.HTTPException, OSError, ValueError) as e:
-        raise FetchError(f"fetch failed: {e}") from e
+    except failures as e:
+        raise FetchError(f"fetch failed: {e or type(e).__name__}") from e
 
 
-def _read(response: Any, max_bytes: int, deadline: float, timeout: float) -> bytes:
+def _follow(
+    client: httpx.Client,
+    url: str,
+    schemes: tuple[str, ...],
+    max_bytes: int,
+    deadline: float,
+    timeout: float,
+) -> bytes:
+    for _ in range(_MAX_REDIRECTS + 1):
+        with client.stream("GET", url, headers={"Accept": "application/json"}) as response:
+            location = response.headers.get("location")
+            if response.status_code in _REDIRECTS and location:
+                url = next_url(url, response.status_code, location, schemes)
+                continue
+            if response.status_code >= 400:  # noqa: PLR2004  # HTTP error statuses
+                raise FetchError(
+                    f"fetch failed: HTTP Error {response.status_code}: {response.reason_phrase}"
+                )
+            return _read(response, max_bytes, deadline, timeout)
+    raise FetchError(f"fetch failed: more than {_MAX_REDIRECTS} redirects")
+
+
+def _read(response: httpx.Response, max_bytes: int, deadline: float, timeout: float) -> bytes:
     chunks: list[bytes] = []
     size = 0
-    while True:
+    for chunk in response.iter_bytes():  # each network read, as it arrives
         if time.monotonic() > deadline:
             raise FetchError(f"fetch failed: no complete answer within {timeout:g} s")
-        chunk: bytes = response.read1(_CHUNK)  # returns what one read brings
-        if not chunk:
-            return b"".join(chunks)
         size += len(chunk)
         if size > max_bytes:
             raise FetchError(f"response is larger than {max_bytes} bytes")
         chunks.append(chunk)
+    if time.monotonic() > deadline:
+        raise FetchError(f"fetch failed: no complete answer within {timeout:g} s")
+    return b"".join(chunks)
