@@ -73,7 +73,11 @@ async def main() -> int:
     with tempfile.TemporaryDirectory(prefix="mail-demo-") as data_dir:
         config = load_config(
             None,
-            env={"MAIL_DATA_DIR": data_dir},
+            # everything of the demo's server, its registry file included, in a temporary folder
+            env={
+                "MAIL_DATA_DIR": data_dir,
+                "SWARM_REGISTRY_FILE": str(Path(data_dir) / "registries" / "offline.json"),
+            },
             search=False,
             overrides={
                 "server": {

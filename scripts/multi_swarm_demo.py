@@ -127,7 +127,11 @@ async def start(
     name = template.name
     config = load_config(
         None,
-        env={"MAIL_DATA_DIR": str(data_dir / name)},
+        # everything of the demo's servers, registry files included, in its temporary folder
+        env={
+            "MAIL_DATA_DIR": str(data_dir / name),
+            "SWARM_REGISTRY_FILE": str(data_dir / name / "registries" / f"{name}.json"),
+        },
         search=False,
         overrides={
             "server": {

@@ -215,7 +215,13 @@ def server(
     flags = {"-c": str(REPO / "mail.toml"), "-H": "127.0.0.1"}
     args = [flags.get(previous, word) for previous, word in zip(["", *cmd[:-1]], cmd, strict=True)]
     data_dir = tmp_path_factory.mktemp("container-data")
-    env = {**os.environ, "MAIL_DATA_DIR": str(data_dir), "MAIL_PORT": str(port)}
+    env = {
+        **os.environ,
+        "MAIL_DATA_DIR": str(data_dir),
+        "MAIL_PORT": str(port),
+        # beside the data, not in the checkout's registries/ (next to the mail.toml used)
+        "SWARM_REGISTRY_FILE": str(data_dir / "registries" / "offline.json"),
+    }
     env.pop("DATABASE_URL", None)
     log = (data_dir / "server.log").open("w")
     process = subprocess.Popen(

@@ -72,9 +72,10 @@ def helper(incoming: Incoming) -> ScriptedCall:
 def scripted(template: MAILSwarmTemplate) -> MAILSwarmTemplate:
     agents = []
     for agent in template.agents:
-        rule: Any = (
-            Entrypoint(list(agent.comm_targets)) if agent.name == template.entrypoint else helper
-        )
+        # local targets only: a remote one (agent@swarm) has no peer here; messages to peers
+        # are checked by tests/interswarm/test_schema_valid_payloads.py
+        local = [t for t in agent.comm_targets if "@" not in t]
+        rule: Any = Entrypoint(local) if agent.name == template.entrypoint else helper
         function = ScriptedAgent(rule=rule, tool_format=agent.tool_format)
         agents.append(agent.copy(factory=lambda _f=function, **_params: _f))
     template.agents = agents

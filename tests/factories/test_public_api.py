@@ -92,6 +92,7 @@ def test_swarms_json_import_paths_resolve(path: str, name: str) -> None:
 
 def test_package_exports() -> None:
     assert mail.factories.__all__ == [
+        "AgentFunction",  # v1.3.6's name of the agent function protocol
         "MAILAgentFunction",
         "LiteLLMAgentFunction",
         "SupervisorFunction",
