@@ -48,7 +48,6 @@ NOT_YET = {
     "mail.server:register_swarm",
     "mail.server:responses",
     "mail.server:root",
-    "mail.server:run_server_with_template",
     "mail.server:status",
     "mail.server:ui_dump_events",
     "mail.server:ui_get_task",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mail.server._app import create_app
+from mail.server._app import create_app, run_server_with_template
 from mail.server._app import run_server as _run_server
 
 if TYPE_CHECKING:
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     app: FastAPI
 
-__all__ = ["app", "create_app", "run_server"]
+__all__ = ["app", "create_app", "run_server", "run_server_with_template"]
 
 
 def run_server(cfg: MAILConfig) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import gc
 import json
 import logging
@@ -437,8 +438,6 @@ def run_server(config: MAILConfig) -> None:
     :class:`~mail.errors.ConfigurationError` when the port is in use and
     :class:`~mail.errors.SwarmDefinitionError` when the configured swarm cannot be loaded.
     """
-    import uvicorn  # noqa: PLC0415  # only the server process needs it
-
     server = config.server
     check_port(server.host, server.port)  # one line, before any start-up log
     # Loaded here rather than in the lifespan, so a broken swarm is reported by the CLI
@@ -447,6 +446,64 @@ def run_server(config: MAILConfig) -> None:
         server.swarm.name, server.swarm.source, server.settings.task_message_limit
     )
     template.validate()  # its wiring too (entrypoint, comm targets, who completes tasks)
+    _serve(config, template)
+
+
+def run_server_with_template(  # v1.3.6's positional signature
+    template: MAILSwarmTemplate,
+    port: int = 8000,
+    host: str = "0.0.0.0",  # noqa: S104  # v1.3.6's default, as [server] host's
+    task_message_limit: int | None = None,
+    print_llm_streams: bool = True,
+    *,
+    config: MAILConfig | None = None,
+    base_url: str | None = None,
+) -> None:
+    """Serve ``template`` (instead of the configured ``swarms.json`` swarm) until
+    interrupted (blocks), as v1.3.6's function of this name does.
+
+    The rest of the configuration (auth, data directory, registry, database) is ``config``,
+    else :func:`mail.config.load_config`'s; ``port``, ``host``, ``task_message_limit``
+    and ``print_llm_streams`` override its ``[server]`` values (a given
+    ``task_message_limit`` also replaces the template's own, on a copy), ``base_url`` its
+    advertised URL, and the configured swarm name becomes the template's. ``--reload`` is not offered: a template in memory cannot be
+    reloaded from a worker process, so ``server.reload`` is ignored here. Raises
+    :class:`~mail.errors.ConfigurationError` when the port is in use and
+    :class:`~mail.errors.SwarmDefinitionError` when the template's wiring is broken.
+    """
+    from mail.config import load_config  # noqa: PLC0415
+
+    base = config or load_config()
+    server = base.server
+    if task_message_limit is not None:
+        template = copy.copy(template)
+        template.task_message_limit = task_message_limit
+    settings = server.settings.model_copy(update={"print_llm_streams": print_llm_streams})
+    if task_message_limit is not None:
+        settings = settings.model_copy(update={"task_message_limit": task_message_limit})
+    config = base.model_copy(
+        update={
+            "server": server.model_copy(
+                update={
+                    "port": port,
+                    "host": host,
+                    "reload": False,
+                    "base_url": base_url if base_url is not None else server.base_url,
+                    "settings": settings,
+                    "swarm": server.swarm.model_copy(update={"name": template.name}),
+                }
+            )
+        }
+    )
+    check_port(host, port)
+    template.validate()
+    _serve(config, template)
+
+
+def _serve(config: MAILConfig, template: MAILSwarmTemplate) -> None:
+    import uvicorn  # noqa: PLC0415  # only the server process needs it
+
+    server = config.server
     options = uvicorn_options(config)
     with recorded(server.data_dir, server.host) as listening:
         if server.reload:

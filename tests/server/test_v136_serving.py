@@ -1,0 +1,55 @@
+"""v1.3.6's ``mail.server.run_server_with_template``: a template built in Python is served
+by a real process, with the port, host and settings the call gives."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+from tests.server.conftest import MAIL_TOML, free_port
+from tests.server.test_server_process import _running, _stop, clean_env, wait_healthy
+
+pytestmark = pytest.mark.timeout(45)
+
+SCRIPT = """
+import sys
+from mail.api import MAILSwarmTemplate
+from mail.config import load_config
+from mail.server import run_server_with_template
+
+template = MAILSwarmTemplate.from_swarm_json_file("offline", sys.argv[1])
+template.name = "from-python"
+run_server_with_template(template, int(sys.argv[2]), "127.0.0.1", 5, False,
+                         config=load_config(sys.argv[3]))
+"""
+
+
+def test_run_server_with_template_serves_the_template(tmp_path: Path) -> None:
+    cwd, data = tmp_path / "cwd", tmp_path / "data"
+    cwd.mkdir()
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    swarms = MAIL_TOML.parent / "swarms.json"
+    command = [sys.executable, "-c", SCRIPT, str(swarms), str(port), str(MAIL_TOML)]
+    log = tmp_path / "server.log"
+    with _running(command, cwd, clean_env(data), log) as process:
+        wait_healthy(url, process)
+        credentials = json.loads((data / "credentials.json").read_text(encoding="utf-8"))
+        user_key = next(k["key"] for k in credentials["keys"] if k["role"] == "user")
+        with httpx.Client(base_url=url, timeout=10) as client:
+            root = client.get("/").json()
+            answer = client.post(
+                "/message",
+                json={"body": "what is 6*7?"},
+                headers={"Authorization": f"Bearer {user_key}"},
+            )
+        assert root["swarm"]["name"] == "from-python"
+        assert answer.status_code == 200, answer.text
+        assert "42" in answer.json()["response"]
+        status = _stop(process)
+    output = log.read_text(encoding="utf-8", errors="replace")
+    assert status == 0, output[-2000:]
+    assert "Traceback" not in output
