@@ -106,6 +106,7 @@ class Scheduler:
         self._seq = itertools.count()
         self._loop: asyncio.AbstractEventLoop | None = None  # while run() runs
         self._stopped = asyncio.Event()
+        self._took = asyncio.Event()  # pulsed each time run() takes an item off the queue
         self._stopping = False
         self._inboxes: dict[str, list[_Delivery]] = {}
 
@@ -113,6 +114,19 @@ class Scheduler:
 
     def __len__(self) -> int:
         return self._queue.qsize()
+
+    def is_idle(self) -> bool:
+        """Nothing queued, no agent turn and no background work of the runtime running."""
+        return self._queue.qsize() == 0 and not self._inboxes and len(self.spawner) == 0
+
+    async def wait_idle(self) -> None:
+        """Return once :meth:`is_idle`: wait for the running work, then for :meth:`run` to
+        take what is queued (forever if it does not run)."""
+        while not self.is_idle():
+            if len(self.spawner):
+                await self.spawner.wait_all()
+            else:
+                await self._took.wait()
 
     def next_seq(self) -> int:
         """A fresh queue sequence number (ties of equal priority run in this order)."""
@@ -149,6 +163,8 @@ class Scheduler:
                     self._route_item(item)
                 elif item is not _STOP:
                     self._queue.put_nowait(item)  # kept for the next run
+                self._took.set()
+                self._took.clear()
         finally:
             self._loop = None
             self._stopping = False

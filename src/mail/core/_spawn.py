@@ -44,6 +44,11 @@ class Spawner:
         _, pending = await asyncio.wait(set(self._tasks), timeout=timeout)
         return not pending
 
+    async def wait_all(self) -> None:
+        """Wait for every task running now (not for those they start)."""
+        if self._tasks:
+            await asyncio.wait(set(self._tasks))
+
     async def cancel_group(self, group: str) -> None:
         """Cancel the tasks named ``{group}:{name}`` and wait for them to unwind."""
         await self._cancel({t for t in self._tasks if t.get_name().rpartition(":")[0] == group})
