@@ -669,7 +669,9 @@ async def test_migrate_turns_raw_tokens_into_references(tmp_path: Path) -> None:
         assert registry.get_resolved_auth_token("beta") == "beta-SECRET"
         assert await registry.migrate_auth_tokens_to_env_refs() == {}
         custom = SwarmRegistry.from_dict(_data_with_raw_tokens(), env=env)
-        assert await custom.migrate_auth_tokens_to_env_refs("PEER") == {"PEER_BETA": "beta-SECRET"}
+        assert await custom.migrate_auth_tokens_to_env_refs(env_var_prefix="PEER") == {
+            "PEER_BETA": "beta-SECRET"
+        }
         await custom.aclose()
     finally:
         await registry.aclose()

@@ -26,7 +26,6 @@ SKIPPED_MODULES = {
 NOT_YET = {
     "mail.api:ActionLike",
     "mail.api:MAILSwarmTemplate",
-    "mail.net.registry:SwarmRegistry",
     "mail.net.router:InterswarmRouter",
     "mail.net.router:StreamHandler",
     "mail.server:dump_swarm",

@@ -231,16 +231,17 @@ class SwarmRegistry:
         return check_variables(self._peers(), self._environ())
 
     async def migrate_auth_tokens_to_env_refs(
-        self, prefix: str = DEFAULT_TOKEN_PREFIX
+        self, env_var_prefix: str = DEFAULT_TOKEN_PREFIX
     ) -> dict[str, str]:
-        """Replace raw tokens of persistent peers by ``${<prefix>_<NAME>}`` references.
+        """Replace raw tokens of persistent peers by ``${<env_var_prefix>_<NAME>}`` references
+        (v1.3.6's parameter name; awaited here, as every registry method that saves is).
 
         Returns ``{variable: token}`` for the operator to export (the tokens are not
         written anywhere; they stay usable in memory until the variables are set), then
         saves. Raises :class:`StorageError` (and restores the raw tokens) when the save
         fails.
         """
-        moved = move_to_env_refs(self._peers(), self._environ(), prefix)
+        moved = move_to_env_refs(self._peers(), self._environ(), env_var_prefix)
         if moved:
             await self._save_or_undo(lambda: restore_raw_tokens(moved))
         return {variable: token for _, variable, token in moved}
