@@ -158,7 +158,12 @@ def runnable(words: list[str]) -> list[str] | None:
 def _shell_env(data_dir: Path) -> dict[str, str]:
     dropped = {*ENV_OVERRIDES, CONFIG_PATH_ENV, LOG_LEVEL_ENV}
     env = {k: v for k, v in os.environ.items() if k not in dropped}
-    return env | {"MAIL_DATA_DIR": str(data_dir), "PYTHONIOENCODING": "utf-8"}
+    return env | {
+        "MAIL_DATA_DIR": str(data_dir),
+        # registry files default to registries/ beside mail.toml: keep the checkout's clean
+        "SWARM_REGISTRY_FILE": str(data_dir / "registries" / "swarm.json"),
+        "PYTHONIOENCODING": "utf-8",
+    }
 
 
 # --- what must be true of every block -------------------------------------------------------
