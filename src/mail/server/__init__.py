@@ -2,7 +2,9 @@
 
 ``create_app(config)`` builds the FastAPI application; ``run_server(config)`` serves it
 with uvicorn. ``mail.server:app`` exists for ``uvicorn mail.server:app``: it is built on first
-access and reads its configuration when it starts, not at import.
+access and reads its configuration when it starts, not at import. v1.3.6's module-level
+route functions (``root``, ``message``, ``get_task``, ...) are wrappers that call the app
+in-process, imported on first access (see :mod:`mail.server._v136_routes`).
 """
 
 from __future__ import annotations
@@ -16,10 +18,67 @@ if TYPE_CHECKING:
     from fastapi import FastAPI
 
     from mail.config import MAILConfig
+    from mail.server._v136_routes import (
+        dump_swarm,
+        get_or_create_mail_instance,
+        get_task,
+        get_tasks,
+        get_ui_agents,
+        health,
+        health_post,
+        lifespan,
+        list_swarms,
+        load_swarm_from_json,
+        logger,
+        message,
+        post_interswarm_message,
+        receive_interswarm_back,
+        receive_interswarm_forward,
+        register_swarm,
+        responses,
+        root,
+        status,
+        ui_dump_events,
+        ui_get_task,
+        ui_get_task_summary,
+        ui_get_tasks,
+        ui_message,
+        whoami,
+    )
 
     app: FastAPI
 
-__all__ = ["app", "create_app", "run_server", "run_server_with_template"]
+__all__ = [
+    "app",
+    "create_app",
+    "dump_swarm",
+    "get_or_create_mail_instance",
+    "get_task",
+    "get_tasks",
+    "get_ui_agents",
+    "health",
+    "health_post",
+    "lifespan",
+    "list_swarms",
+    "load_swarm_from_json",
+    "logger",
+    "message",
+    "post_interswarm_message",
+    "receive_interswarm_back",
+    "receive_interswarm_forward",
+    "register_swarm",
+    "responses",
+    "root",
+    "run_server",
+    "run_server_with_template",
+    "status",
+    "ui_dump_events",
+    "ui_get_task",
+    "ui_get_task_summary",
+    "ui_get_tasks",
+    "ui_message",
+    "whoami",
+]
 
 
 def run_server(cfg: MAILConfig) -> None:
@@ -28,14 +87,45 @@ def run_server(cfg: MAILConfig) -> None:
     _run_server(cfg)
 
 
-# not ``_app``: that name is the submodule mail.server._app
-_built_app: Any = None
+# v1.3.6's route functions (see mail.server._v136_routes), imported on first access
+_V136_ROUTES = frozenset(
+    {
+        "dump_swarm",
+        "get_or_create_mail_instance",
+        "get_task",
+        "get_tasks",
+        "get_ui_agents",
+        "health",
+        "health_post",
+        "lifespan",
+        "list_swarms",
+        "load_swarm_from_json",
+        "logger",
+        "message",
+        "post_interswarm_message",
+        "receive_interswarm_back",
+        "receive_interswarm_forward",
+        "register_swarm",
+        "responses",
+        "root",
+        "status",
+        "ui_dump_events",
+        "ui_get_task",
+        "ui_get_task_summary",
+        "ui_get_tasks",
+        "ui_message",
+        "whoami",
+    }
+)
 
 
 def __getattr__(name: str) -> Any:
-    global _built_app  # noqa: PLW0603  # the module-level app is built once, on first access
+    if name in _V136_ROUTES:
+        from mail.server import _v136_routes  # noqa: PLC0415  # loaded on first use
+
+        return getattr(_v136_routes, name)
     if name == "app":
-        if _built_app is None:
-            _built_app = create_app()
-        return _built_app
+        from mail.server._module_app import module_app  # noqa: PLC0415  # built on first access
+
+        return module_app()
     raise AttributeError(f"module 'mail.server' has no attribute {name!r}")
