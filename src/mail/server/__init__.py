@@ -87,36 +87,9 @@ def run_server(cfg: MAILConfig) -> None:
     _run_server(cfg)
 
 
-# v1.3.6's route functions (see mail.server._v136_routes), imported on first access
-_V136_ROUTES = frozenset(
-    {
-        "dump_swarm",
-        "get_or_create_mail_instance",
-        "get_task",
-        "get_tasks",
-        "get_ui_agents",
-        "health",
-        "health_post",
-        "lifespan",
-        "list_swarms",
-        "load_swarm_from_json",
-        "logger",
-        "message",
-        "post_interswarm_message",
-        "receive_interswarm_back",
-        "receive_interswarm_forward",
-        "register_swarm",
-        "responses",
-        "root",
-        "status",
-        "ui_dump_events",
-        "ui_get_task",
-        "ui_get_task_summary",
-        "ui_get_tasks",
-        "ui_message",
-        "whoami",
-    }
-)
+# v1.3.6's route functions (see mail.server._v136_routes), imported on first access: the
+# names of __all__ this module does not define itself
+_V136_ROUTES = frozenset(__all__) - {"app", "create_app", "run_server", "run_server_with_template"}
 
 
 def __getattr__(name: str) -> Any:
