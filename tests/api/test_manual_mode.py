@@ -11,12 +11,30 @@ import pytest
 from mail import MAILAction, MAILAgentTemplate, MAILSwarmTemplate
 from mail.api import MAILSwarm
 from mail.core.events import EventName
+from mail.core.tasks import MAILTask
 from mail.errors import InvalidMessageError, TaskNotFoundError, TaskStateError
 from mail.testing import ScriptedAgent, tc
 
 
 async def _look(args: dict[str, Any]) -> str:
     return f"found {args['q']}"
+
+
+async def _until(swarm: MAILSwarm, task_id: str, holds: Any, timeout: float = 5.0) -> MAILTask:
+    """The task once ``holds(task)`` is true, waiting on its event log (a buffered
+    delivery logs its ``new_message`` event)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        task = swarm.get_task_by_id(task_id)
+        if task is not None and holds(task):
+            return task
+        left = deadline - loop.time()
+        assert left > 0, f"task {task_id} never reached the expected state"
+        if task is None:
+            await asyncio.sleep(0)  # the submission has not run yet: let it
+        else:
+            await task.log.wait(task.log.last_seq, left)
 
 
 def _swarm(agents: dict[str, ScriptedAgent], slow: Any = None) -> MAILSwarm:
@@ -68,9 +86,7 @@ async def test_messages_wait_for_manual_steps() -> None:
     loop = asyncio.create_task(swarm.run_continuous(mode="manual"))
     try:
         answer = asyncio.create_task(swarm.post_message("Play a round", task_id="t-game"))
-        await asyncio.sleep(0.05)
-        task = swarm.get_task_by_id("t-game")
-        assert task is not None
+        task = await _until(swarm, "t-game", lambda t: "host" in t.manual_buffer)
         # the user's message waits for the host's step: no agent ran
         assert host.invocations == 0
         assert [m["message"]["body"] for m in task.manual_buffer["host"]] == ["Play a round"]
@@ -136,11 +152,7 @@ async def test_system_notices_run_agents_at_once() -> None:
             swarm.build_message("Go", "start", ["host"], task_id="t-notice")
         )
         assert await swarm.manual_step("t-notice", "host") is None
-        for _ in range(100):
-            task = swarm.get_task_by_id("t-notice")
-            if task is not None and "alice" in task.manual_buffer:
-                break
-            await asyncio.sleep(0.01)
+        task = await _until(swarm, "t-notice", lambda t: "alice" in t.manual_buffer)
         assert host.invocations == 2
         assert host.calls[-1][0][-1]["content"].count("::action_complete::") == 1
         assert [m["message"]["body"] for m in task.manual_buffer["alice"]] == ["clues found"]
@@ -172,9 +184,10 @@ async def test_manual_step_refusals() -> None:
 
 
 async def test_a_step_waits_for_the_agents_running_turn() -> None:
-    release = asyncio.Event()
+    started, release = asyncio.Event(), asyncio.Event()
 
     async def slow(_args: dict[str, Any]) -> str:
+        started.set()
         await release.wait()
         return "slow done"
 
@@ -188,9 +201,14 @@ async def test_a_step_waits_for_the_agents_running_turn() -> None:
             swarm.build_message("Go", "start", ["host"], task_id="t-serial")
         )
         first = asyncio.create_task(swarm.manual_step("t-serial", "host"))
-        await asyncio.sleep(0.05)
+        await asyncio.wait_for(started.wait(), 5)  # the host's turn runs its action
         second = asyncio.create_task(swarm.manual_step("t-serial", "host", payload="again"))
-        await asyncio.sleep(0.05)
+        # the second step is delivered (and logged) while the host's turn still runs
+        await _until(
+            swarm,
+            "t-serial",
+            lambda t: any("again" in e.description for e in t.log.all()),
+        )
         assert host.invocations == 1 and not first.done() and not second.done()
         release.set()
         assert await asyncio.wait_for(first, 5) is None  # the action's turn
