@@ -180,6 +180,32 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
     ),
 )
 
+#: PostgreSQL tables of ours alone (v1.3.6 has none of them): created by version 2, and by
+#: version 4 on a database shared with v1.3.6.
+_PG_OWN_TABLES = (
+    """CREATE TABLE IF NOT EXISTS task_breakpoints (
+        id UUID PRIMARY KEY DEFAULT gen_random_uuid(),
+        swarm_name TEXT NOT NULL, caller_role TEXT NOT NULL, caller_id TEXT NOT NULL,
+        task_id TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        call_id TEXT NOT NULL,
+        agent_name TEXT NOT NULL,
+        tool_call JSONB NOT NULL,
+        normalized JSONB NOT NULL,
+        created_at TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT NOW(),
+        UNIQUE (swarm_name, caller_role, caller_id, task_id, position))""",
+    """CREATE TABLE IF NOT EXISTS task_stash (
+        id UUID PRIMARY KEY DEFAULT gen_random_uuid(),
+        swarm_name TEXT NOT NULL, caller_role TEXT NOT NULL, caller_id TEXT NOT NULL,
+        task_id TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        priority INTEGER NOT NULL,
+        seq BIGINT NOT NULL,
+        message JSONB NOT NULL,
+        created_at TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT NOW(),
+        UNIQUE (swarm_name, caller_role, caller_id, task_id, position))""",
+)
+
 POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -279,27 +305,7 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
                   AND (a.created_at, a.id) < (b.created_at, b.id)""",
             """CREATE UNIQUE INDEX IF NOT EXISTS uq_agent_histories_current
                 ON agent_histories (swarm_name, caller_role, caller_id, task_id, agent_name)""",
-            """CREATE TABLE IF NOT EXISTS task_breakpoints (
-                id UUID PRIMARY KEY DEFAULT gen_random_uuid(),
-                swarm_name TEXT NOT NULL, caller_role TEXT NOT NULL, caller_id TEXT NOT NULL,
-                task_id TEXT NOT NULL,
-                position INTEGER NOT NULL,
-                call_id TEXT NOT NULL,
-                agent_name TEXT NOT NULL,
-                tool_call JSONB NOT NULL,
-                normalized JSONB NOT NULL,
-                created_at TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT NOW(),
-                UNIQUE (swarm_name, caller_role, caller_id, task_id, position))""",
-            """CREATE TABLE IF NOT EXISTS task_stash (
-                id UUID PRIMARY KEY DEFAULT gen_random_uuid(),
-                swarm_name TEXT NOT NULL, caller_role TEXT NOT NULL, caller_id TEXT NOT NULL,
-                task_id TEXT NOT NULL,
-                position INTEGER NOT NULL,
-                priority INTEGER NOT NULL,
-                seq BIGINT NOT NULL,
-                message JSONB NOT NULL,
-                created_at TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT NOW(),
-                UNIQUE (swarm_name, caller_role, caller_id, task_id, position))""",
+            *_PG_OWN_TABLES,
         ),
     ),
     Migration(
@@ -336,27 +342,7 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE task_events ADD COLUMN IF NOT EXISTS seq BIGINT",
             """CREATE UNIQUE INDEX IF NOT EXISTS uq_task_events_seq
                 ON task_events (swarm_name, caller_role, caller_id, task_id, seq)""",
-            """CREATE TABLE IF NOT EXISTS task_breakpoints (
-                id UUID PRIMARY KEY DEFAULT gen_random_uuid(),
-                swarm_name TEXT NOT NULL, caller_role TEXT NOT NULL, caller_id TEXT NOT NULL,
-                task_id TEXT NOT NULL,
-                position INTEGER NOT NULL,
-                call_id TEXT NOT NULL,
-                agent_name TEXT NOT NULL,
-                tool_call JSONB NOT NULL,
-                normalized JSONB NOT NULL,
-                created_at TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT NOW(),
-                UNIQUE (swarm_name, caller_role, caller_id, task_id, position))""",
-            """CREATE TABLE IF NOT EXISTS task_stash (
-                id UUID PRIMARY KEY DEFAULT gen_random_uuid(),
-                swarm_name TEXT NOT NULL, caller_role TEXT NOT NULL, caller_id TEXT NOT NULL,
-                task_id TEXT NOT NULL,
-                position INTEGER NOT NULL,
-                priority INTEGER NOT NULL,
-                seq BIGINT NOT NULL,
-                message JSONB NOT NULL,
-                created_at TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT NOW(),
-                UNIQUE (swarm_name, caller_role, caller_id, task_id, position))""",
+            *_PG_OWN_TABLES,
         ),
     ),
 )
