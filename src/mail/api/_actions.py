@@ -73,6 +73,13 @@ class MAILAction:
     def __repr__(self) -> str:
         return f"MAILAction(name={self.name!r})"
 
+    async def __call__(self, args: dict[str, Any]) -> str:
+        """Run the action's function on ``args`` (awaited when it is async), as the
+        original's module-level action functions were called: ``await http_get({"url":
+        ...})``. Returns its result string."""
+        result = self.function(args)
+        return await result if inspect.isawaitable(result) else result
+
     # --- construction --------------------------------------------------------------------
 
     @classmethod

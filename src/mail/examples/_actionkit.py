@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -25,14 +24,10 @@ class ArgumentError(Exception):
     """A bad argument; its message is the ``"Error: ..."`` text the action returns."""
 
 
-class ExampleAction(MAILAction):
-    """A :class:`~mail.api.MAILAction` that can also be awaited as a function of the
-    arguments dict, like the original's example actions: ``await classify_ticket({"text":
-    "..."})`` returns the result string."""
-
-    async def __call__(self, args: dict[str, Any]) -> str:
-        result = self.function(args)
-        return await result if inspect.isawaitable(result) else result
+#: The example actions' class: a :class:`~mail.api.MAILAction`, which can also be awaited
+#: as a function of the arguments dict, like the original's example actions: ``await
+#: classify_ticket({"text": "..."})`` returns the result string.
+ExampleAction = MAILAction
 
 
 def text_arg(args: dict[str, Any], key: str, *, required: bool = True) -> str:
