@@ -53,3 +53,46 @@ def test_run_server_with_template_serves_the_template(tmp_path: Path) -> None:
     output = log.read_text(encoding="utf-8", errors="replace")
     assert status == 0, output[-2000:]
     assert "Traceback" not in output
+
+
+START_SERVER_SCRIPT = """
+import sys
+from mail.api import MAILSwarmTemplate
+
+template = MAILSwarmTemplate.from_swarm_json_file("offline", sys.argv[1])
+template.name = "started"
+template.start_server(int(sys.argv[2]), "127.0.0.1", launch_ui=True,
+                      server_url="http://peer-facing.example:9")
+"""
+
+
+def test_template_start_server_serves_the_template(tmp_path: Path) -> None:
+    # v1.3.6's MAILSwarmTemplate.start_server: the UI flags are accepted (and logged),
+    # server_url is the advertised base URL.
+    cwd, data = tmp_path / "cwd", tmp_path / "data"
+    cwd.mkdir()
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    swarms = MAIL_TOML.parent / "swarms.json"
+    command = [sys.executable, "-c", START_SERVER_SCRIPT, str(swarms), str(port)]
+    env = clean_env(data) | {"MAIL_CONFIG_PATH": str(MAIL_TOML)}
+    log = tmp_path / "server.log"
+    with _running(command, cwd, env, log) as process:
+        wait_healthy(url, process)
+        credentials = json.loads((data / "credentials.json").read_text(encoding="utf-8"))
+        user_key = next(k["key"] for k in credentials["keys"] if k["role"] == "user")
+        with httpx.Client(base_url=url, timeout=10) as client:
+            root = client.get("/").json()
+            answer = client.post(
+                "/message",
+                json={"body": "what is 6*7?"},
+                headers={"Authorization": f"Bearer {user_key}"},
+            )
+        assert root["swarm"]["name"] == "started"
+        assert answer.status_code == 200, answer.text
+        assert "42" in answer.json()["response"]
+        status = _stop(process)
+    output = log.read_text(encoding="utf-8", errors="replace")
+    assert status == 0, output[-2000:]
+    assert "launch_ui, ui_port and ui_path are ignored" in output
+    assert "Traceback" not in output

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import logging
 
-from mail.api._actions import MAILAction, action
+from mail.api._actions import ActionLike, MAILAction, action
 from mail.api._agents import MAILAgent, MAILAgentTemplate
 from mail.api._swarm import MAILSwarm, MAILSwarmTemplate
 
 __all__ = [
+    "ActionLike",
     "MAILAction",
     "MAILAgent",
     "MAILAgentTemplate",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ValidationError
 
@@ -16,9 +16,12 @@ from mail.errors import SwarmDefinitionError
 from mail.swarms_json import parse_action
 from mail.utils.parsing import DEFAULT_POLICY, ReferencePolicy, read_python_string
 
-__all__ = ["MAILAction", "action", "load_swarm_actions"]
+__all__ = ["ActionLike", "MAILAction", "action", "load_swarm_actions"]
 
 ActionCallable = Callable[[dict[str, Any]], "Awaitable[str] | str"]
+#: What may stand for an action where v1.3.6 took ``ActionLike``: a :class:`MAILAction`,
+#: or the function of its arguments dict (sync or async) returning the result string.
+ActionLike: TypeAlias = "MAILAction | ActionCallable"
 
 
 class MAILAction:

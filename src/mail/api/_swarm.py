@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import webbrowser
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -723,6 +724,35 @@ class MAILSwarmTemplate:
             finished_task_ttl=finished_task_ttl,
             store=store,
         )
+
+    def start_server(  # v1.3.6's positional signature
+        self,
+        port: int = 8000,
+        host: str = "0.0.0.0",  # noqa: S104  # v1.3.6's default
+        launch_ui: bool = False,
+        ui_port: int = 3000,
+        ui_path: str | None = None,
+        open_browser: bool = False,
+        server_url: str | None = None,
+    ) -> None:
+        """Serve this template with ``mail server``'s HTTP API on ``host:port`` until
+        interrupted (blocks), as v1.3.6 did.
+
+        ``server_url`` is the URL advertised to peers (``base_url``); ``open_browser``
+        opens the server's address. v1.3.6 also started its separate Node web UI
+        (``launch_ui``, ``ui_port``, ``ui_path``): this server starts no second process, so
+        those are accepted and ignored (logged). Raises what
+        :func:`mail.server.run_server_with_template` raises.
+        """
+        # the one upward import of the Python API (tests/unit/test_guards.py LAUNCHER)
+        from mail.server._app import run_server_with_template  # noqa: PLC0415
+
+        if launch_ui or ui_path is not None or ui_port != 3000:  # noqa: PLR2004  # v1.3.6's default
+            logger.warning("start_server: launch_ui, ui_port and ui_path are ignored")
+        if open_browser:
+            shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host  # noqa: S104
+            webbrowser.open(server_url or f"http://{shown}:{port}")
+        run_server_with_template(self, port, host, base_url=server_url)
 
     # --- reshaping -----------------------------------------------------------------------
 

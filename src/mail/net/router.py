@@ -78,6 +78,7 @@ from mail.net._outbound import (
     outbound_message,
 )
 from mail.net._outbound import synthesized_owner as legacy_task_owner
+from mail.net._router_compat import MessageHandler, StreamHandler, V136RouterMethods
 from mail.net._session import SessionSource
 from mail.net._tokens import env_var_name
 from mail.net._transport import JsonPoster
@@ -90,7 +91,7 @@ if TYPE_CHECKING:
     from mail.net._endpoint import SwarmEndpoint
     from mail.net.registry import SwarmRegistry
 
-__all__ = ["InterswarmRouter", "RouterSettings", "legacy_task_owner"]
+__all__ = ["InterswarmRouter", "RouterSettings", "StreamHandler", "legacy_task_owner"]
 
 logger = logging.getLogger("mail.net.router")
 
@@ -120,10 +121,14 @@ class RouterSettings:
             raise ConfigurationError("router retries and backoff must not be negative")
 
 
-class InterswarmRouter:
+class InterswarmRouter(V136RouterMethods):
     """Routes messages between this server's runtimes and peer swarms (module docstring).
 
-    ``session`` is an external ``aiohttp.ClientSession`` or a shared
+    ``swarm_registry`` is the registry of peers; ``local_swarm_name`` (v1.3.6's second
+    parameter) may be given and must then be the registry's local swarm
+    (:class:`~mail.errors.ConfigurationError` otherwise). v1.3.6's methods (``start``,
+    ``stop``, ``register_message_handler``, ``send_interswarm_message_forward``...) are
+    described in :mod:`mail.net._router_compat`. ``session`` is an external ``aiohttp.ClientSession`` or a shared
     :class:`~mail.net.SessionSource` (else one is created on first use and closed
     by :meth:`aclose`); ``env`` is where ``SWARM_AUTH_TOKEN_<NAME>`` is
     looked up for peers the registry holds no token for (default ``os.environ``);
@@ -133,14 +138,22 @@ class InterswarmRouter:
 
     def __init__(
         self,
-        registry: SwarmRegistry,
+        swarm_registry: SwarmRegistry,
+        local_swarm_name: str | None = None,
         *,
         session: aiohttp.ClientSession | SessionSource | None = None,
         settings: RouterSettings | None = None,
         env: Mapping[str, str] | None = None,
         discovery: DiscoveryPolicy | None = None,
     ) -> None:
+        registry = swarm_registry
+        if local_swarm_name is not None and local_swarm_name != registry.local_swarm_name:
+            raise ConfigurationError(
+                f"local_swarm_name {local_swarm_name!r} is not the registry's local swarm "
+                f"{registry.local_swarm_name!r}"
+            )
         self.registry = registry
+        self._handlers: dict[str, MessageHandler] = {}
         self.discovery = discovery or DiscoveryPolicy()
         self.settings = settings or RouterSettings()
         self._source, self._closes_source = SessionSource.of(session)
@@ -154,10 +167,6 @@ class InterswarmRouter:
         self._waiting: weakref.WeakSet[MAILRuntime] = weakref.WeakSet()
         registry.on_peer_down(self._peer_down)
         self._closed = False
-
-    @property
-    def local_swarm_name(self) -> str:
-        return self.registry.local_swarm_name
 
     async def __aenter__(self) -> Self:
         return self
