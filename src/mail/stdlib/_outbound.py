@@ -147,7 +147,7 @@ async def _send(
             url=url,
             status=response.status_code,
             reason=response.reason_phrase,
-            headers=[(k, v) for k, v in response.headers.multi_items()],
+            headers=[(k.decode("latin-1"), v.decode("latin-1")) for k, v in response.headers.raw],
             text=body.decode(response.encoding or "utf-8", errors="replace"),
         )
 
