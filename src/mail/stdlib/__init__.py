@@ -10,3 +10,7 @@
 Nothing here is imported by ``import mail``; each module loads its SDK only when used.
 See docs/stdlib.md.
 """
+
+from __future__ import annotations
+
+__all__: list[str] = []
