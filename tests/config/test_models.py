@@ -35,6 +35,9 @@ def test_public_names_are_pinned() -> None:
         "AuthMode",
         "DatabaseConfig",
         "DatabaseBackend",
+        "StdlibConfig",
+        "StdlibHTTPConfig",
+        "StdlibFSConfig",
     }
     assert all(hasattr(mail.config, name) for name in mail.config.__all__)
 

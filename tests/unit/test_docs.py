@@ -15,7 +15,7 @@ Unmarked blocks are checked by their language:
   (``factory``) is validated against docs/swarms-schema.json, a registry file
   (``local_swarm_name`` and ``endpoints``) is read by the registry's own reader.
 * ``toml``: parsed; a ``mail.toml`` snippet (only ``server``, ``client``, ``auth``,
-  ``database`` tables) is loaded by :func:`mail.config.load_config`, with no unknown key.
+  ``database``, ``stdlib`` tables) is loaded by :func:`mail.config.load_config`, with no unknown key.
 * ``ini``: parsed by :mod:`configparser`.
 * ``bash``, ``sh``, ``shell``: every command must be one of the side-effect-free commands
   of :func:`runnable` (``mail version``, ``mail --help``, ``mail COMMAND --help``,
@@ -62,7 +62,7 @@ SWARMS_SCHEMA = json.loads((ROOT / "docs" / "swarms-schema.json").read_text(enco
 SHELL = frozenset({"bash", "sh", "shell"})
 CHECKED = frozenset({"python", "json", "toml", "ini", "console", *SHELL})
 NOT_CODE = frozenset({"text", "mermaid"})
-MAIL_TOML_TABLES = frozenset({"server", "client", "auth", "database"})
+MAIL_TOML_TABLES = frozenset({"server", "client", "auth", "database", "stdlib"})
 
 _OPEN = re.compile(r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 _MARKER = re.compile(r"^<!--\s*(?:(?P<illustrative>illustrative)|run by (?P<test>\S+))\s*-->$")

@@ -9,7 +9,8 @@ Public names:
   :data:`CONFIG_FILE_NAME`, :data:`CONFIG_PATH_ENV`
 * :class:`MAILConfig` and its parts :class:`ServerConfig` (with :class:`SwarmConfig`,
   :class:`SettingsConfig`, :class:`InterswarmConfig`), :class:`ClientConfig`,
-  :class:`AuthConfig`, :class:`DatabaseConfig`; the literal types :data:`AuthMode`,
+  :class:`AuthConfig`, :class:`DatabaseConfig`, :class:`StdlibConfig` (with
+  :class:`StdlibHTTPConfig`, :class:`StdlibFSConfig`); the literal types :data:`AuthMode`,
   :data:`DatabaseBackend`
 
 Federation settings live in ``[server.interswarm]``::
@@ -35,6 +36,7 @@ from mail.config._lookup import CONFIG_FILE_NAME, CONFIG_PATH_ENV
 from mail.config._root import MAILConfig
 from mail.config.client import ClientConfig
 from mail.config.server import InterswarmConfig, ServerConfig, SettingsConfig, SwarmConfig
+from mail.config.stdlib import StdlibConfig, StdlibFSConfig, StdlibHTTPConfig
 
 __all__ = [
     "load_config",
@@ -52,4 +54,7 @@ __all__ = [
     "AuthMode",
     "DatabaseConfig",
     "DatabaseBackend",
+    "StdlibConfig",
+    "StdlibHTTPConfig",
+    "StdlibFSConfig",
 ]

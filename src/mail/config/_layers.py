@@ -12,12 +12,19 @@ from pydantic import AliasChoices, BaseModel, ValidationError
 from mail.config._backends import AuthConfig, DatabaseConfig
 from mail.config.client import ClientConfig
 from mail.config.server import ServerConfig
+from mail.config.stdlib import StdlibConfig
 from mail.errors import ConfigurationError
 
 Key = tuple[str, ...]
 
 _SECTIONS: Mapping[str, type[BaseModel]] = MappingProxyType(
-    {"server": ServerConfig, "client": ClientConfig, "auth": AuthConfig, "database": DatabaseConfig}
+    {
+        "server": ServerConfig,
+        "client": ClientConfig,
+        "auth": AuthConfig,
+        "database": DatabaseConfig,
+        "stdlib": StdlibConfig,
+    }
 )
 
 _SECRET_KEYS = frozenset({"client.api_key", "database.url"})

@@ -56,8 +56,9 @@ _PATH_KEYS: tuple[Key, ...] = (
     ("server", "swarm", "registry"),
     ("auth", "credentials_file"),
     ("database", "sqlite_path"),
+    ("stdlib", "fs", "root"),
 )
-# Paths whose default is resolved too; the other two default to files in data_dir.
+# Paths whose default is resolved too; the others default to files in data_dir.
 _DEFAULTED_PATHS = frozenset(_PATH_KEYS[:2])
 _REGISTRY: Key = ("server", "swarm", "registry")
 _OVERRIDES = "overrides"

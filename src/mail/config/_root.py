@@ -11,11 +11,14 @@ from mail.config._backends import AuthConfig, DatabaseConfig
 from mail.config._base import DEFAULT_DATA_DIR, ConfigModel
 from mail.config.client import ClientConfig
 from mail.config.server import ServerConfig
+from mail.config.stdlib import StdlibConfig
 
-# Files that live in the data directory unless configured elsewhere.
-_DATA_FILES = (
-    ("auth", "credentials_file", "credentials.json"),
-    ("database", "sqlite_path", "mail.db"),
+# Files that live in the data directory unless configured elsewhere: (section path, key,
+# name in the data directory).
+_DATA_FILES: tuple[tuple[tuple[str, ...], str, str], ...] = (
+    (("auth",), "credentials_file", "credentials.json"),
+    (("database",), "sqlite_path", "mail.db"),
+    (("stdlib", "fs"), "root", "files"),
 )
 
 
@@ -24,11 +27,11 @@ class MAILConfig(ConfigModel):
 
     Built by :func:`mail.config.load_config`, which resolves every path to an absolute one
     (``server.data_dir``, ``server.swarm.source``, ``server.swarm.registry``,
-    ``auth.credentials_file``, ``database.sqlite_path``). ``source_path`` is the file that
+    ``auth.credentials_file``, ``database.sqlite_path``, ``stdlib.fs.root``). ``source_path`` is the file that
     was read (``None`` for pure defaults) and ``warnings`` what was ignored in it.
 
-    When constructed directly, ``auth.credentials_file`` and ``database.sqlite_path``
-    default to files inside ``server.data_dir``; paths stay as given (relative ones are
+    When constructed directly, ``auth.credentials_file``, ``database.sqlite_path`` and
+    ``stdlib.fs.root`` default to files inside ``server.data_dir``; paths stay as given (relative ones are
     relative to the working directory). Bad values raise ``pydantic.ValidationError``.
     """
 
@@ -36,6 +39,7 @@ class MAILConfig(ConfigModel):
     client: ClientConfig = Field(default_factory=ClientConfig)
     auth: AuthConfig = Field(default_factory=AuthConfig)
     database: DatabaseConfig = Field(default_factory=DatabaseConfig)
+    stdlib: StdlibConfig = Field(default_factory=StdlibConfig)
     source_path: Path | None = None
     warnings: tuple[str, ...] = Field(default=(), strict=False)
 
@@ -54,13 +58,29 @@ class MAILConfig(ConfigModel):
         if not isinstance(data_dir, str) or not data_dir:
             return data  # validation reports the bad data_dir
         data = dict(data)
-        for section, field, filename in _DATA_FILES:
+        for (section, *inner), field, filename in _DATA_FILES:
             default = str(PurePath(data_dir) / filename)
-            value = data.get(section)
-            if value is None:
-                data[section] = {field: default}
-            elif isinstance(value, dict) and field not in value:
-                data[section] = {**value, field: default}
-            elif isinstance(value, BaseModel) and field not in value.model_fields_set:
-                data[section] = value.model_copy(update={field: default})
+            data[section] = _with_default(data.get(section), inner, field, default)
         return data
+
+
+def _with_default(value: Any, path: list[str], field: str, default: str) -> Any:
+    """``value`` (a table, a model or None) with ``field`` of its sub-table at ``path`` set
+    to ``default`` unless given; anything else is left for validation to report."""
+    if path:
+        head, rest = path[0], path[1:]
+        if value is None:
+            return {head: _with_default(None, rest, field, default)}
+        if isinstance(value, dict):
+            return {**value, head: _with_default(value.get(head), rest, field, default)}
+        if isinstance(value, BaseModel):
+            inner = _with_default(getattr(value, head), rest, field, default)
+            return value.model_copy(update={head: inner})
+        return value
+    if value is None:
+        return {field: default}
+    if isinstance(value, dict) and field not in value:
+        return {**value, field: default}
+    if isinstance(value, BaseModel) and field not in value.model_fields_set:
+        return value.model_copy(update={field: default})
+    return value

@@ -9,14 +9,13 @@ Constructing these models directly gives the literal defaults below (pydantic ra
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, Field, field_validator, model_validator
 
 from mail._limits import NAME_PATTERN
-from mail.config._base import DEFAULT_DATA_DIR, ConfigModel, http_url
+from mail.config._base import DEFAULT_DATA_DIR, ConfigModel, NetworkRules, http_url
 
 __all__ = ["ServerConfig", "SwarmConfig", "SettingsConfig", "InterswarmConfig"]
 
@@ -59,7 +58,7 @@ class SettingsConfig(ConfigModel):
     task_timeout: float = Field(default=3600.0, gt=0)
 
 
-class InterswarmConfig(ConfigModel):
+class InterswarmConfig(NetworkRules):
     """``[server.interswarm]``: how the server watches its peers and what agents may discover.
 
     * ``health_interval``: seconds between health checks of the registered swarms
@@ -91,10 +90,6 @@ class InterswarmConfig(ConfigModel):
     discovery_hosts: tuple[str, ...] = Field(
         default=("localhost", "127.0.0.1", "::1"), strict=False
     )
-    allow_networks: tuple[str, ...] = Field(default=(), strict=False)
-    deny_networks: tuple[str, ...] = Field(default=(), strict=False)
-    allow_hosts: tuple[str, ...] = Field(default=(), strict=False)
-    deny_hosts: tuple[str, ...] = Field(default=(), strict=False)
 
     @model_validator(mode="after")
     def _check_backoff(self) -> InterswarmConfig:
@@ -111,27 +106,6 @@ class InterswarmConfig(ConfigModel):
         for host in hosts:
             if not _is_host_entry(host.strip()):
                 raise ValueError(f"expected host names or host:port, got {host!r}")
-        return hosts
-
-    @field_validator("allow_networks", "deny_networks")
-    @classmethod
-    def _check_networks(cls, networks: tuple[str, ...]) -> tuple[str, ...]:
-        for network in networks:
-            try:
-                ipaddress.ip_network(network.strip(), strict=False)
-            except ValueError:
-                raise ValueError(
-                    f"expected IP networks such as 10.0.0.0/8, got {network!r}"
-                ) from None
-        return networks
-
-    @field_validator("allow_hosts", "deny_hosts")
-    @classmethod
-    def _check_names(cls, hosts: tuple[str, ...]) -> tuple[str, ...]:
-        for host in hosts:
-            name = host.strip().removeprefix("*.")
-            if not name or any(c in name for c in "/@?#:[] \t*"):
-                raise ValueError(f"expected host names such as peer.example.com, got {host!r}")
         return hosts
 
 

@@ -1,5 +1,6 @@
-"""The address guard for blocking ``httpx`` clients: every connection, redirects included,
-goes only to addresses an :class:`~mail.net._guard.AddressPolicy` allows.
+"""The address guard for ``httpx`` clients, blocking (:func:`guarded_client`) and async
+(:func:`guarded_async_client`): every connection, redirects included, goes only to
+addresses an :class:`~mail.net._guard.AddressPolicy` allows.
 
 The transport's network backend resolves the host itself, checks every address, then
 connects to a checked address (the TLS handshake still names the host), so a name cannot
@@ -10,15 +11,52 @@ they would make the guard check the proxy instead of the target.
 from __future__ import annotations
 
 import ssl
-from collections.abc import Iterable, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpcore
 import httpx
 
-from mail.net._guard import AddressPolicy, resolve_sync
+from mail.net._guard import AddressPolicy, AddrInfo, resolve, resolve_sync
 
-__all__ = ["guarded_client"]
+__all__ = ["guarded_async_client", "guarded_client"]
+
+_CONNECT_ERRORS = (httpcore.ConnectError, httpcore.ConnectTimeout)
+# httpcore's errors as the async client raises them (the types httpx's own transport uses)
+_HTTPX_ERRORS: dict[type[Exception], type[httpx.TransportError]] = {
+    httpcore.ConnectTimeout: httpx.ConnectTimeout,
+    httpcore.ReadTimeout: httpx.ReadTimeout,
+    httpcore.WriteTimeout: httpx.WriteTimeout,
+    httpcore.PoolTimeout: httpx.PoolTimeout,
+    httpcore.TimeoutException: httpx.TimeoutException,
+    httpcore.ConnectError: httpx.ConnectError,
+    httpcore.ReadError: httpx.ReadError,
+    httpcore.WriteError: httpx.WriteError,
+    httpcore.NetworkError: httpx.NetworkError,
+    httpcore.RemoteProtocolError: httpx.RemoteProtocolError,
+    httpcore.LocalProtocolError: httpx.LocalProtocolError,
+    httpcore.ProtocolError: httpx.ProtocolError,
+    httpcore.UnsupportedProtocol: httpx.UnsupportedProtocol,
+}
+
+
+@contextmanager
+def _httpx_errors() -> Iterator[None]:
+    try:
+        yield
+    except tuple(_HTTPX_ERRORS) as e:
+        mapped = next(_HTTPX_ERRORS[kind] for kind in type(e).__mro__ if kind in _HTTPX_ERRORS)
+        raise mapped(str(e)) from e
+
+
+def _addresses(infos: Iterable[AddrInfo]) -> list[str]:
+    """The checked addresses to connect to, in the resolver's order, each once."""
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+def _no_connection(host: str, error: Exception | None) -> Exception:
+    return error or httpcore.ConnectError(f"{host} has no address")
 
 
 class _GuardedBackend(httpcore.SyncBackend):
@@ -35,14 +73,36 @@ class _GuardedBackend(httpcore.SyncBackend):
     ) -> httpcore.NetworkStream:
         error: Exception | None = None
         # raises AddressRefusedError before any connection when a rule refuses
-        for *_, sockaddr in resolve_sync(host, port, self._policy):
+        for address in _addresses(resolve_sync(host, port, self._policy)):
             try:
-                return super().connect_tcp(
-                    str(sockaddr[0]), port, timeout, local_address, socket_options
-                )
-            except (httpcore.ConnectError, httpcore.ConnectTimeout) as e:
+                return super().connect_tcp(address, port, timeout, local_address, socket_options)
+            except _CONNECT_ERRORS as e:
                 error = e
-        raise error or httpcore.ConnectError(f"{host} has no address")
+        raise _no_connection(host, error)
+
+
+class _AsyncGuardedBackend(httpcore.AnyIOBackend):
+    def __init__(self, policy: AddressPolicy) -> None:
+        self._policy = policy
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        error: Exception | None = None
+        # raises AddressRefusedError before any connection when a rule refuses
+        for address in _addresses(await resolve(host, port, self._policy)):
+            try:
+                return await super().connect_tcp(
+                    address, port, timeout, local_address, socket_options
+                )
+            except _CONNECT_ERRORS as e:
+                error = e
+        raise _no_connection(host, error)
 
 
 class _Body(httpx.SyncByteStream):
@@ -58,6 +118,45 @@ class _Body(httpx.SyncByteStream):
             close()
 
 
+class _AsyncBody(httpx.AsyncByteStream):
+    def __init__(self, stream: AsyncIterable[bytes]) -> None:
+        self._stream = stream
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        with _httpx_errors():
+            async for chunk in self._stream:
+                yield chunk
+
+    async def aclose(self) -> None:
+        aclose = getattr(self._stream, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+def _core_request(request: httpx.Request, content: Any) -> httpcore.Request:
+    return httpcore.Request(
+        method=request.method,
+        url=httpcore.URL(
+            scheme=request.url.raw_scheme,
+            host=request.url.raw_host,
+            port=request.url.port,
+            target=request.url.raw_path,
+        ),
+        headers=request.headers.raw,
+        content=content,
+        extensions=request.extensions,
+    )
+
+
+def _response(response: httpcore.Response, stream: Any) -> httpx.Response:
+    return httpx.Response(
+        status_code=response.status,
+        headers=response.headers,
+        stream=stream,
+        extensions=response.extensions,
+    )
+
+
 class _GuardedTransport(httpx.BaseTransport):
     def __init__(self, policy: AddressPolicy) -> None:
         self._pool = httpcore.ConnectionPool(
@@ -66,29 +165,30 @@ class _GuardedTransport(httpx.BaseTransport):
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         assert isinstance(request.stream, httpx.SyncByteStream)  # noqa: S101  # a sync client's
-        core = httpcore.Request(
-            method=request.method,
-            url=httpcore.URL(
-                scheme=request.url.raw_scheme,
-                host=request.url.raw_host,
-                port=request.url.port,
-                target=request.url.raw_path,
-            ),
-            headers=request.headers.raw,
-            content=request.stream,
-            extensions=request.extensions,
-        )
-        response = self._pool.handle_request(core)
+        response = self._pool.handle_request(_core_request(request, request.stream))
         assert isinstance(response.stream, Iterable)  # noqa: S101  # a sync pool's
-        return httpx.Response(
-            status_code=response.status,
-            headers=response.headers,
-            stream=_Body(response.stream),
-            extensions=response.extensions,
-        )
+        return _response(response, _Body(response.stream))
 
     def close(self) -> None:
         self._pool.close()
+
+
+class _AsyncGuardedTransport(httpx.AsyncBaseTransport):
+    def __init__(self, policy: AddressPolicy) -> None:
+        self._pool = httpcore.AsyncConnectionPool(
+            ssl_context=ssl.create_default_context(),
+            network_backend=_AsyncGuardedBackend(policy),
+        )
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        assert isinstance(request.stream, httpx.AsyncByteStream)  # noqa: S101  # an async client's
+        with _httpx_errors():
+            response = await self._pool.handle_async_request(_core_request(request, request.stream))
+        assert isinstance(response.stream, AsyncIterable)  # noqa: S101  # an async pool's
+        return _response(response, _AsyncBody(response.stream))
+
+    async def aclose(self) -> None:
+        await self._pool.aclose()
 
 
 def guarded_client(policy: AddressPolicy, *, timeout: float) -> httpx.Client:
@@ -100,6 +200,23 @@ def guarded_client(policy: AddressPolicy, *, timeout: float) -> httpx.Client:
     """
     return httpx.Client(
         transport=_GuardedTransport(policy),
+        timeout=timeout,
+        follow_redirects=False,
+        trust_env=False,
+    )
+
+
+def guarded_async_client(policy: AddressPolicy, *, timeout: float) -> httpx.AsyncClient:
+    """An ``httpx.AsyncClient`` whose connections reach only what ``policy`` allows.
+
+    Names are resolved off the event loop (:func:`mail.net._guard.resolve`) and the
+    connection is made to a checked address. It follows no redirect (the caller checks
+    each one) and ignores proxy variables. A refused address raises
+    :class:`~mail.errors.AddressRefusedError` from the request; connection failures raise
+    ``httpx`` errors (``httpx.ConnectError``, ``httpx.ConnectTimeout``, ...).
+    """
+    return httpx.AsyncClient(
+        transport=_AsyncGuardedTransport(policy),
         timeout=timeout,
         follow_redirects=False,
         trust_env=False,

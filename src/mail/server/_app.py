@@ -53,6 +53,7 @@ from mail.server._routes_core import SwarmNameTakenError
 from mail.server._shutdown import serve
 from mail.server._state import ServerState, every
 from mail.server.models import PATTERN_RULES, not_an_object
+from mail.stdlib import _settings as stdlib_settings
 from mail.version import PROTOCOL_VERSION, __version__
 
 if TYPE_CHECKING:
@@ -353,6 +354,7 @@ def _start(
     from mail.server.auth import AuthGate, build_authenticator  # noqa: PLC0415
 
     config = config or worker_config(os.environ)
+    stdlib_settings.configure(config.stdlib)  # the settings of mail.stdlib's actions
     swarm = config.server.swarm
     if template is None:
         template = MAILSwarmTemplate.from_swarm_json_file(
