@@ -83,7 +83,9 @@ class LLMCallError(MAILError):
 def plain(obj: Any) -> Any:
     """``obj`` as JSON-ready builtins: pydantic models dumped (``None`` fields dropped)."""
     if isinstance(obj, BaseModel):
-        return obj.model_dump(mode="json", exclude_none=True, by_alias=True)
+        # warnings off: an SDK object may hold what its type does not say (a tool
+        # call's malformed input as a string), which the parsers then report
+        return obj.model_dump(mode="json", exclude_none=True, by_alias=True, warnings=False)
     if isinstance(obj, dict):
         return {k: plain(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):

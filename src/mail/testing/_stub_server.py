@@ -65,6 +65,14 @@ class StubRequest:
         return self.headers.get("authorization")
 
     @property
+    def api_key(self) -> str | None:
+        """The API key sent: the ``x-api-key`` header, else the ``Authorization`` bearer."""
+        if key := self.headers.get("x-api-key"):
+            return key
+        scheme, _, token = (self.authorization or "").partition(" ")
+        return token if scheme.lower() == "bearer" and token else None
+
+    @property
     def tool_names(self) -> list[str]:
         """Names of the tools offered, in order, for any tool format."""
         names = []
