@@ -3,15 +3,12 @@ Messages API server of mail.testing."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
-import sys
-from asyncio.subprocess import PIPE
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
+from tests._sdk_agents import REQUEST, USER, AgentMaker, run_child, run_task
 
 from mail.api import MAILSwarmTemplate
 from mail.errors import ConfigurationError, SwarmDefinitionError
@@ -20,8 +17,6 @@ from mail.stdlib.anthropic import AnthropicAgentFunction, AnthropicSupervisorFun
 from mail.testing.anthropic import StubAnthropicServer
 from mail.testing.llm import StubReply
 
-REQUEST = {"target": "supervisor", "subject": "Re", "body": "42"}
-USER = {"role": "user", "content": "<incoming_message>hello</incoming_message>"}
 STREAM = pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
 
 Make = Callable[..., Any]
@@ -42,23 +37,9 @@ async def claude() -> AsyncIterator[StubAnthropicServer]:
 
 @pytest.fixture
 async def make(claude: StubAnthropicServer) -> AsyncIterator[Make]:
-    built: list[AnthropicAgentFunction] = []
-
-    def build(cls: type[AnthropicAgentFunction] = AnthropicAgentFunction, **params: Any) -> Any:
-        params.setdefault("name", "worker")
-        params.setdefault("comm_targets", ["supervisor"])
-        params.setdefault("model", "claude-stub")
-        params.setdefault("tools", [])
-        params.setdefault("base_url", claude.base_url)
-        params.setdefault("api_key", "test-key")
-        params.setdefault("timeout", 10.0)
-        agent = cls(**params)
-        built.append(agent)
-        return agent
-
-    yield build
-    for agent in built:
-        await agent.aclose()
+    maker = AgentMaker(model="claude-stub", base_url=claude.base_url)
+    yield lambda cls=AnthropicAgentFunction, **params: maker(cls, **params)
+    await maker.aclose()
 
 
 def _next_turn(call: Any, result: str) -> list[dict[str, Any]]:
@@ -243,13 +224,8 @@ async def test_the_key_and_base_url_come_from_the_environment(claude: StubAnthro
         "print(text)\n"
     )
     claude.script("from the stub")
-    env = {**os.environ, "ANTHROPIC_BASE_URL": claude.base_url, "ANTHROPIC_API_KEY": "env-key"}
-    child = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", script, env=env, stdout=PIPE, stderr=PIPE
-    )
-    out, err = await asyncio.wait_for(child.communicate(), 30)
-    assert child.returncode == 0, err.decode()
-    assert out.decode().strip() == "from the stub"
+    env = {"ANTHROPIC_BASE_URL": claude.base_url, "ANTHROPIC_API_KEY": "env-key"}
+    assert await run_child(script, env) == "from the stub"
     [request] = claude.requests
     assert (request.model, request.api_key) == ("claude-env", "env-key")
 
@@ -287,16 +263,9 @@ async def test_a_swarms_json_swarm_with_an_anthropic_supervisor_completes_a_task
             ("task_complete", {"finish_message": "Paris."}), reasoning="France's capital."
         )
     )
-    swarm = template.instantiate({"user_token": "ignored"}, user_id="alice")
-    try:
-        final, events = await swarm.post_message("Capital of France?", show_events=True, timeout=30)
-    finally:
-        await swarm.shutdown()
-        for agent in swarm.agents:
-            await agent.function.aclose()
+    final, events = await run_task(template, "Capital of France?")
 
     assert final["message"]["body"] == "Paris."
-    assert events is not None and events[-1].event == "task_complete"
     calls = [e for e in events if e.event == "tool_call"]
     assert calls and "France's capital." in json.dumps([e.data() for e in calls])
     [request] = claude.requests

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
-import sys
-from asyncio.subprocess import PIPE
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
+from tests._sdk_agents import REQUEST, USER, AgentMaker, run_child, run_task
 
 from mail.api import MAILSwarmTemplate
 from mail.errors import ConfigurationError, SwarmDefinitionError
@@ -21,11 +18,8 @@ from mail.stdlib.openai import (
     OpenAIResponsesAgentFunction,
     OpenAIResponsesSupervisorFunction,
 )
-from mail.stdlib.openai.agents import _OpenAIAgentFunction
 from mail.testing.llm import StubLLMServer, StubReply
 
-REQUEST = {"target": "supervisor", "subject": "Re", "body": "42"}
-USER = {"role": "user", "content": "<incoming_message>hello</incoming_message>"}
 APIS = {
     "chat": OpenAIChatCompletionsAgentFunction,
     "responses": OpenAIResponsesAgentFunction,
@@ -49,23 +43,9 @@ async def llm() -> AsyncIterator[StubLLMServer]:
 
 @pytest.fixture
 async def make(llm: StubLLMServer) -> AsyncIterator[Make]:
-    built: list[_OpenAIAgentFunction] = []
-
-    def build(cls: type[_OpenAIAgentFunction], **params: Any) -> Any:
-        params.setdefault("name", "worker")
-        params.setdefault("comm_targets", ["supervisor"])
-        params.setdefault("model", "stub-model")
-        params.setdefault("tools", [])
-        params.setdefault("base_url", llm.base_url)
-        params.setdefault("api_key", "test-key")
-        params.setdefault("timeout", 10.0)
-        agent = cls(**params)
-        built.append(agent)
-        return agent
-
-    yield build
-    for agent in built:
-        await agent.aclose()
+    maker = AgentMaker(model="stub-model", base_url=llm.base_url)
+    yield maker
+    await maker.aclose()
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
@@ -229,13 +209,8 @@ async def test_the_key_and_base_url_come_from_the_environment(llm: StubLLMServer
         "print(text)\n"
     )
     llm.script("from the stub")
-    env = {**os.environ, "OPENAI_BASE_URL": llm.base_url, "OPENAI_API_KEY": "env-key"}
-    child = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", script, env=env, stdout=PIPE, stderr=PIPE
-    )
-    out, err = await asyncio.wait_for(child.communicate(), 30)
-    assert child.returncode == 0, err.decode()
-    assert out.decode().strip() == "from the stub"
+    env = {"OPENAI_BASE_URL": llm.base_url, "OPENAI_API_KEY": "env-key"}
+    assert await run_child(script, env) == "from the stub"
     [request] = llm.requests
     assert request.model == "env-model"
     assert request.authorization == "Bearer env-key"
@@ -277,16 +252,9 @@ async def test_a_swarms_json_swarm_of_openai_agents_completes_a_task(llm: StubLL
         [("send_response", {"target": "supervisor", "subject": "Re: Q", "body": "42"})],
         [("task_complete", {"finish_message": "The answer is 42."})],
     )
-    swarm = template.instantiate({"user_token": "ignored"}, user_id="alice")
-    try:
-        final, events = await swarm.post_message("6 x 7?", show_events=True, timeout=30)
-    finally:
-        await swarm.shutdown()
-        for agent in swarm.agents:
-            await agent.function.aclose()
+    final, _ = await run_task(template, "6 x 7?")
 
     assert final["message"]["body"] == "The answer is 42."
-    assert events is not None and events[-1].event == "task_complete"
     supervisor, analyst, again = llm.requests
     assert (supervisor.api, analyst.api, again.api) == ("chat", "responses", "chat")
     assert analyst.stream and analyst.json["instructions"].startswith("You analyse.")

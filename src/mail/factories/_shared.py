@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from mail.core.tools import ToolFormat, pydantic_model_to_tool, tool_name
 from mail.errors import MAILError, SwarmDefinitionError
+from mail.factories._litellm import connection_url
 
 __all__ = [
     "AgentOutputError",
@@ -78,6 +79,26 @@ class LLMCallError(MAILError):
         self.status = status
         self.retryable = retryable
         super().__init__(message)
+
+    @classmethod
+    def after(
+        cls, error: BaseException, *, agent: str, model: str, attempts: int, retryable: bool
+    ) -> LLMCallError:
+        """The error for a call to ``model`` that last failed with ``error``: its message
+        names the agent, the attempts, the failure and, for a connection failure, the URL;
+        ``status`` is ``error.status_code`` when it has one."""
+        status = getattr(error, "status_code", None)
+        url = connection_url(error)
+        where = f" (could not connect to {url})" if url else ""
+        return cls(
+            f"agent '{agent}': LLM call to '{model}' failed after {attempts} "
+            f"attempt{'s' if attempts > 1 else ''}: {type(error).__name__}: {error}{where}",
+            agent=agent,
+            model=model,
+            attempts=attempts,
+            status=status if isinstance(status, int) else None,
+            retryable=retryable,
+        )
 
 
 def plain(obj: Any) -> Any:

@@ -28,7 +28,7 @@ from mail.core.agents import AgentFunction, AgentOutput
 from mail.core.tools import ToolFormat, get_agent_tools, tool_name
 from mail.errors import SwarmDefinitionError
 from mail.factories import _completions, _responses
-from mail.factories._litellm import connection_url, import_litellm
+from mail.factories._litellm import import_litellm
 from mail.factories._shared import (
     THINKING_BUDGETS,
     AgentOutputError,
@@ -416,17 +416,8 @@ class LiteLLMAgentFunction(MAILAgentFunction):
                 await asyncio.sleep(delay)
 
     def _call_error(self, error: Exception, tries: int, retryable: bool) -> LLMCallError:
-        status = getattr(error, "status_code", None)
-        url = connection_url(error)
-        where = f" (could not connect to {url})" if url else ""
-        return LLMCallError(
-            f"agent '{self.name}': LLM call to '{self.model}' failed after {tries} "
-            f"attempt{'s' if tries > 1 else ''}: {type(error).__name__}: {error}{where}",
-            agent=self.name,
-            model=self.model,
-            attempts=tries,
-            status=status if isinstance(status, int) else None,
-            retryable=retryable,
+        return LLMCallError.after(
+            error, agent=self.name, model=self.model, attempts=tries, retryable=retryable
         )
 
 

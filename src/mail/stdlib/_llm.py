@@ -16,12 +16,10 @@ from typing import Any, ClassVar
 from mail.core.agents import AgentOutput
 from mail.core.tools import ToolFormat
 from mail.errors import ConfigurationError, SwarmDefinitionError
-from mail.factories._litellm import connection_url
 from mail.factories._shared import (
     AgentOutputError,
     LLMCallError,
     check_llm_params,
-    first_line,
     thinking_settings,
 )
 from mail.factories.base import MAILAgentFunction, ReasoningEffort
@@ -209,20 +207,13 @@ class SDKAgentFunction(MAILAgentFunction):
 
     def _call_error(self, error: Exception, sdk: Any) -> LLMCallError:
         status = getattr(error, "status_code", None)
-        status = status if isinstance(status, int) else None
         retryable = isinstance(error, sdk.APIConnectionError) or (
-            status is not None and (status in _RETRIED_STATUSES or status >= _SERVER_ERRORS)
+            isinstance(status, int) and (status in _RETRIED_STATUSES or status >= _SERVER_ERRORS)
         )
-        tries = 1 + self.max_retries if retryable else 1
-        url = connection_url(error)
-        where = f" (could not connect to {url})" if url else ""
-        return LLMCallError(
-            f"agent '{self.name}': LLM call to '{self.model}' failed after {tries} "
-            f"attempt{'s' if tries > 1 else ''}: {type(error).__name__}: {first_line(error)}"
-            f"{where}",
+        return LLMCallError.after(
+            error,
             agent=self.name,
             model=self.model,
-            attempts=tries,
-            status=status,
+            attempts=1 + self.max_retries if retryable else 1,  # the SDK retried it
             retryable=retryable,
         )

@@ -46,14 +46,9 @@ __all__ = ["ReplyLike", "Rule", "StubAnthropicServer", "StubRequest"]
 class StubAnthropicServer(ScriptedServer):
     """A scripted Anthropic Messages API server on ``127.0.0.1`` (an async context manager).
 
-    Args:
-        rule: answers every request once the script is used up; receives the request JSON.
-        host: interface to bind (loopback by default).
-        port: port to bind; 0 picks a free one.
-
-    Attributes:
-        requests: every request received, in order (:class:`StubRequest`).
-        unscripted: how many requests found neither a scripted reply nor a rule.
+    Its arguments (``rule``, ``host``, ``port``), attributes (``requests``, ``unscripted``)
+    and scripting methods (``script``, ``extend``, ``pending``) are those of
+    :class:`~mail.testing.llm.StubLLMServer`.
     """
 
     def _routes(self, app: web.Application) -> None:

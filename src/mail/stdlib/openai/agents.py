@@ -19,7 +19,9 @@ Errors::
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from abc import abstractmethod
+from collections.abc import Awaitable, Callable
+from typing import Any, ClassVar, cast
 
 from mail.core.agents import AgentOutput
 from mail.core.tools import ToolFormat
@@ -57,10 +59,33 @@ class _OpenAIAgentFunction(SDKAgentFunction):
         except sdk.OpenAIError as e:  # no key given nor in OPENAI_API_KEY
             raise ConfigurationError(f"agent '{self.name}': {first_line(e)}") from e
 
-    def _tool_params(
-        self, tools: list[dict[str, Any]], tool_choice: str | dict[str, Any]
-    ) -> dict[str, Any]:
-        return tool_request_params(tools, tool_choice, self.api_format, self.parallel_tool_calls)
+    async def _turn(
+        self,
+        client: Any,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        tool_choice: str | dict[str, Any],
+    ) -> AgentOutput:
+        params = tool_request_params(tools, tool_choice, self.api_format, self.parallel_tool_calls)
+        response = await self._create(client)(**self._request(messages, params))
+        if self.stream_tokens:
+            async with response as stream:
+                response = await self._collect(stream)
+        return self._parse(response)
+
+    @abstractmethod
+    def _request(
+        self, messages: list[dict[str, Any]], tool_params: dict[str, Any]
+    ) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def _create(self, client: Any) -> Callable[..., Awaitable[Any]]: ...
+
+    @abstractmethod
+    async def _collect(self, stream: Any) -> Any: ...
+
+    @abstractmethod
+    def _parse(self, answer: Any) -> AgentOutput: ...
 
 
 @rebind(tool_format="completions")
@@ -82,29 +107,30 @@ class OpenAIChatCompletionsAgentFunction(_OpenAIAgentFunction):
 
     api_format: ClassVar[ToolFormat] = "completions"
 
-    async def _turn(
-        self,
-        client: Any,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
-        tool_choice: str | dict[str, Any],
-    ) -> AgentOutput:
-        request = _completions.build_request(
+    def _request(
+        self, messages: list[dict[str, Any]], tool_params: dict[str, Any]
+    ) -> dict[str, Any]:
+        return _completions.build_request(
             self.model,
             self.system,
             messages,
-            self._tool_params(tools, tool_choice),
+            tool_params,
             max_tokens=self.max_tokens,
             max_tokens_field="max_completion_tokens",
             reasoning_effort=self.reasoning_effort,
             stream=self.stream_tokens,
         )
-        response = await client.chat.completions.create(**request)
-        if self.stream_tokens:
-            async with response as stream:
-                message = await _completions.collect_stream(stream, self.name, self._log_stream)
-        else:
-            message = _completions.first_message(response, self.name)
+
+    def _create(self, client: Any) -> Callable[..., Awaitable[Any]]:
+        return cast("Callable[..., Awaitable[Any]]", client.chat.completions.create)
+
+    async def _collect(self, stream: Any) -> dict[str, Any]:
+        return await _completions.collect_stream(stream, self.name, self._log_stream)
+
+    def _parse(self, answer: Any) -> AgentOutput:
+        message = (
+            answer if isinstance(answer, dict) else _completions.first_message(answer, self.name)
+        )
         return _completions.parse_message(message, self.name)
 
 
@@ -120,28 +146,28 @@ class OpenAIResponsesAgentFunction(_OpenAIAgentFunction):
 
     api_format: ClassVar[ToolFormat] = "responses"
 
-    async def _turn(
-        self,
-        client: Any,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
-        tool_choice: str | dict[str, Any],
-    ) -> AgentOutput:
-        request = _responses.build_request(
+    def _request(
+        self, messages: list[dict[str, Any]], tool_params: dict[str, Any]
+    ) -> dict[str, Any]:
+        return _responses.build_request(
             self.model,
             self.system,
             messages,
-            self._tool_params(tools, tool_choice),
+            tool_params,
             max_tokens=self.max_tokens,
             reasoning_effort=self.reasoning_effort,
             reasoning=self.thinking_budget is not None,
             stream=self.stream_tokens,
         )
-        response = await client.responses.create(**request)
-        if self.stream_tokens:
-            async with response as stream:
-                response = await _responses.collect_stream(stream, self.name, self._log_stream)
-        return _responses.parse_response(response, self.name)
+
+    def _create(self, client: Any) -> Callable[..., Awaitable[Any]]:
+        return cast("Callable[..., Awaitable[Any]]", client.responses.create)
+
+    async def _collect(self, stream: Any) -> Any:
+        return await _responses.collect_stream(stream, self.name, self._log_stream)
+
+    def _parse(self, answer: Any) -> AgentOutput:
+        return _responses.parse_response(answer, self.name)
 
 
 @rebind(move=_SUPERVISOR, can_complete_tasks=True)
