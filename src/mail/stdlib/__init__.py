@@ -10,3 +10,5 @@
 Nothing here is imported by ``import mail``; each module loads its SDK only when used.
 See docs/stdlib.md.
 """
+
+__all__: list[str] = []  # the subpackages are imported by name, never from here
