@@ -46,16 +46,6 @@ NOT_YET = {
     "mail.stdlib.mcp:mcp_list_tools",
     "mail.stdlib.mcp:mcp_ping",
     "mail.stdlib.mcp:mcp_read_resource",
-    "mail.stdlib.openai",
-    "mail.stdlib.openai.agents",
-    "mail.stdlib.openai.agents:OpenAIChatCompletionsAgentFunction",
-    "mail.stdlib.openai.agents:OpenAIChatCompletionsSupervisorFunction",
-    "mail.stdlib.openai.agents:OpenAIResponsesAgentFunction",
-    "mail.stdlib.openai.agents:OpenAIResponsesSupervisorFunction",
-    "mail.stdlib.openai:OpenAIChatCompletionsAgentFunction",
-    "mail.stdlib.openai:OpenAIChatCompletionsSupervisorFunction",
-    "mail.stdlib.openai:OpenAIResponsesAgentFunction",
-    "mail.stdlib.openai:OpenAIResponsesSupervisorFunction",
 }
 # Names another piece of issue 22 ships.
 SKIPPED_NAMES: set[tuple[str, str, str]] = set()

@@ -15,7 +15,7 @@ from typing import Any
 from mail.core.tools import AgentToolCall
 from mail.factories._shared import AgentOutputError, new_call_id, parse_arguments, plain
 
-__all__ = ["request_messages", "first_message", "collect_stream", "parse_message"]
+__all__ = ["request_messages", "build_request", "first_message", "collect_stream", "parse_message"]
 
 logger = logging.getLogger("mail.factories.base")
 
@@ -26,6 +26,34 @@ def request_messages(system: str, messages: list[dict[str, Any]]) -> list[dict[s
     if not system or (history and history[0].get("role") == "system"):
         return history
     return [{"role": "system", "content": system}, *history]
+
+
+def build_request(
+    model: str,
+    system: str,
+    messages: list[dict[str, Any]],
+    tool_params: dict[str, Any],
+    *,
+    max_tokens: int | None = None,
+    max_tokens_field: str = "max_tokens",
+    reasoning_effort: str | None = None,
+    stream: bool = False,
+) -> dict[str, Any]:
+    """A chat-completions request: ``model``, the :func:`request_messages`, the tool
+    parameters, and ``max_tokens`` (sent as ``max_tokens_field``), ``reasoning_effort``
+    and ``stream`` when set."""
+    request: dict[str, Any] = {
+        "model": model,
+        "messages": request_messages(system, messages),
+        **tool_params,
+    }
+    if max_tokens is not None:
+        request[max_tokens_field] = max_tokens
+    if reasoning_effort is not None:
+        request["reasoning_effort"] = reasoning_effort
+    if stream:
+        request["stream"] = True
+    return request
 
 
 def first_message(response: Any, agent: str) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any
 from mail.core.tools import AgentToolCall
 from mail.factories._shared import AgentOutputError, new_call_id, parse_arguments, plain
 
-__all__ = ["request_input", "instructions_for", "collect_stream", "parse_response"]
+__all__ = ["request_input", "instructions_for", "build_request", "collect_stream", "parse_response"]
 
 logger = logging.getLogger("mail.factories.base")
 
@@ -35,6 +35,35 @@ def instructions_for(system: str, history: list[dict[str, Any]]) -> str | None:
     if not system or (history and history[0].get("role") == "system"):
         return None
     return system
+
+
+def build_request(
+    model: str,
+    system: str,
+    messages: list[dict[str, Any]],
+    tool_params: dict[str, Any],
+    *,
+    max_tokens: int | None = None,
+    reasoning_effort: str | None = None,
+    reasoning: bool = False,
+    stream: bool = False,
+) -> dict[str, Any]:
+    """A Responses request: ``model``, the history as ``input``, the system prompt as
+    ``instructions`` (see :func:`instructions_for`), the tool parameters, and when set
+    ``max_output_tokens``, ``reasoning`` (``{"effort": reasoning_effort or "medium",
+    "summary": "auto"}``, when ``reasoning``) and ``stream``."""
+    history = request_input(messages)
+    request: dict[str, Any] = {"model": model, "input": history, **tool_params}
+    instructions = instructions_for(system, history)
+    if instructions is not None:
+        request["instructions"] = instructions
+    if max_tokens is not None:
+        request["max_output_tokens"] = max_tokens
+    if reasoning:
+        request["reasoning"] = {"effort": reasoning_effort or "medium", "summary": "auto"}
+    if stream:
+        request["stream"] = True
+    return request
 
 
 def _field(obj: Any, name: str) -> Any:

@@ -1,5 +1,6 @@
-"""What the LiteLLM adapters share: their errors, tool-spec and tool-choice normalization,
-and the conversion of LiteLLM's pydantic objects to plain dicts.
+"""What the LLM agent functions share (LiteLLM's here, the SDK-based ones of
+:mod:`mail.stdlib`): their errors, parameter checks and thinking defaults, tool-spec and
+tool-choice normalization, and the conversion of SDK pydantic objects to plain dicts.
 
 Public names are re-exported by :mod:`mail.factories.base`.
 """
@@ -15,6 +16,7 @@ from pydantic import BaseModel
 
 from mail.core.tools import ToolFormat, pydantic_model_to_tool, tool_name
 from mail.errors import MAILError, SwarmDefinitionError
+from mail.factories._litellm import connection_url
 
 __all__ = [
     "AgentOutputError",
@@ -24,9 +26,18 @@ __all__ = [
     "new_call_id",
     "normalize_tool",
     "normalize_tool_choice",
+    "tool_request_params",
+    "THINKING_BUDGETS",
+    "check_llm_params",
+    "thinking_settings",
+    "first_line",
 ]
 
 _PREVIEW = 200  # characters of bad model output quoted in an error
+
+#: Thinking budget (tokens) used for each ``reasoning_effort`` when none is given.
+THINKING_BUDGETS: dict[str, int] = {"minimal": 2000, "low": 4000, "medium": 8000, "high": 16000}
+_THINKING_HEADROOM = 4000  # max_tokens defaults to the thinking budget plus this
 
 
 class AgentOutputError(MAILError):
@@ -69,11 +80,33 @@ class LLMCallError(MAILError):
         self.retryable = retryable
         super().__init__(message)
 
+    @classmethod
+    def after(
+        cls, error: BaseException, *, agent: str, model: str, attempts: int, retryable: bool
+    ) -> LLMCallError:
+        """The error for a call to ``model`` that last failed with ``error``: its message
+        names the agent, the attempts, the failure and, for a connection failure, the URL;
+        ``status`` is ``error.status_code`` when it has one."""
+        status = getattr(error, "status_code", None)
+        url = connection_url(error)
+        where = f" (could not connect to {url})" if url else ""
+        return cls(
+            f"agent '{agent}': LLM call to '{model}' failed after {attempts} "
+            f"attempt{'s' if attempts > 1 else ''}: {type(error).__name__}: {error}{where}",
+            agent=agent,
+            model=model,
+            attempts=attempts,
+            status=status if isinstance(status, int) else None,
+            retryable=retryable,
+        )
+
 
 def plain(obj: Any) -> Any:
     """``obj`` as JSON-ready builtins: pydantic models dumped (``None`` fields dropped)."""
     if isinstance(obj, BaseModel):
-        return obj.model_dump(mode="json", exclude_none=True, by_alias=True)
+        # warnings off: an SDK object may hold what its type does not say (a tool
+        # call's malformed input as a string), which the parsers then report
+        return obj.model_dump(mode="json", exclude_none=True, by_alias=True, warnings=False)
     if isinstance(obj, dict):
         return {k: plain(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
@@ -164,3 +197,68 @@ def normalize_tool_choice(
     if style == "completions":
         return {"type": "function", "function": {"name": name}}
     return {"type": "function", "name": name}
+
+
+def tool_request_params(
+    tools: list[dict[str, Any]],
+    tool_choice: str | dict[str, Any],
+    style: ToolFormat,
+    parallel_tool_calls: bool | None,
+) -> dict[str, Any]:
+    """``tools``, ``tool_choice`` (shaped for ``style``) and, when set,
+    ``parallel_tool_calls`` for a request; nothing when no tool is offered."""
+    if not tools:
+        return {}
+    names = [tool_name(t) for t in tools if t.get("type") == "function"]
+    params: dict[str, Any] = {
+        "tools": tools,
+        "tool_choice": normalize_tool_choice(tool_choice, style, names),
+    }
+    if parallel_tool_calls is not None:
+        params["parallel_tool_calls"] = parallel_tool_calls
+    return params
+
+
+def thinking_settings(
+    reasoning_effort: str | None, thinking_budget: int | None, max_tokens: int | None
+) -> tuple[int | None, int | None]:
+    """The ``(thinking_budget, max_tokens)`` to use: the budget defaults per effort
+    (:data:`THINKING_BUDGETS`), ``max_tokens`` to the budget + 4000 when thinking is on."""
+    if reasoning_effort is not None and thinking_budget is None:
+        thinking_budget = THINKING_BUDGETS[reasoning_effort]
+    if thinking_budget is not None and max_tokens is None:
+        max_tokens = thinking_budget + _THINKING_HEADROOM
+    return thinking_budget, max_tokens
+
+
+def check_llm_params(
+    name: str,
+    model: str,
+    reasoning_effort: str | None,
+    timeout: float,
+    max_retries: int,
+    model_field: str = "llm",
+) -> None:
+    """Raise :class:`SwarmDefinitionError` for an empty model name (``model_field`` names
+    the parameter), an unknown effort, a timeout not positive or negative retries."""
+
+    def bad(field: str, message: str) -> SwarmDefinitionError:
+        return SwarmDefinitionError(message, agent=name, field=field)
+
+    if not isinstance(model, str) or not model:
+        raise bad(model_field, "an LLM agent needs a model name")
+    if reasoning_effort is not None and reasoning_effort not in THINKING_BUDGETS:
+        raise bad(
+            "reasoning_effort",
+            f"must be one of {', '.join(THINKING_BUDGETS)}, got {reasoning_effort!r}",
+        )
+    if timeout <= 0:
+        raise bad("timeout", f"must be positive, got {timeout!r}")
+    if max_retries < 0:
+        raise bad("max_retries", f"must be 0 or more, got {max_retries!r}")
+
+
+def first_line(error: BaseException) -> str:
+    """The first line of ``str(error)`` (empty when it has none)."""
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else ""

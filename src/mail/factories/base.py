@@ -28,12 +28,16 @@ from mail.core.agents import AgentFunction, AgentOutput
 from mail.core.tools import ToolFormat, get_agent_tools, tool_name
 from mail.errors import SwarmDefinitionError
 from mail.factories import _completions, _responses
-from mail.factories._litellm import connection_url, import_litellm
+from mail.factories._litellm import import_litellm
 from mail.factories._shared import (
+    THINKING_BUDGETS,
     AgentOutputError,
     LLMCallError,
+    check_llm_params,
+    first_line,
     normalize_tool,
-    normalize_tool_choice,
+    thinking_settings,
+    tool_request_params,
 )
 from mail.factories._signature import REQUIRED, deprecated_factory
 
@@ -52,9 +56,6 @@ logger = logging.getLogger("mail.factories.base")
 
 ReasoningEffort: TypeAlias = Literal["minimal", "low", "medium", "high"]
 
-#: Thinking budget (tokens) used for each ``reasoning_effort`` when none is given.
-THINKING_BUDGETS: dict[str, int] = {"minimal": 2000, "low": 4000, "medium": 8000, "high": 16000}
-_THINKING_HEADROOM = 4000  # max_tokens defaults to the thinking budget plus this
 _BASE_MAIL_TOOLS = frozenset(
     {"send_request", "send_response", "acknowledge_broadcast", "ignore_broadcast"}
     | {"await_message", "help"}
@@ -246,11 +247,10 @@ class LiteLLMAgentFunction(MAILAgentFunction):
             exclude_tools=exclude_tools,
             **kwargs,
         )
-        _check_llm_params(name, llm, reasoning_effort, timeout, max_retries)
-        if reasoning_effort is not None and thinking_budget is None:
-            thinking_budget = THINKING_BUDGETS[reasoning_effort]
-        if thinking_budget is not None and max_tokens is None:
-            max_tokens = thinking_budget + _THINKING_HEADROOM
+        check_llm_params(name, llm, reasoning_effort, timeout, max_retries)
+        thinking_budget, max_tokens = thinking_settings(
+            reasoning_effort, thinking_budget, max_tokens
+        )
         self.llm = llm
         self.system = system
         self.user_token = user_token
@@ -304,16 +304,7 @@ class LiteLLMAgentFunction(MAILAgentFunction):
     def _tool_params(
         self, tools: list[dict[str, Any]], tool_choice: str | dict[str, Any]
     ) -> dict[str, Any]:
-        if not tools:
-            return {}
-        names = [n for n in map(_spec_name, tools) if n is not None]
-        params: dict[str, Any] = {
-            "tools": tools,
-            "tool_choice": normalize_tool_choice(tool_choice, self.tool_format, names),
-        }
-        if self.parallel_tool_calls is not None:
-            params["parallel_tool_calls"] = self.parallel_tool_calls
-        return params
+        return tool_request_params(tools, tool_choice, self.tool_format, self.parallel_tool_calls)
 
     @property
     def _log_stream(self) -> bool:
@@ -342,22 +333,19 @@ class LiteLLMAgentFunction(MAILAgentFunction):
     async def _completions(
         self, litellm: Any, messages: list[dict[str, Any]], tool_params: dict[str, Any]
     ) -> AgentOutput:
-        request: dict[str, Any] = {
-            "model": self.model,
-            "messages": _completions.request_messages(self.system, messages),
-            **tool_params,
-            "drop_params": True,
-            "max_retries": 0,  # retries are ours (the OpenAI SDK would add its own)
-            **self._connection(),
-        }
-        if self.max_tokens is not None:
-            request["max_tokens"] = self.max_tokens
-        if self.reasoning_effort is not None:
-            request["reasoning_effort"] = self.reasoning_effort
+        request = _completions.build_request(
+            self.model,
+            self.system,
+            messages,
+            tool_params,
+            max_tokens=self.max_tokens,
+            reasoning_effort=self.reasoning_effort,
+            stream=self.stream_tokens,
+        )
+        # retries are ours (the OpenAI SDK would add its own)
+        request.update(drop_params=True, max_retries=0, **self._connection())
         if self.thinking is not None:
             request["thinking"] = self.thinking
-        if self.stream_tokens:
-            request["stream"] = True
 
         async def attempt() -> dict[str, Any]:
             response = await litellm.acompletion(**request)
@@ -371,24 +359,18 @@ class LiteLLMAgentFunction(MAILAgentFunction):
     async def _responses(
         self, litellm: Any, messages: list[dict[str, Any]], tool_params: dict[str, Any]
     ) -> AgentOutput:
-        history = _responses.request_input(messages)
-        request: dict[str, Any] = {
-            "model": self.model,
-            "input": history,
-            **tool_params,
-            "drop_params": True,
-            "max_retries": 0,
-            **self._connection(),
-        }
-        instructions = _responses.instructions_for(self.system, history)
-        if instructions is not None:
-            request["instructions"] = instructions
-        if self.max_tokens is not None:
-            request["max_output_tokens"] = self.max_tokens
-        if self.thinking is not None:  # as for completions: an effort or a budget turns it on
-            request["reasoning"] = {"effort": self.reasoning_effort or "medium", "summary": "auto"}
-        if self.stream_tokens:
-            request["stream"] = True
+        request = _responses.build_request(
+            self.model,
+            self.system,
+            messages,
+            tool_params,
+            max_tokens=self.max_tokens,
+            reasoning_effort=self.reasoning_effort,
+            # as for completions: an effort or a budget turns it on
+            reasoning=self.thinking is not None,
+            stream=self.stream_tokens,
+        )
+        request.update(drop_params=True, max_retries=0, **self._connection())
 
         async def attempt() -> Any:
             response = await litellm.aresponses(**request)
@@ -425,7 +407,7 @@ class LiteLLMAgentFunction(MAILAgentFunction):
                     self.name,
                     self.model,
                     type(e).__name__,
-                    _first_line(e),
+                    first_line(e),
                     tries,
                     self.max_retries,
                     delay,
@@ -434,42 +416,9 @@ class LiteLLMAgentFunction(MAILAgentFunction):
                 await asyncio.sleep(delay)
 
     def _call_error(self, error: Exception, tries: int, retryable: bool) -> LLMCallError:
-        status = getattr(error, "status_code", None)
-        url = connection_url(error)
-        where = f" (could not connect to {url})" if url else ""
-        return LLMCallError(
-            f"agent '{self.name}': LLM call to '{self.model}' failed after {tries} "
-            f"attempt{'s' if tries > 1 else ''}: {type(error).__name__}: {error}{where}",
-            agent=self.name,
-            model=self.model,
-            attempts=tries,
-            status=status if isinstance(status, int) else None,
-            retryable=retryable,
+        return LLMCallError.after(
+            error, agent=self.name, model=self.model, attempts=tries, retryable=retryable
         )
-
-
-def _first_line(error: Exception) -> str:
-    lines = str(error).strip().splitlines()
-    return lines[0] if lines else ""
-
-
-def _check_llm_params(
-    name: str, llm: str, reasoning_effort: str | None, timeout: float, max_retries: int
-) -> None:
-    def bad(field: str, message: str) -> SwarmDefinitionError:
-        return SwarmDefinitionError(message, agent=name, field=field)
-
-    if not isinstance(llm, str) or not llm:
-        raise bad("llm", "an LLM agent needs a model name")
-    if reasoning_effort is not None and reasoning_effort not in THINKING_BUDGETS:
-        raise bad(
-            "reasoning_effort",
-            f"must be one of {', '.join(THINKING_BUDGETS)}, got {reasoning_effort!r}",
-        )
-    if timeout <= 0:
-        raise bad("timeout", f"must be positive, got {timeout!r}")
-    if max_retries < 0:
-        raise bad("max_retries", f"must be 0 or more, got {max_retries!r}")
 
 
 #: Deprecated: ``base_agent_factory(comm_targets, tools, user_token, llm, system,

@@ -1,5 +1,7 @@
-"""Test doubles for users' tests and ours: scripted agents (and, in submodules, a local
-OpenAI-compatible LLM server).
+"""Test doubles for users' tests and ours: scripted agents (and, in submodules that import
+aiohttp, so not imported here: a local OpenAI-compatible LLM server,
+:mod:`mail.testing.llm`, and a local Anthropic Messages API server,
+:mod:`mail.testing.anthropic`).
 
 ``from mail.testing import ScriptedAgent, tc`` gives deterministic agents that never call an
 LLM; see :mod:`mail.testing._scripted` for the details.
