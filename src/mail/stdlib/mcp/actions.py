@@ -138,6 +138,7 @@ async def _all(fetch: Callable[[str | None], Awaitable[Any]], attribute: str) ->
 
 def _checked(check: Callable[[dict[str, Any]], Any], args: dict[str, Any]) -> tuple[Any, str]:
     try:
+        _url(args)  # reported first, as by the actions without other arguments
         return check(args), ""
     except _BadArgument as e:
         return None, f"Error: {e}"
@@ -145,15 +146,12 @@ def _checked(check: Callable[[dict[str, Any]], Any], args: dict[str, Any]) -> tu
 
 async def _ping(args: dict[str, Any]) -> str:
     async def work(client: Client) -> str:
-        from mcp.shared.exceptions import MCPError  # noqa: PLC0415
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS  # noqa: PLC0415
 
-        try:
+        # protocol 2026-07-28 dropped ping: there the handshake that opened the session
+        # (server/discover) has already answered
+        if client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             await client.send_ping()
-        except MCPError as e:
-            # protocol 2026-07-28 has no ping: the handshake that opened the session
-            # has already answered
-            if "not found" not in str(e).lower():
-                raise
         return "pong"
 
     return await _run(args, work)
