@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from mail.cli._doctor import Check
+from mail.cli._doctor import Check, Status
 
 if TYPE_CHECKING:
     from mail.config import MAILConfig
@@ -55,7 +55,7 @@ async def _probe(spec: MCPServerSpec, env: Mapping[str, str]) -> Check:
     try:
         await connection.start()
     except ConfigurationError as e:
-        status = "warn" if spec.optional else "fail"
+        status: Status = "warn" if spec.optional else "fail"
         fix = "start the server (or correct its definition in mcp_servers)"
         if spec.optional:
             fix += "; it is optional: the swarm starts without its tools"
