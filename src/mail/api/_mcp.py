@@ -12,11 +12,11 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from mail.api._actions import MAILAction
 from mail.errors import ConfigurationError
 from mail.swarms_json._mcp import MCPServerSpec, check_agent_mcp_servers, parse_mcp_servers
 
 if TYPE_CHECKING:
-    from mail.api._actions import MAILAction
     from mail.api._agents import MAILAgentTemplate
     from mail.stdlib.mcp._sessions import MCPToolbox
 
@@ -35,6 +35,7 @@ class TemplateMCP:
         self.specs = parse_mcp_servers(list(servers or ()), swarm)
         self.toolbox: MCPToolbox | None = None
         self._owned = True  # a subset shares its parent's sessions and does not close them
+        self._actions: dict[str, list[MAILAction]] = {}
 
     @property
     def started(self) -> bool:
@@ -56,10 +57,15 @@ class TemplateMCP:
         toolbox = MCPToolbox(self.specs, os.environ if env is None else env)
         await toolbox.start()
         self.toolbox = toolbox
+        self._actions = {
+            server: [MAILAction(t.name, t.description, t.parameters, t.call) for t in tools]
+            for server, tools in toolbox.actions.items()
+        }
 
     async def close(self) -> None:
         """Close the sessions (stdio servers exit); the servers may be started again."""
         toolbox, self.toolbox = self.toolbox, None
+        self._actions = {}
         if toolbox is not None and self._owned:
             await toolbox.close()
 
@@ -69,8 +75,7 @@ class TemplateMCP:
         started."""
         if not self.specs:
             return list(agents)
-        toolbox = self.toolbox
-        if toolbox is None:
+        if self.toolbox is None:
             names = ", ".join(s.name for s in self.specs)
             raise ConfigurationError(
                 f"swarm '{self.swarm}' declares MCP servers ({names}): call "
@@ -79,7 +84,7 @@ class TemplateMCP:
             )
         out = []
         for agent in agents:
-            extra: list[MAILAction] = toolbox.actions_for(agent.mcp_servers)
+            extra = [a for name in agent.mcp_servers for a in self._actions.get(name, [])]
             out.append(agent.copy(actions=[*agent.actions, *extra]) if extra else agent)
         return out
 
@@ -87,5 +92,6 @@ class TemplateMCP:
         """The servers ``names`` (a subswarm's), sharing the started sessions."""
         kept = TemplateMCP(self.swarm, [s for s in self.specs if s.name in set(names)])
         kept.toolbox = self.toolbox if kept.specs else None
+        kept._actions = {n: a for n, a in self._actions.items() if n in set(names)}
         kept._owned = False
         return kept

@@ -9,18 +9,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
-
-from mail.cli._doctor import Check, Status
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from mail.config import MAILConfig
     from mail.swarms_json._mcp import MCPServerSpec
 
-__all__ = ["check_mcp_servers"]
+__all__ = ["Finding", "check_mcp_servers"]
+
+#: one check's ``(name, status, message, fix)``, made a ``Check`` by the doctor
+Finding = tuple[str, Literal["ok", "warn", "fail"], str, str]
 
 
-def check_mcp_servers(config: MAILConfig, env: Mapping[str, str]) -> list[Check]:
+def check_mcp_servers(config: MAILConfig, env: Mapping[str, str]) -> list[Finding]:
     """One check per MCP server of the configured swarm (none when it declares none or
     does not load: the swarm check reports that); ``env`` resolves ``${VAR}`` references."""
     from mail.api import MAILSwarmTemplate  # noqa: PLC0415
@@ -38,15 +39,15 @@ def check_mcp_servers(config: MAILConfig, env: Mapping[str, str]) -> list[Check]
     try:
         require_sdk()
     except ConfigurationError as e:
-        return [Check("mcp servers", "fail", str(e), "pip install 'mail-swarms[mcp]'")]
+        return [("mcp servers", "fail", str(e), "pip install 'mail-swarms[mcp]'")]
     return asyncio.run(_probe_all(servers, env))
 
 
-async def _probe_all(servers: list[MCPServerSpec], env: Mapping[str, str]) -> list[Check]:
+async def _probe_all(servers: list[MCPServerSpec], env: Mapping[str, str]) -> list[Finding]:
     return list(await asyncio.gather(*(_probe(s, env) for s in servers)))
 
 
-async def _probe(spec: MCPServerSpec, env: Mapping[str, str]) -> Check:
+async def _probe(spec: MCPServerSpec, env: Mapping[str, str]) -> Finding:
     from mail.errors import ConfigurationError  # noqa: PLC0415
     from mail.stdlib.mcp._sessions import MCPConnection  # noqa: PLC0415
 
@@ -55,13 +56,12 @@ async def _probe(spec: MCPServerSpec, env: Mapping[str, str]) -> Check:
     try:
         await connection.start()
     except ConfigurationError as e:
-        status: Status = "warn" if spec.optional else "fail"
+        status: Literal["ok", "warn", "fail"] = "warn" if spec.optional else "fail"
         fix = "start the server (or correct its definition in mcp_servers)"
         if spec.optional:
             fix += "; it is optional: the swarm starts without its tools"
-        return Check(name, status, str(e), fix)
+        return (name, status, str(e), fix)
     offered = [t.name for t in connection.tools if spec.offers(t.name)]
     await connection.close()
-    return Check(
-        name, "ok", f"{spec.transport}: {len(offered)} tool(s) offered: {', '.join(offered)}"
-    )
+    summary = f"{spec.transport}: {len(offered)} tool(s) offered: {', '.join(offered)}"
+    return (name, "ok", summary, "")

@@ -7,8 +7,8 @@ task groups that must be entered and left by the same task, and calls from any t
 (the server exits, the connection drops) makes the call answer ``Error: MCP server 'x'
 is unavailable: ...``; the next call opens a new session once.
 
-:class:`MCPToolbox` starts every server of a swarm, builds one :class:`~mail.api.MAILAction`
-per offered tool (``<server>__<tool>``) and closes the sessions.
+:class:`MCPToolbox` starts every server of a swarm, describes each offered tool
+(:class:`OfferedTool`, the action ``<server>__<tool>``) and closes the sessions.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ import asyncio
 import contextlib
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from mail.errors import ConfigurationError
@@ -25,7 +26,7 @@ from mail.stdlib.mcp._connect import describe_error, open_client
 from mail.stdlib.mcp._render import render_call
 from mail.swarms_json._mcp import MCPServerSpec, env_reference
 
-__all__ = ["MCPConnection", "MCPToolbox", "action_name"]
+__all__ = ["MCPConnection", "MCPToolbox", "OfferedTool", "action_name"]
 
 logger = logging.getLogger("mail.actions")
 
@@ -180,12 +181,23 @@ def _connection_lost(error: BaseException) -> bool:
     return "connection closed" in text or "closed" in type(error).__name__.lower()
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OfferedTool:
+    """A tool an agent is offered: its action name, description, input schema and the
+    coroutine function that calls it (``mail.api`` makes it a ``MAILAction``)."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    call: Callable[[dict[str, Any]], Awaitable[str]]
+
+
 class MCPToolbox:
     """The started MCP servers of a swarm and the actions their tools become."""
 
     def __init__(self, specs: Sequence[MCPServerSpec], env: Mapping[str, str]) -> None:
         self.connections = {s.name: MCPConnection(s, env) for s in specs}
-        self.actions: dict[str, list[Any]] = {}
+        self.actions: dict[str, list[OfferedTool]] = {}
 
     async def start(self) -> None:
         """Start every server at once. A required server that fails raises
@@ -214,11 +226,9 @@ class MCPToolbox:
             await self.close()
             raise failed
 
-    def _actions(self, connection: MCPConnection) -> list[Any]:
-        from mail.api import MAILAction  # noqa: PLC0415  # mail.api imports this lazily
-
+    def _actions(self, connection: MCPConnection) -> list[OfferedTool]:
         spec = connection.spec
-        actions = []
+        offered = []
         for tool in connection.tools:
             if not spec.offers(tool.name):
                 continue
@@ -227,18 +237,18 @@ class MCPToolbox:
             description = (tool.description or "").strip() or (
                 f"The tool '{tool.name}' of the MCP server '{spec.name}'."
             )
-            actions.append(
-                MAILAction(
-                    action_name(spec.name, tool.name),
-                    description,
-                    schema,
-                    _tool_caller(connection, tool.name),
+            offered.append(
+                OfferedTool(
+                    name=action_name(spec.name, tool.name),
+                    description=description,
+                    parameters=schema,
+                    call=_tool_caller(connection, tool.name),
                 )
             )
-        return actions
+        return offered
 
-    def actions_for(self, servers: Sequence[str]) -> list[Any]:
-        """The actions of the named servers' offered tools (optional failed ones: none)."""
+    def actions_for(self, servers: Sequence[str]) -> list[OfferedTool]:
+        """The offered tools of the named servers (optional failed ones: none)."""
         return [a for name in servers for a in self.actions.get(name, [])]
 
     async def close(self) -> None:
@@ -246,7 +256,9 @@ class MCPToolbox:
         await asyncio.gather(*(c.close() for c in self.connections.values()))
 
 
-def _tool_caller(connection: MCPConnection, tool: str) -> Any:
+def _tool_caller(
+    connection: MCPConnection, tool: str
+) -> Callable[[dict[str, Any]], Awaitable[str]]:
     async def call(args: dict[str, Any]) -> str:
         return await connection.call_tool(tool, dict(args))
 
