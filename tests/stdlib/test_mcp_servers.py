@@ -211,7 +211,10 @@ async def test_a_bearer_token_comes_from_its_environment_reference() -> None:
         swarm["mcp_servers"] = [spec]
         template = MAILSwarmTemplate.from_swarms_json(swarm)
 
-        with pytest.raises(ConfigurationError, match=r"names \$\{CALC_TOKEN\}, which is not set"):
+        with pytest.raises(
+            ConfigurationError,
+            match=r"^MCP server 'calc': token names \$\{CALC_TOKEN\}, which is not set$",
+        ):
             await template.start_mcp(env={})
         with pytest.raises(ConfigurationError, match="could not be started"):
             await template.start_mcp(env={"CALC_TOKEN": "wrong"})

@@ -80,9 +80,9 @@ class MCPConnection:
             )
         return found
 
-    async def _own(self) -> None:
+    async def _own(self, options: dict[str, Any]) -> None:
         try:
-            async with open_client(**self._options()) as client:
+            async with open_client(**options) as client:
                 tools: list[Any] = []
                 cursor = None
                 for _ in range(20):
@@ -103,11 +103,12 @@ class MCPConnection:
     async def start(self) -> None:
         """Open the session and list the tools. Raises :class:`ConfigurationError`
         (one line naming the server and the reason) when that fails or times out."""
+        options = self._options()  # an unset ${VAR} is reported as it is
         self._ready.clear()
         self._stop.clear()
         self._failure = None
         self._task = asyncio.get_running_loop().create_task(
-            self._own(), name=f"mcp:{self.spec.name}"
+            self._own(options), name=f"mcp:{self.spec.name}"
         )
         try:
             await asyncio.wait_for(self._ready.wait(), self.spec.timeout)
