@@ -87,11 +87,12 @@ async def test_a_scripted_run_of_each_shipped_swarm_emits_schema_valid_messages(
     name: str,
 ) -> None:
     template = scripted(MAILSwarmTemplate.from_swarm_json_file(name, SWARMS))
-    swarm = template.instantiate({"user_token": "k"}, user_id="u1")
-    try:
-        final, events = await swarm.post_message("Go", show_events=True, timeout=20)
-    finally:
-        await swarm.shutdown()
+    async with template:  # opens the MCP servers it declares (mcp-demo), closes them after
+        swarm = template.instantiate({"user_token": "k"}, user_id="u1")
+        try:
+            final, events = await swarm.post_message("Go", show_events=True, timeout=20)
+        finally:
+            await swarm.shutdown()
     assert final["message"]["body"] in ("all answered", "nothing to ask"), final
     assert events is not None
     messages = assert_all_valid(events)

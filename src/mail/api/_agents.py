@@ -126,7 +126,9 @@ class MAILAgentTemplate:
     ``factory`` is a callable (or ``python::module:attr`` naming one) called with the
     agent's wiring and parameters; it returns the agent function (classes are simply
     instantiated). ``python::`` and ``url::`` strings inside ``agent_params`` are resolved
-    once, here. Raises :class:`SwarmDefinitionError` when a reference does not resolve.
+    once, here. ``mcp_servers`` (keyword) names MCP servers of the swarm whose tools the
+    agent is offered as actions ``<server>__<tool>`` (see :class:`MAILSwarmTemplate`).
+    Raises :class:`SwarmDefinitionError` when a reference does not resolve.
     """
 
     def __init__(  # noqa: PLR0917  # positional signature of the seeds
@@ -143,9 +145,12 @@ class MAILAgentTemplate:
         exclude_tools: Sequence[str] | None = None,
         *,
         policy: ReferencePolicy = DEFAULT_POLICY,
+        mcp_servers: Sequence[str] | None = None,
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise SwarmDefinitionError("agent name must be a non-empty string", field="name")
+        #: names of the swarm's MCP servers whose tools this agent is offered
+        self.mcp_servers = list(mcp_servers or ())
         self.name = name
         self.factory = factory
         self.comm_targets = list(comm_targets)
@@ -245,6 +250,7 @@ class MAILAgentTemplate:
             "can_complete_tasks": self.can_complete_tasks,
             "tool_format": self.tool_format,
             "exclude_tools": self.exclude_tools,
+            "mcp_servers": self.mcp_servers,
         }
         values.update(changes)
         return MAILAgentTemplate(**values)
@@ -289,6 +295,7 @@ class MAILAgentTemplate:
                 spec["tool_format"],
                 spec["exclude_tools"],
                 policy=policy,
+                mcp_servers=spec["mcp_servers"],
             )
         except SwarmDefinitionError as e:
             raise e.located(swarm=swarm) from e

@@ -27,6 +27,7 @@ from mail.api._actions import MAILAction, load_swarm_actions
 from mail.api._agents import MAILAgent, MAILAgentTemplate, refresh_contacts
 from mail.api._checks import check_structure, check_whole
 from mail.api._interswarm import OwnedFederation
+from mail.api._mcp import TemplateMCP
 from mail.api._messages import caller_message, user_message
 from mail.api._topology import adjacency_matrix, rewired_targets
 from mail.core.message import MAILInterswarmMessage, MAILMessage, validate_interswarm_message
@@ -37,9 +38,12 @@ from mail.errors import (
     TaskStateError,
 )
 from mail.swarms_json import find_swarm, load_swarms_json_file, parse_swarm
+from mail.swarms_json._mcp import parse_mcp_servers
 from mail.utils.parsing import DEFAULT_POLICY, ReferencePolicy
 
 if TYPE_CHECKING:
+    from types import TracebackType
+
     # The runtime and its modules load with the first MAILSwarm: a server that loads a
     # template answers /health without them.
     from sse_starlette import EventSourceResponse
@@ -50,6 +54,7 @@ if TYPE_CHECKING:
     from mail.core.runtime import MAILRuntime, RemoteRouter, ResumeFrom
     from mail.core.tasks import MAILTask
     from mail.db.store import TaskStore
+    from mail.swarms_json._mcp import MCPServerSpec
 
 __all__ = ["MAILSwarm", "MAILSwarmTemplate"]
 
@@ -615,6 +620,12 @@ class MAILSwarmTemplate:
 
     Nothing is checked until :meth:`instantiate` (or, for the definition's own fields, a
     ``from_swarms_json*`` load), so a template may be edited through invalid states.
+
+    ``mcp_servers`` (keyword): MCP servers whose tools the agents that name them (their
+    ``mcp_servers``) are offered, as :class:`~mail.stdlib.mcp.MCPServerSpec` or objects as
+    in ``swarms.json`` (checked here: :class:`SwarmDefinitionError`). Their sessions are
+    opened once per template by ``await`` :meth:`start_mcp` (or ``async with template:``),
+    shared by every swarm it instantiates, and closed by :meth:`close_mcp`.
     """
 
     def __init__(  # noqa: PLR0917  # positional signature of the seeds
@@ -632,7 +643,10 @@ class MAILSwarmTemplate:
         keywords: Sequence[str] | None = None,
         public: bool = False,
         enable_db_agent_histories: bool = False,
+        *,
+        mcp_servers: Sequence[MCPServerSpec | Mapping[str, Any]] | None = None,
     ) -> None:
+        self._mcp = TemplateMCP(name, mcp_servers)
         self.name = name
         self.version = version
         self.agents = list(agents)
@@ -668,6 +682,45 @@ class MAILSwarmTemplate:
             self.breakpoint_tools,
             self.exclude_tools,
         )
+        self._mcp.check_agents(self.agents)
+
+    # --- MCP servers ---------------------------------------------------------------------
+
+    @property
+    def mcp_servers(self) -> list[MCPServerSpec]:
+        """The MCP servers this swarm declares."""
+        return list(self._mcp.specs)
+
+    @property
+    def mcp_started(self) -> bool:
+        """True once :meth:`start_mcp` has opened the servers' sessions (or none declared)."""
+        return self._mcp.started or not self._mcp.specs
+
+    async def start_mcp(self, env: Mapping[str, str] | None = None) -> None:
+        """Open a session to each declared MCP server and list its tools, once (again
+        after :meth:`close_mcp`); ``env`` is where ``${VAR}`` references (tokens,
+        ``env`` values) are looked up (default ``os.environ``). Raises
+        :class:`ConfigurationError` with one line naming the server and the reason when
+        a required server cannot be started (the others are closed); optional ones are
+        left out with a warning; also when the ``mcp`` package is missing."""
+        await self._mcp.start(env)
+
+    async def close_mcp(self) -> None:
+        """Close the MCP sessions (stdio servers exit). Swarms built meanwhile get
+        ``Error: MCP server 'x' is unavailable`` from their MCP tools until restarted."""
+        await self._mcp.close()
+
+    async def __aenter__(self) -> MAILSwarmTemplate:
+        await self.start_mcp()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close_mcp()
 
     def instantiate(
         self,
@@ -694,11 +747,14 @@ class MAILSwarmTemplate:
         ``registry_file`` (read before the first message); ``env`` is where
         ``${SWARM_AUTH_TOKEN_<NAME>}`` references are looked up (default ``os.environ``).
         Raises :class:`SwarmDefinitionError` when the template is invalid (the entrypoint,
-        a comm target, no agent that completes tasks...) or a factory fails.
+        a comm target, no agent that completes tasks...) or a factory fails, and
+        :class:`ConfigurationError` when it declares MCP servers not started (see
+        :meth:`start_mcp`).
         """
         self.validate()
-        agents = [t.instantiate(instance_params, self.exclude_tools) for t in self.agents]
-        refresh_contacts(agents, {t.name: t for t in self.agents})
+        templates = self._mcp.agents_with_tools(self.agents)
+        agents = [t.instantiate(instance_params, self.exclude_tools) for t in templates]
+        refresh_contacts(agents, {t.name: t for t in templates})
         return MAILSwarm(
             self.name,
             self.version,
@@ -795,7 +851,7 @@ class MAILSwarmTemplate:
             if a.name in keep
         ]
         used = {x.name for a in agents for x in a.actions}
-        return MAILSwarmTemplate(
+        subswarm = MAILSwarmTemplate(
             f"{self.name}{name_suffix}",
             self.version,
             agents,
@@ -814,6 +870,8 @@ class MAILSwarmTemplate:
             self.public,
             self.enable_db_agent_histories,
         )
+        subswarm._mcp = self._mcp.subset([s for a in agents for s in a.mcp_servers])
+        return subswarm
 
     # --- loading -------------------------------------------------------------------------
 
@@ -831,8 +889,9 @@ class MAILSwarmTemplate:
         names, tool names); ``action_imports`` must resolve to :class:`MAILAction`
         objects, and an action name defined twice with different objects is an error.
         Whether the agents reach each other is checked by :meth:`instantiate` (or
-        :meth:`validate`). Raises :class:`SwarmDefinitionError` naming the swarm, agent
-        and field.
+        :meth:`validate`). ``mcp_servers`` with a ``command`` are refused when ``policy``
+        does not allow them (definitions received over HTTP). Raises
+        :class:`SwarmDefinitionError` naming the swarm, agent and field.
         """
         spec = parse_swarm(swarm_data)
         swarm = spec["name"]
@@ -857,6 +916,9 @@ class MAILSwarmTemplate:
             spec["keywords"],
             spec["public"],
             spec["enable_db_agent_histories"],
+            mcp_servers=parse_mcp_servers(
+                spec["mcp_servers"], swarm, allow_commands=policy.allow_mcp_commands
+            ),
         )
 
     @classmethod

@@ -100,6 +100,7 @@ def run_checks(
     top, as ``mail server``'s flags do (``{"server": {"swarm": {"name": ...}}}``). A
     configuration that does not load gives one failed ``config`` check; nothing is raised.
     """
+    from mail.cli._doctor_mcp import check_mcp_servers  # noqa: PLC0415  # the SDK, on use
     from mail.config import load_config  # noqa: PLC0415
     from mail.errors import ConfigurationError  # noqa: PLC0415
 
@@ -118,6 +119,7 @@ def run_checks(
     checks.append(check_swarm(config))
     checks.extend(check_llm_keys(config, env))
     checks.extend(check_interswarm_targets(config))
+    checks.extend(Check(*finding) for finding in check_mcp_servers(config, env))
     checks.append(check_auth(config.auth))
     checks.append(unmade_store(config.database) or asyncio.run(check_store(config.database)))
     checks.extend(check_registry(config, env))

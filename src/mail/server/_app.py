@@ -292,6 +292,9 @@ def create_app(
             raise
         try:
             await _open_store(state)
+            # the MCP servers' sessions, shared by every caller (already open under
+            # `mail server`, which reports a failure as one line: see _serve)
+            await state.template.start_mcp()
         except BaseException:
             await state.close(save_registry=False)
             raise
@@ -520,4 +523,4 @@ def _serve(config: MAILConfig, template: MAILSwarmTemplate) -> None:
         # process: frozen, Python's full collections stop walking them again (a full
         # collection every few hundred tasks took ~60 ms; see benchmarks/README.md).
         gc.freeze()
-        serve(app, options, on_started=listening)
+        serve(app, options, on_started=listening, prepare=template.start_mcp)

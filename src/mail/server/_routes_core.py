@@ -8,7 +8,7 @@ from typing import Any
 from fastapi import APIRouter
 
 from mail.api import MAILSwarmTemplate
-from mail.errors import MAILError, SwarmDefinitionError
+from mail.errors import ConfigurationError, MAILError, SwarmDefinitionError
 from mail.server._deps import Admin, AdminOrUser, AppState
 from mail.server._routing import StrictJSONRoute
 from mail.server._state import ServerState
@@ -188,6 +188,11 @@ async def load_swarm(
         template.validate()  # a swarm that cannot be instantiated is refused here
     except SwarmDefinitionError as e:
         raise SwarmDefinitionError(f"error loading swarm from JSON: {e}") from e
+    try:
+        await template.start_mcp()  # its MCP servers (url ones only: see the policy)
+    except ConfigurationError as e:
+        raise SwarmDefinitionError(f"error loading swarm from JSON: {e}") from e
+    state.replaced.append(state.template)
     state.template = template
     state.registry.register_local_swarm(
         description=template.description, keywords=template.keywords, public=template.public

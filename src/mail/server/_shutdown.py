@@ -57,15 +57,24 @@ async def unless_closing(work: Awaitable[T], *signals: Signal) -> tuple[bool, T 
 
 
 def serve(
-    app: FastAPI, options: dict[str, Any], *, on_started: Callable[[int], None] | None = None
+    app: FastAPI,
+    options: dict[str, Any],
+    *,
+    on_started: Callable[[int], None] | None = None,
+    prepare: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """``uvicorn.run(app, **options)`` (no reload), telling the app when a signal asks
     the server to stop, before uvicorn waits for (and then cancels) open requests.
-    ``on_started`` is called with the bound port once the server listens."""
+    ``on_started`` is called with the bound port once the server listens. ``prepare``
+    runs on the server's loop before the app's lifespan; what it raises (a
+    :class:`~mail.errors.MAILError` the CLI reports as one line) propagates from here,
+    with nothing started yet."""
     import uvicorn  # noqa: PLC0415  # only the server process needs it
 
     class _Server(uvicorn.Server):
         async def startup(self, sockets: list[Any] | None = None) -> None:
+            if prepare is not None:
+                await prepare()
             await super().startup(sockets=sockets)
             if self.started and on_started is not None:
                 bound = self.servers[0].sockets[0].getsockname()

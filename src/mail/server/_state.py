@@ -278,6 +278,9 @@ class ServerState:
     closing: asyncio.Event = field(default_factory=asyncio.Event)
     #: the loop the app runs on (set by the lifespan), for signal handlers
     loop: asyncio.AbstractEventLoop | None = None
+    #: templates replaced by ``POST /swarms/load``: their callers' swarms may still use
+    #: their MCP sessions, closed with the server
+    replaced: list[MAILSwarmTemplate] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.swarms = CallerSwarms(self)
@@ -316,6 +319,11 @@ class ServerState:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await self.swarms.shutdown()
+        for template in (self.template, *self.replaced):
+            try:
+                await template.close_mcp()
+            except Exception:
+                logger.exception("closing the MCP servers of swarm %s failed", template.name)
         try:
             if self.store is not None:
                 await self.store.close()

@@ -33,6 +33,8 @@ class SwarmsJSONAgent(TypedDict):
     tool_format: ToolFormat
     actions: list[str]
     exclude_tools: list[str]
+    #: names of the swarm's MCP servers whose tools the agent is offered
+    mcp_servers: list[str]
 
 
 class SwarmsJSONSwarm(TypedDict):
@@ -49,6 +51,8 @@ class SwarmsJSONSwarm(TypedDict):
     breakpoint_tools: list[str]
     exclude_tools: list[str]
     enable_db_agent_histories: bool
+    #: MCP servers whose tools agents are offered (objects as written, checked)
+    mcp_servers: list[dict[str, Any]]
 
 
 class SwarmsJSONFile(TypedDict):

@@ -23,6 +23,7 @@ from mail._limits import loads, name_problem
 from mail.core.message import parse_agent_address
 from mail.core.tools import MAIL_TOOL_NAMES
 from mail.errors import InvalidMessageError, SwarmDefinitionError
+from mail.swarms_json._mcp import check_agent_mcp_servers, parse_mcp_servers
 from mail.swarms_json.types import (
     SwarmsJSONAction,
     SwarmsJSONAgent,
@@ -73,6 +74,7 @@ _SWARM_FIELDS: dict[str, tuple[type | tuple[type, ...], str, bool, Any]] = {
     "exclude_tools": (list, _STRINGS, False, []),
     "enable_db_agent_histories": (bool, "true or false", False, False),
     "tool_format": (str, '"completions" or "responses"', False, None),
+    "mcp_servers": (list, "a list of MCP server objects", False, []),
 }
 _AGENT_FIELDS: dict[str, tuple[type | tuple[type, ...], str, bool, Any]] = {
     "name": (str, "a string", True, None),
@@ -85,6 +87,7 @@ _AGENT_FIELDS: dict[str, tuple[type | tuple[type, ...], str, bool, Any]] = {
     "tool_format": (str, '"completions" or "responses"', False, "responses"),
     "actions": (list, _STRINGS, False, []),
     "exclude_tools": (list, _STRINGS, False, []),
+    "mcp_servers": (list, _STRINGS, False, []),
 }
 _ACTION_FIELDS: dict[str, tuple[type | tuple[type, ...], str, bool, Any]] = {
     "name": (str, "a string", True, None),
@@ -187,6 +190,9 @@ def parse_swarm(obj: Any) -> SwarmsJSONSwarm:
     default_format = fields.pop("tool_format")
     fields["agents"] = [parse_agent(a, swarm, default_format) for a in fields["agents"]]
     fields["actions"] = [parse_action(a, swarm) for a in fields["actions"]]
+    servers = parse_mcp_servers(fields["mcp_servers"], swarm)
+    for agent in fields["agents"]:
+        check_agent_mcp_servers(swarm or "", agent["name"], agent["mcp_servers"], servers)
     return cast(SwarmsJSONSwarm, fields)
 
 

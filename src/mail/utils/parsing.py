@@ -61,7 +61,8 @@ class ReferencePolicy:
     too (default https only); ``timeout`` in seconds and ``max_bytes`` bound a fetch;
     ``addresses`` decides which addresses a fetch may connect to, redirects included
     (default :class:`~mail.net.AddressPolicy()`: no link-local, metadata, unspecified or
-    multicast address).
+    multicast address). ``allow_mcp_commands``: whether the swarm may declare MCP servers
+    run as local programs (``mcp_servers`` items with a ``command``).
     """
 
     python_prefixes: tuple[str, ...] | None = None
@@ -70,11 +71,12 @@ class ReferencePolicy:
     timeout: float = 10.0
     max_bytes: int = 1_048_576
     addresses: AddressPolicy | None = None
+    allow_mcp_commands: bool = True
 
     @classmethod
     def restricted(cls, python_prefixes: tuple[str, ...] = SWARM_MODULES) -> ReferencePolicy:
         """The policy for swarm definitions received over HTTP."""
-        return cls(python_prefixes=python_prefixes, allow_url=False)
+        return cls(python_prefixes=python_prefixes, allow_url=False, allow_mcp_commands=False)
 
 
 DEFAULT_POLICY = ReferencePolicy()
