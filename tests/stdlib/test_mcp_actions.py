@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 import pytest
 from mcp_types import CallToolResult, EmbeddedResource, TextContent, TextResourceContents
 from tests.stdlib._mcp_helpers import http_demo
+from tests.stdlib.conftest import UseSettings
 
 from mail.api import MAILAction
 from mail.stdlib import mcp as mcp_package
@@ -22,9 +23,24 @@ pytestmark = pytest.mark.timeout(30)
 
 
 @pytest.fixture
-async def url() -> AsyncIterator[str]:
+async def url(use_settings: UseSettings) -> AsyncIterator[str]:
+    use_settings(http={"allow_loopback": True})  # the demo server listens on 127.0.0.1
     async with http_demo() as endpoint:
         yield endpoint
+
+
+async def test_the_outbound_guard_applies_to_server_urls(use_settings: UseSettings) -> None:
+    # server_url comes from the model: [stdlib.http] refuses loopback unless allowed
+    use_settings()
+    async with http_demo() as endpoint:
+        refused = await actions.mcp_list_tools({"server_url": endpoint})
+        use_settings(http={"allow_loopback": True})
+        allowed = await actions.mcp_list_tools({"server_url": endpoint})
+    assert refused.startswith(f"Error: MCP server at {endpoint} failed: ")
+    assert "refused by the rule 'loopback'" in refused
+    assert allowed.startswith("add: ")
+    metadata = await actions.mcp_ping({"server_url": "http://169.254.169.254/mcp"})
+    assert "refused by the rule 'link-local'" in metadata
 
 
 async def test_ping_answers_pong(url: str) -> None:

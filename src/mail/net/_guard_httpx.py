@@ -13,14 +13,14 @@ from __future__ import annotations
 import ssl
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 import httpcore
 import httpx
 
 from mail.net._guard import AddressPolicy, AddrInfo, resolve, resolve_sync
 
-__all__ = ["guarded_async_client", "guarded_client"]
+__all__ = ["guarded_async_client", "guarded_async_client2", "guarded_client"]
 
 _CONNECT_ERRORS = (httpcore.ConnectError, httpcore.ConnectTimeout)
 # httpcore's errors as the async client raises them (the types httpx's own transport uses)
@@ -81,9 +81,20 @@ class _GuardedBackend(httpcore.SyncBackend):
         raise _no_connection(host, error)
 
 
-class _AsyncGuardedBackend(httpcore.AnyIOBackend):
-    def __init__(self, policy: AddressPolicy) -> None:
+class _AsyncGuardedBackend(httpcore.AsyncNetworkBackend):
+    """An async network backend of ``httpcore`` (or its fork ``httpcore2``) that connects
+    through ``inner`` only to checked addresses; ``connect_errors`` are ``inner``'s
+    connection failures, after which the next address is tried."""
+
+    def __init__(
+        self,
+        policy: AddressPolicy,
+        inner: Any,
+        connect_errors: tuple[type[Exception], ...] = _CONNECT_ERRORS,
+    ) -> None:
         self._policy = policy
+        self._inner = inner
+        self._connect_errors = connect_errors
 
     async def connect_tcp(
         self,
@@ -92,17 +103,23 @@ class _AsyncGuardedBackend(httpcore.AnyIOBackend):
         timeout: float | None = None,
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
+    ) -> Any:
         error: Exception | None = None
         # raises AddressRefusedError before any connection when a rule refuses
         for address in _addresses(await resolve(host, port, self._policy)):
             try:
-                return await super().connect_tcp(
+                return await self._inner.connect_tcp(
                     address, port, timeout, local_address, socket_options
                 )
-            except _CONNECT_ERRORS as e:
+            except self._connect_errors as e:
                 error = e
         raise _no_connection(host, error)
+
+    async def connect_unix_socket(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._inner.connect_unix_socket(*args, **kwargs)
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
 
 
 class _Body(httpx.SyncByteStream):
@@ -177,7 +194,7 @@ class _AsyncGuardedTransport(httpx.AsyncBaseTransport):
     def __init__(self, policy: AddressPolicy) -> None:
         self._pool = httpcore.AsyncConnectionPool(
             ssl_context=ssl.create_default_context(),
-            network_backend=_AsyncGuardedBackend(policy),
+            network_backend=_AsyncGuardedBackend(policy, httpcore.AnyIOBackend()),
         )
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -220,4 +237,36 @@ def guarded_async_client(policy: AddressPolicy, *, timeout: float) -> httpx.Asyn
         timeout=timeout,
         follow_redirects=False,
         trust_env=False,
+    )
+
+
+def guarded_async_client2(
+    policy: AddressPolicy, *, timeout: Any, headers: dict[str, str] | None = None
+) -> Any:
+    """:func:`guarded_async_client` for ``httpx2`` (the fork of httpx the ``mcp`` SDK
+    uses): an ``httpx2.AsyncClient`` whose connections reach only what ``policy`` allows,
+    following no redirect and ignoring proxy variables. ``timeout`` is an ``httpx2``
+    timeout (or seconds). Raises ``ImportError`` without ``httpx2``."""
+    import httpcore2  # noqa: PLC0415  # installed with the mcp extra
+    import httpx2  # noqa: PLC0415
+
+    transport = httpx2.AsyncHTTPTransport(trust_env=False)
+    # httpx2 takes no network backend: its pool is replaced by one built on the guard
+    transport._pool = httpcore2.AsyncConnectionPool(
+        ssl_context=ssl.create_default_context(),
+        network_backend=cast(
+            "httpcore2.AsyncNetworkBackend",  # duck-typed: httpcore2's interface is httpcore's
+            _AsyncGuardedBackend(
+                policy,
+                httpcore2.AnyIOBackend(),
+                (httpcore2.ConnectError, httpcore2.ConnectTimeout),
+            ),
+        ),
+    )
+    return httpx2.AsyncClient(
+        transport=transport,
+        timeout=timeout,
+        follow_redirects=False,
+        trust_env=False,
+        headers=headers,
     )

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     import httpx2
     from mcp.client.client import Client
 
+    from mail.net._guard import AddressPolicy
+
 __all__ = ["describe_error", "http_client", "open_client", "require_sdk", "stdio_command"]
 
 _MISSING = "the MCP support needs the mcp package: pip install 'mail-swarms[mcp]'"
@@ -30,16 +32,27 @@ def require_sdk() -> None:
         raise ConfigurationError(_MISSING) from e
 
 
-def http_client(*, timeout: float, headers: Mapping[str, str] | None = None) -> httpx2.AsyncClient:
+def http_client(
+    *,
+    timeout: float,
+    headers: Mapping[str, str] | None = None,
+    policy: AddressPolicy | None = None,
+) -> httpx2.AsyncClient:
     """The HTTP client of one MCP connection: ``timeout`` seconds, no redirects followed
-    (the SDK itself follows same-origin ones only), ``headers`` on every request."""
+    (the SDK itself follows same-origin ones only), ``headers`` on every request. With a
+    ``policy`` (URLs an LLM chose), every connection goes only to addresses it allows
+    (:func:`mail.net._guard_httpx.guarded_async_client2`)."""
     import httpx2  # noqa: PLC0415  # the SDK's HTTP library
 
-    return httpx2.AsyncClient(
-        timeout=httpx2.Timeout(timeout, read=max(timeout, 60.0)),
-        follow_redirects=False,
-        headers=dict(headers or {}),
-    )
+    from mail.net._guard_httpx import guarded_async_client2  # noqa: PLC0415  # imports httpx
+
+    limits = httpx2.Timeout(timeout, read=max(timeout, 60.0))
+    if policy is not None:
+        client: httpx2.AsyncClient = guarded_async_client2(
+            policy, timeout=limits, headers=dict(headers or {})
+        )
+        return client
+    return httpx2.AsyncClient(timeout=limits, follow_redirects=False, headers=dict(headers or {}))
 
 
 def stdio_command(command: str) -> str:
@@ -57,9 +70,10 @@ async def open_client(
     env: Mapping[str, str] | None = None,
     cwd: str | None = None,
     timeout: float = 30.0,
+    policy: AddressPolicy | None = None,
 ) -> AsyncIterator[Client]:
-    """A connected, initialised ``mcp.Client``: over streamable HTTP to ``url``, or over
-    stdio to ``command``. Raises :class:`ConfigurationError` without the SDK; the SDK's
+    """A connected, initialised ``mcp.Client``: over streamable HTTP to ``url`` (through
+    the address ``policy`` when given), or over stdio to ``command``. Raises :class:`ConfigurationError` without the SDK; the SDK's
     and the transports' errors otherwise (see :func:`describe_error`)."""
     require_sdk()
     from mcp.client.client import Client  # noqa: PLC0415
@@ -68,7 +82,7 @@ async def open_client(
 
     transport: Any
     if url is not None:
-        async with http_client(timeout=timeout, headers=headers) as client:
+        async with http_client(timeout=timeout, headers=headers, policy=policy) as client:
             transport = streamable_http_client(url, http_client=client)
             async with Client(transport, read_timeout_seconds=timeout, cache=None) as session:
                 yield session

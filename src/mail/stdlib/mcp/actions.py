@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from mail.api import MAILAction
 from mail.errors import ConfigurationError
+from mail.stdlib._outbound import policy
+from mail.stdlib._settings import current
 from mail.stdlib.mcp._connect import describe_error, open_client, require_sdk
 from mail.stdlib.mcp._render import (
     render_call,
@@ -115,8 +117,12 @@ async def _run(args: dict[str, Any], work: Callable[[Client], Awaitable[str]]) -
         url = _url(args)
     except _BadArgument as e:
         return f"Error: {e}"
+    guard = policy(current().http)  # the URL is the model's: [stdlib.http] applies
     try:
-        async with asyncio.timeout(TIMEOUT), open_client(url=url, timeout=TIMEOUT) as client:
+        async with (
+            asyncio.timeout(TIMEOUT),
+            open_client(url=url, timeout=TIMEOUT, policy=guard) as client,
+        ):
             return await work(client)
     except ConfigurationError:
         raise
