@@ -17,7 +17,17 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 PACKAGE = SRC / "mail"
 CORE = PACKAGE / "core"
 
-HEAVY_MODULES = ("litellm", "asyncpg", "aiohttp", "fastapi", "httpx")
+HEAVY_MODULES = (
+    "litellm",
+    "asyncpg",
+    "aiohttp",
+    "fastapi",
+    "httpx",
+    "httpx2",
+    "mcp",
+    "openai",
+    "anthropic",
+)
 # Layers above core, and third-party I/O libraries core must not import.
 CORE_FORBIDDEN_OURS = (
     "mail.server",
