@@ -17,6 +17,7 @@ import {
   type ResponseHandler,
 } from '@ai-sdk/provider-utils';
 import { mailMessageResponseSchema, mailServerInfoSchema } from './mail-api-types';
+import { collectStream } from './collect-stream';
 import { convertToMailMessage } from './convert-to-mail-message';
 import { mailFailedResponseHandler } from './mail-error';
 import { mailProviderOptionsSchema } from './mail-options';
@@ -93,7 +94,9 @@ export class MailLanguageModel implements LanguageModelV3 {
     const input = convertToMailMessage(options.prompt, mailOptions.taskId);
     const warnings: SharedV3Warning[] = [...input.warnings];
     for (const setting of UNSUPPORTED_SETTINGS) {
-      if (options[setting] !== undefined) warnings.push({ type: 'unsupported', feature: setting });
+      const value = options[setting];
+      if (value === undefined || (setting === 'toolChoice' && options.toolChoice?.type === 'auto')) continue;
+      warnings.push({ type: 'unsupported', feature: setting });
     }
     const tools = options.tools ?? [];
     const toolNames = new Set(tools.map((t) => t.name));
@@ -155,6 +158,25 @@ export class MailLanguageModel implements LanguageModelV3 {
   }
 
   async doGenerate(options: LanguageModelV3CallOptions): Promise<LanguageModelV3GenerateResult> {
+    const mailOptions = await parseProviderOptions({
+      provider: 'mail',
+      providerOptions: options.providerOptions,
+      schema: mailProviderOptionsSchema,
+    });
+    if (mailOptions?.includeAgentChatter || mailOptions?.includeInternalToolCalls) {
+      // the JSON answer has no events of this turn alone: read the stream instead
+      const { stream, request, response } = await this.doStream(options);
+      const collected = await collectStream(stream);
+      return {
+        content: collected.content,
+        finishReason: collected.finishReason,
+        usage: collected.usage ?? mailUsage(undefined),
+        providerMetadata: collected.providerMetadata,
+        request,
+        response: { ...response, id: collected.responseId, modelId: this.modelId },
+        warnings: collected.warnings,
+      };
+    }
     const { body, taskId, warnings } = await this.prepare(options, false);
     const headers = this.headers(options);
     const release = this.cancelOnAbort(options.abortSignal, taskId, headers);
