@@ -93,6 +93,8 @@ export async function startMailServer(options: {
   child.stdout?.on('data', (b: Buffer) => (output += b.toString()));
   child.stderr?.on('data', (b: Buffer) => (output += b.toString()));
   const exited = new Promise<void>((ok) => child.once('exit', () => ok()));
+  const killOnExit = () => child.kill('SIGKILL'); // never leave a server behind a killed test run
+  process.once('exit', killOnExit);
   const url = `http://127.0.0.1:${port}`;
   const stop = async () => {
     if (child.exitCode === null && child.signalCode === null) {
@@ -101,6 +103,7 @@ export async function startMailServer(options: {
       await exited;
       clearTimeout(timer);
     }
+    process.removeListener('exit', killOnExit);
     rmSync(dataDir, { recursive: true, force: true });
   };
   try {
