@@ -120,7 +120,7 @@ describe('createMAIL', () => {
     const result = await createMAIL({ fetch })('m').doGenerate({
       prompt: [{ role: 'system', content: 'be brief' }, ...userPrompt('q')],
       temperature: 0.2, topP: 0.9, maxOutputTokens: 5, stopSequences: ['x'], seed: 1,
-      responseFormat: { type: 'json' }, toolChoice: { type: 'auto' },
+      responseFormat: { type: 'json' }, toolChoice: { type: 'required' },
     });
     assert.deepEqual(result.warnings.map((w) => (w.type === 'unsupported' ? w.feature : w.type)).sort(), [
       'maxOutputTokens', 'responseFormat', 'seed', 'stopSequences', 'system messages', 'temperature', 'toolChoice', 'topP',
