@@ -22,7 +22,8 @@ import { convertToMailMessage } from './convert-to-mail-message';
 import { mailFailedResponseHandler } from './mail-error';
 import { mailProviderOptionsSchema } from './mail-options';
 import { parseMailEventStream, type MailSseEvent } from './mail-sse';
-import { MailStreamMapper, mailUsage, parsePendingCalls } from './mail-stream-transformer';
+import { mailUsage, parsePendingCalls } from './mail-event-data';
+import { MailStreamMapper } from './mail-stream-transformer';
 import { mapMailFinishReason } from './map-finish-reason';
 
 export interface MailModelConfig {

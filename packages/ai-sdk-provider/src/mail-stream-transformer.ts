@@ -1,17 +1,12 @@
-import type {
-  LanguageModelV3StreamPart,
-  LanguageModelV3Usage,
-  SharedV3ProviderMetadata,
-  SharedV3Warning,
-} from '@ai-sdk/provider';
+import type { LanguageModelV3StreamPart, SharedV3ProviderMetadata, SharedV3Warning } from '@ai-sdk/provider';
 import {
   mailClosingEventSchema,
   mailFullMessageSchema,
   mailPendingCallsSchema,
   mailTokenDeltaSchema,
   type MailPendingCall,
-  type MailUsage,
 } from './mail-api-types';
+import { callInput, mailUsage, obj, parsePendingCalls, str, type Json } from './mail-event-data';
 import type { MailSseEvent } from './mail-sse';
 import { mapMailFinishReason, type MailTaskStatus } from './map-finish-reason';
 
@@ -27,51 +22,6 @@ export interface MailStreamOptions {
 }
 
 type Part = LanguageModelV3StreamPart;
-type Json = Record<string, unknown>;
-
-export function mailUsage(usage: MailUsage | null | undefined): LanguageModelV3Usage {
-  const input = usage?.input_tokens ?? undefined;
-  const cached = usage?.cached_input_tokens ?? undefined;
-  const output = usage?.output_tokens ?? undefined;
-  const reasoning = usage?.reasoning_tokens ?? undefined;
-  return {
-    inputTokens: {
-      total: input,
-      noCache: input !== undefined && cached !== undefined ? input - cached : input,
-      cacheRead: cached,
-      cacheWrite: undefined,
-    },
-    outputTokens: {
-      total: output,
-      text: output !== undefined && reasoning !== undefined ? output - reasoning : undefined,
-      reasoning,
-    },
-    raw: usage ? (usage as Json) : undefined,
-  } as LanguageModelV3Usage;
-}
-
-function obj(value: unknown): Json {
-  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Json) : {};
-}
-
-function str(value: unknown): string | undefined {
-  return typeof value === 'string' ? value : undefined;
-}
-
-/** Parses the pending breakpoint calls of a closing `response` (a JSON array). */
-export function parsePendingCalls(response: string | null | undefined): MailPendingCall[] {
-  if (!response) return [];
-  try {
-    const parsed = mailPendingCallsSchema.safeParse(JSON.parse(response));
-    return parsed.success ? parsed.data : [];
-  } catch {
-    return [];
-  }
-}
-
-function callInput(args: unknown): string {
-  return typeof args === 'string' ? args : JSON.stringify(args ?? {});
-}
 
 /**
  * Maps MAIL's server-sent events to LanguageModelV3 stream parts (brief §5.3): one `finish`
