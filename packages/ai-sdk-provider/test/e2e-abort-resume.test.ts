@@ -2,13 +2,13 @@
 // GET /tasks/{id}/events with Last-Event-ID.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { APICallError, streamText } from 'ai';
+import { APICallError, generateText, streamText } from 'ai';
 import { createMAIL } from '../src/index';
 import { startCuttingProxy, type CuttingProxy } from './helpers/cutting-proxy';
 import './helpers/quiet';
 import { getTask, pollUntil, startMailServer, type RunningServer } from './helpers/server';
 
-describe('abortSignal', () => {
+describe('abortSignal and cancellation (the waiter swarm)', () => {
   let server: RunningServer;
   before(async () => {
     server = await startMailServer({ swarm: 'waiter' });
@@ -51,6 +51,51 @@ describe('abortSignal', () => {
       return task?.state === 'cancelled' ? task.state : undefined;
     });
     assert.equal(state, 'cancelled');
+  });
+  test('aborting generateText cancels the task too', async () => {
+    const sent: string[] = [];
+    const mail = createMAIL({
+      baseUrl: server.url,
+      authToken: server.userKey,
+      fetch: async (input, init) => {
+        if (String(input).endsWith('/message')) sent.push(JSON.parse(String(init?.body)).task_id);
+        return fetch(input, init);
+      },
+    });
+    const controller = new AbortController();
+    const call = generateText({ model: mail('waiter'), prompt: 'wait', abortSignal: controller.signal, maxRetries: 0 });
+    const rejected = call.then(() => undefined, (e: unknown) => e);
+    await pollUntil('task running', async () =>
+      sent[0] && (await getTask(server, sent[0]))?.state === 'running' ? true : undefined);
+    controller.abort();
+    assert.ok(await rejected, 'generateText rejects when aborted');
+    await pollUntil('task cancelled', async () => ((await getTask(server, sent[0]!))?.state === 'cancelled' ? true : undefined));
+  });
+
+  test('a task cancelled by its owner ends the stream with finish error and the reason', async () => {
+    const mail = createMAIL({ baseUrl: server.url, authToken: server.userKey });
+    const result = streamText({ model: mail('waiter'), prompt: 'wait' });
+    const parts = result.fullStream[Symbol.asyncIterator]();
+    for (;;) {
+      const { value } = await parts.next();
+      if (value?.type === 'start-step') break;
+    }
+    const taskId = (await pollUntil('the task listed', async () => {
+      const response = await fetch(`${server.url}/tasks?limit=1&events=false`, { headers: { Authorization: `Bearer ${server.userKey}` } });
+      const page = (await response.json()) as { tasks: { task_id: string; state: string }[] };
+      return page.tasks.find((t) => t.state === 'running')?.task_id;
+    }));
+    const cancel = await fetch(`${server.url}/tasks/${taskId}/cancel`, { method: 'POST', headers: { Authorization: `Bearer ${server.userKey}` } });
+    assert.equal(cancel.status, 200);
+    for (;;) {
+      const { done } = await parts.next();
+      if (done) break;
+    }
+    assert.equal(await result.finishReason, 'error');
+    const mailMeta = (await result.providerMetadata)?.mail as { taskId: string; taskStatus: string; error: string };
+    assert.equal(mailMeta.taskId, taskId);
+    assert.equal(mailMeta.taskStatus, 'cancelled');
+    assert.equal(mailMeta.error, 'The task was cancelled by its owner.');
   });
 });
 
