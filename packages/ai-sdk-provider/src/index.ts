@@ -1,0 +1,14 @@
+export { createMAIL, mail } from './mail-provider';
+export type { MAILProvider, MAILProviderSettings } from './mail-provider';
+export { MailLanguageModel } from './mail-language-model';
+export { convertToMailMessage, findTaskId } from './convert-to-mail-message';
+export type { MailMessageInput, MailToolResult } from './convert-to-mail-message';
+export { createMailStreamTransformer, MailStreamMapper } from './mail-stream-transformer';
+export type { MailStreamOptions } from './mail-stream-transformer';
+export { parseMailEventStream } from './mail-sse';
+export type { MailSseEvent } from './mail-sse';
+export { mapMailFinishReason } from './map-finish-reason';
+export type { MailTaskStatus } from './map-finish-reason';
+export { mailFailedResponseHandler, RETRYABLE_STATUS_CODES } from './mail-error';
+export { mailProviderOptionsSchema } from './mail-options';
+export type { MailProviderOptions } from './mail-options';

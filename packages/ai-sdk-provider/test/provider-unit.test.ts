@@ -1,0 +1,190 @@
+// The provider, the prompt conversion and error mapping, without a server: requests are
+// captured by a `fetch` that answers with bytes recorded from a real server.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { APICallError, NoSuchModelError, type LanguageModelV3Prompt } from '@ai-sdk/provider';
+import { createMAIL, mail } from '../src/index';
+import { convertToMailMessage, findTaskId } from '../src/convert-to-mail-message';
+import { mapMailFinishReason } from '../src/map-finish-reason';
+import { fixtureBytes } from './helpers/fixtures';
+
+interface Captured { url: string; headers: Headers; body: unknown }
+
+/** A fetch that records each request and answers `status` with `body` (recorded bytes). */
+function recordingFetch(body: Uint8Array | string, status = 200, contentType = 'application/json') {
+  const calls: Captured[] = [];
+  const fetch = async (input: RequestInfo | URL, init?: RequestInit) => {
+    calls.push({
+      url: String(input),
+      headers: new Headers(init?.headers),
+      body: typeof init?.body === 'string' ? JSON.parse(init.body) : undefined,
+    });
+    return new Response(body as BodyInit, { status, headers: { 'content-type': contentType } });
+  };
+  return { calls, fetch: fetch as typeof globalThis.fetch };
+}
+
+const userPrompt = (text: string): LanguageModelV3Prompt => [{ role: 'user', content: [{ type: 'text', text }] }];
+
+describe('createMAIL', () => {
+  test('strips the trailing slash of baseUrl, sends the key as Bearer and merges headers', async () => {
+    const { calls, fetch } = recordingFetch(fixtureBytes('math.json'));
+    const model = createMAIL({ baseUrl: 'http://mail.test:9000/', authToken: 'k1', headers: { 'X-Team': 'a' }, fetch })('offline');
+    const result = await model.doGenerate({ prompt: userPrompt('What is 6*7?') });
+    assert.equal(calls[0]!.url, 'http://mail.test:9000/message');
+    assert.equal(calls[0]!.headers.get('authorization'), 'Bearer k1');
+    assert.equal(calls[0]!.headers.get('x-team'), 'a');
+    assert.deepEqual(result.content, [{ type: 'text', text: '6*7 = 42', providerMetadata: { mail: { taskId: 'fx-json', taskStatus: 'completed' } } }]);
+    assert.deepEqual(result.finishReason, { unified: 'stop', raw: 'completed' });
+    assert.equal(result.response?.id, 'fx-json');
+  });
+
+  test('defaults to http://localhost:8000 and the v3 specification', async () => {
+    const { calls, fetch } = recordingFetch(fixtureBytes('math.json'));
+    const provider = createMAIL({ fetch });
+    assert.equal(provider.specificationVersion, 'v3');
+    const model = provider.languageModel('x');
+    assert.equal(model.specificationVersion, 'v3');
+    assert.equal(model.provider, 'mail');
+    await model.doGenerate({ prompt: userPrompt('hi') });
+    assert.equal(calls[0]!.url, 'http://localhost:8000/message');
+    assert.equal(mail('y').modelId, 'y');
+  });
+
+  test('embeddingModel and imageModel throw NoSuchModelError', () => {
+    assert.throws(() => mail.embeddingModel('e'), NoSuchModelError);
+    assert.throws(() => mail.imageModel('i'), NoSuchModelError);
+  });
+
+  test('the request body: /message with stream, provider options as fields and kwargs', async () => {
+    const { calls, fetch } = recordingFetch(fixtureBytes('math.json'));
+    await createMAIL({ fetch })('m').doGenerate({
+      prompt: userPrompt('q'),
+      providerOptions: { mail: { entrypoint: 'math', subject: 'S', maxSteps: 5, timeout: 30 } },
+    });
+    const body = calls[0]!.body as Record<string, unknown>;
+    assert.equal(body.body, 'q');
+    assert.equal(body.entrypoint, 'math');
+    assert.equal(body.subject, 'S');
+    assert.equal(body.stream, false);
+    assert.equal(body.show_events, false);
+    assert.equal(body.resume_from, undefined);
+    assert.match(String(body.task_id), /^[0-9a-f-]{36}$/);
+    assert.deepEqual(body.kwargs, { max_steps: 5, timeout: 30 });
+  });
+
+  test('invalid provider options are refused', async () => {
+    const { fetch } = recordingFetch(fixtureBytes('math.json'));
+    await assert.rejects(
+      Promise.resolve(createMAIL({ fetch })('m').doGenerate({ prompt: userPrompt('q'), providerOptions: { mail: { maxSteps: -1 } } })),
+      (e: Error) => e.message === 'invalid mail provider options' && /maxSteps/.test(String((e.cause as Error).message)),
+    );
+  });
+
+  test('a paused JSON answer gives the pending calls as tool calls', async () => {
+    const { fetch } = recordingFetch(fixtureBytes('breakpoint.json'));
+    const result = await createMAIL({ fetch })('m').doGenerate({ prompt: userPrompt('Weather in Oslo?') });
+    assert.deepEqual(result.finishReason, { unified: 'tool-calls', raw: 'waiting_breakpoint' });
+    assert.equal(result.content.length, 1);
+    const call = result.content[0]!;
+    assert.ok(call.type === 'tool-call');
+    assert.equal(call.toolName, 'get_weather_forecast');
+    assert.equal(JSON.parse(call.input).location, 'Oslo');
+  });
+
+  test('a recorded error answer becomes an APICallError with the detail', async () => {
+    const raw = new TextDecoder().decode(fixtureBytes('error-401.http'));
+    const { fetch } = recordingFetch(raw.slice(raw.indexOf('\r\n\r\n') + 4), 401);
+    const error = await createMAIL({ fetch })('m').doStream({ prompt: userPrompt('x') }).then(
+      () => assert.fail('no error'),
+      (e: unknown) => e,
+    );
+    assert.ok(APICallError.isInstance(error));
+    assert.equal(error.statusCode, 401);
+    assert.equal(error.message, 'invalid API key');
+    assert.equal(error.isRetryable, false);
+  });
+
+  test('502, 503 and 504 are retryable; 400 is not', async () => {
+    for (const [status, retryable] of [[502, true], [503, true], [504, true], [400, false]] as const) {
+      const { fetch } = recordingFetch(JSON.stringify({ detail: 'store down' }), status);
+      const error = await Promise.resolve(createMAIL({ fetch })('m').doGenerate({ prompt: userPrompt('x') })).catch((e: unknown) => e);
+      assert.ok(APICallError.isInstance(error));
+      assert.equal(error.isRetryable, retryable, `status ${status}`);
+      assert.equal(error.message, 'store down');
+    }
+  });
+
+  test('unsupported settings each give one warning and do not fail the call', async () => {
+    const { fetch } = recordingFetch(fixtureBytes('math.json'));
+    const result = await createMAIL({ fetch })('m').doGenerate({
+      prompt: [{ role: 'system', content: 'be brief' }, ...userPrompt('q')],
+      temperature: 0.2, topP: 0.9, maxOutputTokens: 5, stopSequences: ['x'], seed: 1,
+      responseFormat: { type: 'json' }, toolChoice: { type: 'required' },
+    });
+    assert.deepEqual(result.warnings.map((w) => (w.type === 'unsupported' ? w.feature : w.type)).sort(), [
+      'maxOutputTokens', 'responseFormat', 'seed', 'stopSequences', 'system messages', 'temperature', 'toolChoice', 'topP',
+    ]);
+  });
+});
+
+describe('convertToMailMessage', () => {
+  const assistant = (taskId: string) => ({
+    role: 'assistant' as const,
+    content: [{ type: 'text' as const, text: 'earlier answer', providerOptions: { mail: { taskId } } }],
+  });
+
+  test('a first message starts a new task with the last user text', () => {
+    const input = convertToMailMessage([
+      { role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] },
+    ]);
+    assert.deepEqual(input, { body: 'a\nb', warnings: [] });
+  });
+
+  test('a follow-up continues the task of the last assistant message', () => {
+    const prompt: LanguageModelV3Prompt = [...userPrompt('one'), assistant('old'), ...userPrompt('two'), assistant('T1'), ...userPrompt('three')];
+    assert.equal(findTaskId(prompt), 'T1');
+    assert.deepEqual(convertToMailMessage(prompt), { body: 'three', taskId: 'T1', resumeFrom: 'user_response', warnings: [] });
+  });
+
+  test('tool results resume the breakpoint with call ids and text contents', () => {
+    const prompt: LanguageModelV3Prompt = [
+      ...userPrompt('weather?'),
+      { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'w', input: {}, providerOptions: { mail: { taskId: 'T2' } } }] },
+      { role: 'tool', content: [
+        { type: 'tool-result', toolCallId: 'c1', toolName: 'w', output: { type: 'json', value: { sky: 'clear' } } },
+        { type: 'tool-result', toolCallId: 'c2', toolName: 'w', output: { type: 'text', value: 'rain' } },
+      ] },
+    ];
+    assert.deepEqual(convertToMailMessage(prompt), {
+      body: '',
+      taskId: 'T2',
+      resumeFrom: 'breakpoint_tool_call',
+      toolResults: [{ call_id: 'c1', content: '{"sky":"clear"}' }, { call_id: 'c2', content: 'rain' }],
+      warnings: [],
+    });
+  });
+
+  test('tool results without a known task are refused with an explanation', () => {
+    assert.throws(
+      () => convertToMailMessage([{ role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c', toolName: 'w', output: { type: 'text', value: 'x' } }] }]),
+      /providerMetadata\.mail\.taskId/,
+    );
+  });
+
+  test('system messages and files are reported', () => {
+    const input = convertToMailMessage([
+      { role: 'system', content: 's' },
+      { role: 'user', content: [{ type: 'text', text: 'q' }, { type: 'file', data: 'aGk=', mediaType: 'text/plain' }] },
+    ]);
+    assert.deepEqual(input.warnings.map((w) => (w.type === 'unsupported' ? w.feature : '')), ['system messages', 'file parts']);
+  });
+});
+
+test('finish reasons by task status', () => {
+  assert.equal(mapMailFinishReason('completed').unified, 'stop');
+  assert.equal(mapMailFinishReason('waiting_breakpoint').unified, 'tool-calls');
+  assert.equal(mapMailFinishReason('failed').unified, 'error');
+  assert.equal(mapMailFinishReason('cancelled').unified, 'error');
+  assert.deepEqual(mapMailFinishReason('interrupted'), { unified: 'other', raw: 'interrupted' });
+});
