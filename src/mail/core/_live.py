@@ -73,8 +73,9 @@ def emit_delta(kind: DeltaKind, delta: str, *, call_id: str | None = None) -> No
     log = turn.task.log
     if not log.live_readers:
         return
+    ts = utc_timestamp()
     payload: dict[str, str] = {
-        "timestamp": utc_timestamp(),
+        "timestamp": ts,
         "task_id": turn.task.task_id,
         "agent": turn.agent,
         "kind": kind,
@@ -82,7 +83,7 @@ def emit_delta(kind: DeltaKind, delta: str, *, call_id: str | None = None) -> No
     }
     if call_id is not None:
         payload["call_id"] = call_id
-    log.publish(MAILEvent(EventName.TOKEN_DELTA, turn.task.task_id, payload=payload))
+    log.publish(MAILEvent(EventName.TOKEN_DELTA, turn.task.task_id, timestamp=ts, payload=payload))
 
 
 def report_usage(usage: Mapping[str, object]) -> None:
