@@ -10,6 +10,8 @@ import pytest
 from tests.server.conftest import Frame, Running, Start, read_stream, scripted_template
 from tests.server.test_provider_wire import double_action
 
+from mail.client import MAILClient
+from mail.config import ClientConfig
 from mail.factories import LiteLLMAgentFunction
 from mail.testing import ScriptedAgent, tc
 from mail.testing.llm import StubLLMServer, StubReply
@@ -158,3 +160,20 @@ async def test_scripted_swarm_streams_no_deltas_and_no_usage(start: Start) -> No
     ]
     assert set(stream[-1].data) == {"timestamp", "task_id", "response", "status"}
     assert "usage" not in task
+
+
+async def test_the_python_client_passes_token_deltas_through(
+    start: Start, llm: StubLLMServer
+) -> None:
+    server = await llm_swarm(start, llm, tool_format="completions", stream=True)
+
+    async with MAILClient(server.url, api_key="user-key", config=ClientConfig()) as client:
+        stream = await client.post_message_stream("answer please", task_id="t-client")
+        async with stream:
+            got = [event async for event in stream]
+
+    live = [e for e in got if e.event == "token_delta"]
+    assert live and all(e.id is None for e in live)
+    answer = [e.json() for e in live if e.json()["kind"] == "answer"]
+    assert "".join(d["delta"] for d in answer) == ANSWER
+    assert (got[-1].event, got[-1].json()["response"]) == ("task_complete", ANSWER)

@@ -12,9 +12,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from mail.core._live import emit_delta
+from mail.core._live import emit_delta, report_usage
 
-__all__ = ["ANSWER_FIELD", "AnswerStreams", "FinishMessageExtractor", "usage_of"]
+__all__ = [
+    "ANSWER_FIELD",
+    "AnswerStreams",
+    "FinishMessageExtractor",
+    "report_response_usage",
+    "usage_of",
+]
 
 #: The argument of ``task_complete`` that carries the answer.
 ANSWER_FIELD = "finish_message"
@@ -202,3 +208,10 @@ def usage_of(usage: Any) -> dict[str, int] | None:
         "reasoning_tokens": _int(_get(out_details, "reasoning_tokens")),
         "cached_input_tokens": _int(_get(in_details, "cached_tokens")),
     }
+
+
+def report_response_usage(response: Any) -> None:
+    """Tell the runtime the tokens of a non-streamed answer (:func:`mail.core.report_usage`)."""
+    usage = usage_of(_get(response, "usage"))
+    if usage is not None:
+        report_usage(usage)

@@ -24,13 +24,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, ClassVar, Literal, TypeAlias, TypeVar
 
-from mail.core._live import report_usage
 from mail.core.agents import AgentFunction, AgentOutput
 from mail.core.tools import ToolFormat, get_agent_tools, tool_name
 from mail.errors import SwarmDefinitionError
 from mail.factories import _completions, _responses
 from mail.factories._litellm import connection_url, import_litellm
-from mail.factories._live_output import usage_of
+from mail.factories._live_output import report_response_usage
 from mail.factories._shared import (
     AgentOutputError,
     LLMCallError,
@@ -366,7 +365,7 @@ class LiteLLMAgentFunction(MAILAgentFunction):
             response = await litellm.acompletion(**request)
             if self.stream_tokens:
                 return await _completions.collect_stream(response, self.name, self._log_stream)
-            _report(response)
+            report_response_usage(response)
             return _completions.first_message(response, self.name)
 
         message = await self._with_retries(litellm, attempt)
@@ -398,7 +397,7 @@ class LiteLLMAgentFunction(MAILAgentFunction):
             response = await litellm.aresponses(**request)
             if self.stream_tokens:
                 return await _responses.collect_stream(response, self.name, self._log_stream)
-            _report(response)
+            report_response_usage(response)
             return response
 
         response = await self._with_retries(litellm, attempt)
@@ -451,14 +450,6 @@ class LiteLLMAgentFunction(MAILAgentFunction):
             status=status if isinstance(status, int) else None,
             retryable=retryable,
         )
-
-
-def _report(response: Any) -> None:
-    """Tell the runtime the tokens of a non-streamed answer (:func:`mail.core.report_usage`)."""
-    raw = response.get("usage") if isinstance(response, dict) else getattr(response, "usage", None)
-    usage = usage_of(raw)
-    if usage is not None:
-        report_usage(usage)
 
 
 def _first_line(error: Exception) -> str:
