@@ -100,7 +100,9 @@ async def _framed(
                 if not pending.done():
                     # the server is stopping: the client is told so, and how to resume
                     detail = shutting_down_detail(task_id)
-                    final = MAILEvent.stream_final(EventName.TASK_ERROR, task_id, detail)
+                    final = MAILEvent.stream_final(
+                        EventName.TASK_ERROR, task_id, detail, status="failed"
+                    )
                     yield server_sent_event(final)
                     return
                 event, pending = pending.result(), None

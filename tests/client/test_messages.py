@@ -118,6 +118,7 @@ async def test_post_message_stream(user: MAILClient) -> None:
         "timestamp": final.json()["timestamp"],
         "task_id": stream.task_id,
         "response": "6*7 = 42",
+        "status": "completed",
     }
     assert stream.final == final
     assert stream.reconnects == 0

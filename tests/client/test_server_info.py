@@ -35,6 +35,7 @@ async def test_ping_and_get_root(user: MAILClient) -> None:
         "entrypoint": "supervisor",
         "keywords": ["demo", "offline", "weather", "math"],
         "public": True,
+        "breakpoint_tools": [],
     }
     assert isinstance(root["uptime"], float)
 

@@ -87,7 +87,12 @@ async def test_action_not_listed_by_the_agent_is_an_action_error(
     ]
     assert events[2].description.startswith("agent ")
     assert events[2].description.endswith(" cannot access action get_secret")
-    assert events[2].extra_data == {}
+    assert events[2].extra_data == {
+        "tool_name": "get_secret",
+        "tool_call_id": "a1",
+        "tool_args": {},
+        "error": "agent supervisor cannot access action get_secret",
+    }
     notice = events[3].extra_data["full_message"]
     assert notice["msg_type"] == "response"
     assert notice["message"]["subject"] == "::action_error::"

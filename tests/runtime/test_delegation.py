@@ -165,8 +165,18 @@ async def test_delegation_with_action_emits_the_contract_sequence(
         "agent supervisor called task_complete, full response to follow"
     )
     assert events[-1].description == "response: 'Answer: clear'"
-    for name in ("action_call", "action_complete", "task_complete_call", "task_complete"):
+    for name in ("task_complete_call", "task_complete"):
         assert by_name[name].extra_data == {}
+    action = {
+        "tool_name": "get_weather_forecast",
+        "tool_call_id": by_name["action_call"].extra_data["tool_call_id"],
+        "tool_args": {"location": "Tokyo"},
+    }
+    assert by_name["action_call"].extra_data == action
+    assert by_name["action_complete"].extra_data == {
+        **action,
+        "content": '{"location": "Tokyo", "condition": "clear"}',
+    }
 
     # the action's result reached weather's history as the tool result of its call
     action_call_id = tool_calls[1].extra_data["tool_call_id"]
@@ -234,7 +244,8 @@ async def test_stream_yields_the_stored_events_then_the_final_answer(
     assert [e.seq for e in stored] == list(range(1, len(stored) + 1))
     # the stream's final event is not stored and carries only timestamp, task_id, response
     assert last.seq is None
-    assert set(last.data()) == {"timestamp", "task_id", "response"}
+    assert set(last.data()) == {"timestamp", "task_id", "response", "status"}
+    assert last.data()["status"] == "completed"
     assert last.data()["task_id"] == "t-stream"
     assert last.data()["response"] == "Answer: clear"
     # the turn's end is stored once, as for a task that was not streamed (issue 21); the

@@ -97,6 +97,7 @@ async def test_agent_failure_streams_a_final_task_error(
         "timestamp": last.timestamp,
         "task_id": "t-raise-stream",
         "response": "The task encountered an error: agent supervisor raised RuntimeError: boom again.",
+        "status": "failed",
     }
 
 

@@ -36,6 +36,7 @@ async def test_root_describes_server_and_swarm(offline: Running) -> None:
             "entrypoint": "supervisor",
             "keywords": ["demo", "offline", "weather", "math"],
             "public": True,
+            "breakpoint_tools": [],
         },
         "status": "running",
     }

@@ -48,7 +48,11 @@ _STORED_KEYS = ["description", "extra_data", "task_id", "timestamp"]
 _EXTRA_KEYS = {
     "new_message": ["full_message"],
     "tool_call": ["tool_args", "tool_call_id", "tool_name"],
+    "action_call": ["tool_args", "tool_call_id", "tool_name"],
+    "action_complete": ["content", "tool_args", "tool_call_id", "tool_name"],
 }
+#: the tool an event names (the action events name theirs since they carry it)
+_NAMES_TOOL = {"action_call": "calculate_expression", "action_complete": "calculate_expression"}
 
 _NORMALISE = [
     (re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?\+00:00"), b"<TS>"),
@@ -79,10 +83,11 @@ def structure(stream: list[Frame]) -> list[tuple[Any, ...]]:
 
 def expected_structure(answer_only: bool = True) -> list[tuple[Any, ...]]:
     rows: list[tuple[Any, ...]] = [
-        (name, _STORED_KEYS, _EXTRA_KEYS.get(name, []), tool) for name, tool in DELEGATION
+        (name, _STORED_KEYS, _EXTRA_KEYS.get(name, []), tool or _NAMES_TOOL.get(name))
+        for name, tool in DELEGATION
     ]
     if answer_only:
-        rows.append(("task_complete", ["response", "task_id", "timestamp"], [], None))
+        rows.append(("task_complete", ["response", "status", "task_id", "timestamp"], [], None))
     return rows
 
 
@@ -148,7 +153,8 @@ async def test_stream_matches_simple_delegation_sequence(offline: Running) -> No
     assert {f.data["task_id"] for f in stream} == {"t-seq"}
     assert final.event == "task_complete"
     assert final.id is None
-    assert set(final.data) == {"timestamp", "task_id", "response"}
+    assert set(final.data) == {"timestamp", "task_id", "response", "status"}
+    assert final.data["status"] == "completed"
     assert "42" in final.data["response"]
     assert b"\r\nid:" not in final.raw
     synthetic = stored[-1].data["extra_data"]["full_message"]
@@ -209,7 +215,8 @@ async def test_failed_task_stream_ends_with_task_error(start: Start) -> None:
     stream = [parse_frame(chunk) for chunk in split_frames(raw)]
     final = stream[-1]
     assert final.event == "task_error"
-    assert set(final.data) == {"timestamp", "task_id", "response"}
+    assert set(final.data) == {"timestamp", "task_id", "response", "status"}
+    assert final.data["status"] == "failed"
     assert "boom" in final.data["response"]
     assert "task_complete" not in [f.event for f in stream]
 

@@ -65,6 +65,7 @@ async def test_replay_everything(finished: tuple[Running, dict[str, object]]) ->
         "timestamp": final.data["timestamp"],
         "task_id": "t-done",
         "response": answer["response"],
+        "status": "completed",
     }
 
 

@@ -100,6 +100,7 @@ async def test_ui_agents_shape(offline: Running) -> None:
             },
         ],
         "entrypoint": "supervisor",
+        "breakpoint_tools": [],
     }
 
 

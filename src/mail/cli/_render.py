@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
+from rich.status import Status
 from rich.table import Table
 from rich.text import Text
 
@@ -42,7 +43,7 @@ _ERRORS = frozenset(
     {"agent_error", "task_error", "action_error", "interswarm_message_error", "run_loop_error"}
 )
 # Shown elsewhere (the tool_call line, the answer panel) or not at all.
-_HIDDEN = frozenset({"ping", "task_complete_call"})
+_HIDDEN = frozenset({"ping", "task_complete_call", "token_delta"})
 # MAIL's own tools: their effect (a message, the answer) gets its own line.
 _MAIL_TOOLS = frozenset(
     {
@@ -296,40 +297,106 @@ def print_response(console: Console, result: Mapping[str, Any], *, verbose: bool
         console.print(line, markup=False, highlight=False)
 
 
+class _LiveAnswer:
+    """The answer as the model writes it (``token_delta`` events of kind ``answer``),
+    printed as it grows; the closing event then needs no panel if it says the same."""
+
+    def __init__(self, console: Console, status: Status) -> None:
+        self.console = console
+        self.status = status
+        self.parts: list[str] = []
+        self.open = False  # the answer's line is not ended yet
+
+    def add(self, data: Mapping[str, Any]) -> None:
+        delta = data.get("delta")
+        if data.get("kind") != "answer" or not isinstance(delta, str):
+            agent = data.get("agent")
+            if not self.parts and isinstance(agent, str):
+                self.status.update(f"{agent} is writing…")
+            return
+        if not self.parts:
+            self.status.stop()
+            self.console.print(Text("Answer", style="bold green"))
+        self.console.print(delta, end="", markup=False, highlight=False)
+        self.parts.append(delta)
+        self.open = True
+
+    def covers(self, event: SSEvent) -> bool:
+        """``True`` for the completion message of a streamed answer (it says the same)."""
+        if not self.parts or event.event != "new_message":
+            return False
+        data = event_data(event.data)
+        extra = data.get("extra_data") if isinstance(data, Mapping) else None
+        full = extra.get("full_message") if isinstance(extra, Mapping) else None
+        return isinstance(full, Mapping) and full.get("msg_type") == "broadcast_complete"
+
+    def end_line(self) -> None:
+        if self.open:
+            self.console.print()
+            self.open = False
+
+    def shown(self, response: str, state: str) -> bool:
+        """``True`` when the streamed text is the whole completed answer."""
+        self.end_line()
+        return state == "completed" and bool(self.parts) and "".join(self.parts) == response
+
+
 async def show_stream(
     console: Console, stream: AsyncIterable[SSEvent], *, raw: bool = False
 ) -> bool:
     """Print a task's events as they arrive; ``True`` when it ended with ``task_complete``.
 
-    Rendered: one line per event under a spinner, then the answer panel (``task_error``:
-    the "Task failed" panel). ``raw``: each event as one JSON line (:func:`raw_line`),
-    written straight to ``console.file`` without colours.
+    Rendered: one line per event under a spinner, the answer as it streams (live
+    ``token_delta`` events), then the answer panel (``task_error``: the "Task failed"
+    panel) unless the streamed answer already showed it. ``raw``: each event as one JSON
+    line (:func:`raw_line`), written straight to ``console.file`` without colours.
     """
     if raw:
-        final = None
-        async for event in stream:
-            console.file.write(raw_line(event) + "\n")
-            console.file.flush()
-            if event.id is None and event.event in _FINAL:
-                final = event.event
-        return final == "task_complete"
+        return await _raw_stream(console, stream)
     view = EventView()
     with console.status(view.thinking) as status:
+        live = _LiveAnswer(console, status)
         async for event in stream:
+            data = event_data(event.data)
+            if event.event == "token_delta" and event.id is None:
+                if isinstance(data, Mapping):
+                    live.add(data)
+                continue
             if event.id is None and event.event in _FINAL:
                 status.stop()
-                data = event_data(event.data)
-                body = data.get("response", "") if isinstance(data, Mapping) else data
-                task_id = data.get("task_id") if isinstance(data, Mapping) else None
-                state = "completed" if event.event == "task_complete" else "failed"
-                console.print(answer_panel(str(body), state=state, task_id=task_id))
+                _show_final(console, live, event.event, data)
                 return event.event == "task_complete"
-            line = view.line(event.event, event.data)
+            line = None if live.covers(event) else view.line(event.event, event.data)
             if line is not None:
+                live.end_line()
                 console.print(line, no_wrap=True, overflow="ellipsis")
             status.update(view.thinking)
+    live.end_line()
     console.print("[red]✗ the stream ended before the task finished[/red]")
     return False
+
+
+def _show_final(console: Console, live: _LiveAnswer, name: str, data: Any) -> None:
+    body = data.get("response", "") if isinstance(data, Mapping) else data
+    task_id = data.get("task_id") if isinstance(data, Mapping) else None
+    status = data.get("status") if isinstance(data, Mapping) else None
+    state = "completed" if name == "task_complete" else "failed"
+    if isinstance(status, str) and (status in OK_STATES or name == "task_error"):
+        state = status
+    if live.shown(str(body), state):
+        console.print(Text(f"✓ completed · task {task_id}", style="dim green"))
+        return
+    console.print(answer_panel(str(body), state=state, task_id=task_id))
+
+
+async def _raw_stream(console: Console, stream: AsyncIterable[SSEvent]) -> bool:
+    final = None
+    async for event in stream:
+        console.file.write(raw_line(event) + "\n")
+        console.file.flush()
+        if event.id is None and event.event in _FINAL:
+            final = event.event
+    return final == "task_complete"
 
 
 def tasks_table(tasks: Mapping[str, Mapping[str, Any]]) -> Table:

@@ -35,6 +35,7 @@ ENV_OVERRIDES: Mapping[str, str] = MappingProxyType(
         "MAIL_RETENTION_MAX_TASKS": "database.retention_max_tasks",
         "MAIL_PRUNE_INTERVAL": "database.prune_interval",
         "MAIL_SWARM_HEALTH_INTERVAL": "server.interswarm.health_interval",
+        "MAIL_CORS_ORIGINS": "server.cors_origins",
     }
 )
 # Variables holding numbers: parsed before validation (a string that is not a number is
@@ -142,7 +143,13 @@ def _apply_env(merged: Merged, env: Mapping[str, str]) -> None:
         )
 
 
+# Variables holding lists: comma-separated, blanks dropped.
+_ENV_LISTS = frozenset({"MAIL_CORS_ORIGINS"})
+
+
 def _env_value(var: str, value: str) -> Any:
+    if var in _ENV_LISTS:
+        return [item.strip() for item in value.split(",") if item.strip()]
     number = _ENV_NUMBERS.get(var)
     if number is None:
         return value

@@ -17,7 +17,16 @@ from pydantic import AliasChoices, Field, field_validator, model_validator
 from mail._limits import NAME_PATTERN
 from mail.config._base import DEFAULT_DATA_DIR, ConfigModel, NetworkRules, http_url
 
-__all__ = ["ServerConfig", "SwarmConfig", "SettingsConfig", "InterswarmConfig"]
+__all__ = [
+    "DEFAULT_CORS_ORIGINS",
+    "ServerConfig",
+    "SwarmConfig",
+    "SettingsConfig",
+    "InterswarmConfig",
+]
+
+#: The browser origins allowed by default: a UI served on port 3000 of this machine.
+DEFAULT_CORS_ORIGINS = ("http://localhost:3000", "http://127.0.0.1:3000")
 
 #: The configuration logger (``mail.config``); v1.3.6 had one per config module.
 logger = logging.getLogger("mail.config")
@@ -142,6 +151,10 @@ class ServerConfig(ConfigModel):
     max_body_bytes: int = Field(default=1_048_576, gt=0)
     idle_runtime_seconds: float = Field(default=1800.0, gt=0)
     access_log: bool = True
+    cors_origins: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_CORS_ORIGINS),
+        description="Browser origins allowed to call the server (CORS); [] allows none",
+    )
 
     @field_validator("base_url")
     @classmethod

@@ -50,6 +50,8 @@ _EXPORTS: dict[str, str] = {
     "create_swarm_discovery_tool": "tools",
     "create_task_complete_tool": "tools",
     "pydantic_model_to_tool": "tools",
+    "emit_delta": "_live",
+    "report_usage": "_live",
 }
 
 __all__ = [
@@ -85,9 +87,11 @@ __all__ = [
     "create_system_address",
     "create_task_complete_tool",
     "create_user_address",
+    "emit_delta",
     "format_agent_address",
     "parse_agent_address",
     "pydantic_model_to_tool",
+    "report_usage",
 ]
 
 

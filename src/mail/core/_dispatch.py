@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from mail.core._live import live_turn
 from mail.core._manual import ManualStep
 from mail.core._scheduler import Scheduler
 from mail.core._system_messages import Subject, SystemMessages, build_help
@@ -166,7 +167,8 @@ class TurnRunner:
             history.append(xml)
         turn = task.turn_number
         try:
-            _text, calls = await core.function(history, self._tool_choice(core, message))
+            with live_turn(task, agent):
+                _text, calls = await core.function(history, self._tool_choice(core, message))
         except asyncio.CancelledError:
             raise
         except Exception as e:  # noqa: BLE001  # an agent's failure is reported, never fatal to the loop
@@ -520,7 +522,7 @@ class TurnRunner:
                 "ERROR: "
                 + ("action not found" if action is None else "agent cannot access action"),
             )
-            task.log.emit(EventName.ACTION_ERROR, error)
+            task.log.emit(EventName.ACTION_ERROR, error, {**_call_data(call), "error": error})
             ctx.action_errors.append((name, error))
             return
         assert action is not None  # noqa: S101  # narrowed by the checks above
@@ -528,11 +530,14 @@ class TurnRunner:
         task.log.emit(
             EventName.ACTION_CALL,
             f"agent {ctx.agent} executing action tool: {name} with args: {args}",
+            _call_data(call),
         )
         status, content = await action.execute(call, action_override=self.action_override)
         ctx.result(call, ("SUCCESS: " if status == "success" else "ERROR: ") + content)
         task.log.emit(
-            EventName.ACTION_COMPLETE, f"action complete (caller = {ctx.agent}):\n{content}"
+            EventName.ACTION_COMPLETE,
+            f"action complete (caller = {ctx.agent}):\n{content}",
+            {**_call_data(call), "content": content},
         )
         ctx.action_ran = True
 
@@ -551,6 +556,7 @@ class TurnRunner:
         task.log.emit(
             EventName.BREAKPOINT_TOOL_CALL,
             f"agent {ctx.agent} used breakpoint tools {names} with args: {args}",
+            {"calls": [{k: n[k] for k in ("call_id", "name", "arguments")} for n in normalized]},
         )
         for call, norm in zip(calls, normalized, strict=True):
             task.pending_breakpoints[call.tool_call_id] = PendingBreakpoint(
@@ -564,6 +570,15 @@ class TurnRunner:
             TaskState.WAITING_BREAKPOINT,
             self.system.breakpoint_tool_call(task.task_id, pending),
         )
+
+
+def _call_data(call: AgentToolCall) -> dict[str, Any]:
+    """The ``extra_data`` that names an action call in its events."""
+    return {
+        "tool_name": call.tool_name,
+        "tool_call_id": call.tool_call_id,
+        "tool_args": call.tool_args,
+    }
 
 
 HANDLERS: dict[str, Handler] = {

@@ -10,6 +10,7 @@ resumes without loss or repetition.
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 from enum import StrEnum
 from typing import Any, Protocol
@@ -53,10 +54,11 @@ class EventName(StrEnum):
     RUN_LOOP_ERROR = "run_loop_error"
     SHUTDOWN_REQUESTED = "shutdown_requested"
     PING = "ping"
+    TOKEN_DELTA = "token_delta"  # noqa: S105  # an event name, not a secret
 
 
 #: Events that only exist on a stream and are never stored in a task's log.
-STREAM_ONLY_EVENTS = frozenset({EventName.PING})
+STREAM_ONLY_EVENTS = frozenset({EventName.PING, EventName.TOKEN_DELTA})
 
 
 class MAILEvent:
@@ -105,14 +107,23 @@ class MAILEvent:
 
     @classmethod
     def stream_final(
-        cls, name: str, task_id: str, response: str, *, status: str | None = None
+        cls,
+        name: str,
+        task_id: str,
+        response: str,
+        *,
+        status: str | None = None,
+        usage: dict[str, int] | None = None,
     ) -> MAILEvent:
         """Build the stream's closing ``task_complete`` or ``task_error`` event; ``status``
-        (``"cancelled"`` for a cancelled task) is added to its data when given."""
+        (``completed``, ``waiting_breakpoint``, ``failed`` or ``cancelled``) and the task's
+        token ``usage`` are added to its data when given."""
         ts = utc_timestamp()
-        payload = {"timestamp": ts, "task_id": task_id, "response": response}
+        payload: dict[str, Any] = {"timestamp": ts, "task_id": task_id, "response": response}
         if status is not None:
             payload["status"] = status
+        if usage is not None:
+            payload["usage"] = dict(usage)
         return cls(event=name, task_id=task_id, timestamp=ts, payload=payload)
 
     @classmethod
@@ -133,7 +144,8 @@ class EventLog:
     """Append-only, ordered events of one task, readable by any number of followers.
 
     ``events`` are events loaded back from a store (with their sequence numbers); the
-    ``listener`` is told of every append.
+    ``listener`` is told of every append. Besides the stored events, a side channel
+    carries ephemeral events (:meth:`publish`) to the readers following the log right now.
     """
 
     __slots__ = (
@@ -142,6 +154,7 @@ class EventLog:
         "_waiters",
         "followers",
         "listener",
+        "live_readers",
         "stored_seq",
         "task_id",
     )
@@ -157,6 +170,8 @@ class EventLog:
         self._first_seq = (self._events[0].seq or 1) if self._events else 1
         # one future per reader waiting in wait(), resolved by the next append
         self._waiters: list[asyncio.Future[None]] = []
+        #: one queue per live reader of :meth:`follow`: (last stored seq, ephemeral event)
+        self.live_readers: list[deque[tuple[int, MAILEvent]]] = []
         #: readers inside :meth:`follow` right now
         self.followers = 0
         self.listener = listener
@@ -193,6 +208,20 @@ class EventLog:
         """Append a new stored event of this task."""
         return self.append(MAILEvent(name, self.task_id, description, extra_data))
 
+    def publish(self, event: MAILEvent) -> None:
+        """Hand an ephemeral event (never stored, no sequence number) to the live readers.
+
+        Each reader gets it after the stored events that exist now; a reader that joins
+        later never sees it.
+        """
+        if not self.live_readers:
+            return
+        mark = self.last_seq
+        for reader in self.live_readers:
+            reader.append((mark, event))
+        if self._waiters:
+            self._wake()
+
     def since(self, after: int = 0) -> list[MAILEvent]:
         """Return the events whose sequence number is greater than ``after``."""
         start = max(after - self._first_seq + 1, 0)
@@ -225,6 +254,7 @@ class EventLog:
         heartbeat: float | None = None,
         until: Callable[[], bool] | None = None,
         stored_ends: bool = True,
+        live: bool = True,
     ) -> AsyncIterator[MAILEvent]:
         """Yield every event after ``after``, then new ones as they arrive.
 
@@ -232,22 +262,34 @@ class EventLog:
         many seconds. With ``until``, the iteration ends once every event so far has been
         yielded and ``until()`` is true; otherwise it goes on until the caller stops.
         ``stored_ends=False`` leaves out the stored ``task_complete`` events, for streams
-        that close a turn with their own final ``task_complete``.
+        that close a turn with their own final ``task_complete``. With ``live``, the
+        ephemeral events published while the reader follows come too, in their place
+        between the stored ones.
         """
         cursor = after
+        queue: deque[tuple[int, MAILEvent]] = deque()
+        if live:
+            self.live_readers.append(queue)
         self.followers += 1
         try:
             while True:
                 events = self.since(cursor)
+                if queue and events:  # stored events up to the ephemeral one come first
+                    events = events[: max(queue[0][0] - cursor, 0)]
                 if events:
                     for event in events:
                         cursor = event.seq or cursor
                         if stored_ends or event.event != EventName.TASK_COMPLETE:
                             yield event
                     continue  # more may have come while the reader held an event
+                if queue:
+                    yield queue.popleft()[1]
+                    continue
                 if until is not None and until():
                     return
-                if not await self.wait(cursor, heartbeat):
+                if not await self.wait(cursor, heartbeat) and not queue:
                     yield MAILEvent.ping(self.task_id)
         finally:
             self.followers -= 1
+            if live:  # by identity: deques with equal contents compare equal
+                self.live_readers = [r for r in self.live_readers if r is not queue]

@@ -53,7 +53,7 @@ from mail.core.actions import ActionCore, ActionOverrideFunction
 from mail.core.agents import AgentCore
 from mail.core.events import EventLog, EventName, MAILEvent
 from mail.core.message import MAILInterswarmMessage, MAILMessage, format_task_contributor
-from mail.core.tasks import MAILTask, TaskState, TaskTable, short_title
+from mail.core.tasks import MAILTask, TaskState, TaskTable, closing_event, short_title
 from mail.db.store import CallerKey, TaskStore
 from mail.errors import InvalidMessageError, TaskNotFoundError, TaskStateError
 
@@ -62,7 +62,6 @@ __all__ = ["AGENT_HISTORY_KEY", "MAILRuntime", "RemoteRouter", "ResumeFrom"]
 logger = logging.getLogger("mail.runtime")
 
 ResumeFrom = Literal["user_response", "breakpoint_tool_call"]
-_STREAM_FAILED = frozenset({TaskState.FAILED, TaskState.CANCELLED})
 _CANCELLABLE = frozenset({TaskState.RUNNING, TaskState.WAITING_BREAKPOINT})
 
 
@@ -314,9 +313,7 @@ class MAILRuntime(V136RuntimeMethods):
             yield event
         final = turn.result()
         await self.persisted()
-        name = EventName.TASK_ERROR if task.state in _STREAM_FAILED else EventName.TASK_COMPLETE
-        status = "cancelled" if task.state is TaskState.CANCELLED else None
-        yield MAILEvent.stream_final(name, task.task_id, final["message"]["body"], status=status)
+        yield closing_event(task, final["message"]["body"])
 
     def _begin(
         self, message: MAILMessage, resume_from: ResumeFrom | None, kwargs: dict[str, Any]

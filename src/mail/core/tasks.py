@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from mail.core._task_compat import V136TaskMethods
 from mail.core._task_state import QueueItem, TaskState
-from mail.core.events import EventLog, LogListener, MAILEvent
+from mail.core.events import EventLog, EventName, LogListener, MAILEvent
 
 if TYPE_CHECKING:
     from mail.core.message import MAILMessage
@@ -41,6 +41,8 @@ __all__ = [
     "TaskTable",
     "TITLE_LENGTH",
     "short_title",
+    "turn_status",
+    "closing_event",
 ]
 
 #: How long a task's title may be, ellipsis included.
@@ -113,6 +115,8 @@ class MAILTask(V136TaskMethods):
     # agents with a turn running or queued in this task
     busy: set[str] = field(default_factory=set)
     finished_at: float | None = None
+    #: tokens the task's model calls reported, summed (``None`` until one reports)
+    usage: dict[str, int] | None = None
     #: told of every change of the task and its log (the runtime's store recorder)
     listener: TaskListener | None = field(default=None, repr=False)
     #: events loaded back from a store, with their sequence numbers
@@ -175,6 +179,30 @@ class MAILTask(V136TaskMethods):
         else:
             self.waiters.append(waiter)
         return waiter
+
+
+#: The states a turn may end in, as the closing event's and the answer's ``status``.
+_TURN_STATUS = {
+    TaskState.WAITING_BREAKPOINT: "waiting_breakpoint",
+    TaskState.FAILED: "failed",
+    TaskState.INTERRUPTED: "failed",
+    TaskState.CANCELLED: "cancelled",
+}
+
+
+def turn_status(task: MAILTask) -> str:
+    """How the task's last turn ended: ``completed``, ``waiting_breakpoint``, ``failed``
+    or ``cancelled`` (a task already running again reads ``completed``)."""
+    return _TURN_STATUS.get(task.state, "completed")
+
+
+def closing_event(task: MAILTask, response: str) -> MAILEvent:
+    """The stream's closing event of the task's turn: ``task_error`` for a failed or
+    cancelled turn, else ``task_complete``, with ``status`` and, when a model reported
+    any, the task's token ``usage``."""
+    status = turn_status(task)
+    name = EventName.TASK_ERROR if status in ("failed", "cancelled") else EventName.TASK_COMPLETE
+    return MAILEvent.stream_final(name, task.task_id, response, status=status, usage=task.usage)
 
 
 class TaskListener(LogListener, Protocol):

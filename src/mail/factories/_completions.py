@@ -12,7 +12,9 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
+from mail.core._live import DeltaKind, emit_delta, report_usage
 from mail.core.tools import AgentToolCall
+from mail.factories._live_output import AnswerStreams, usage_of
 from mail.factories._shared import AgentOutputError, new_call_id, parse_arguments, plain
 
 __all__ = ["request_messages", "build_request", "first_message", "collect_stream", "parse_message"]
@@ -41,7 +43,7 @@ def build_request(
 ) -> dict[str, Any]:
     """A chat-completions request: ``model``, the :func:`request_messages`, the tool
     parameters, and ``max_tokens`` (sent as ``max_tokens_field``), ``reasoning_effort``
-    and ``stream`` when set."""
+    and ``stream`` when set (a streamed answer ends with its token usage)."""
     request: dict[str, Any] = {
         "model": model,
         "messages": request_messages(system, messages),
@@ -53,6 +55,7 @@ def build_request(
         request["reasoning_effort"] = reasoning_effort
     if stream:
         request["stream"] = True
+        request["stream_options"] = {"include_usage": True}
     return request
 
 
@@ -70,28 +73,35 @@ def first_message(response: Any, agent: str) -> dict[str, Any]:
 async def collect_stream(stream: AsyncIterator[Any], agent: str, log: bool) -> dict[str, Any]:
     """Rebuild the assistant message of a streamed completion (tool calls merged by index).
 
-    With ``log``, text and reasoning deltas are logged at DEBUG as they arrive.
+    Text, reasoning and the answer of ``task_complete`` calls go to the runtime as live
+    deltas (:func:`mail.core.emit_delta`), and the usage of the final chunk to
+    :func:`mail.core.report_usage`. With ``log``, text and reasoning deltas are logged at
+    DEBUG as they arrive.
     """
     content: list[str] = []
     reasoning: list[str] = []
     thinking_blocks: list[Any] = []
     calls: dict[int, dict[str, Any]] = {}
+    answers = AnswerStreams()
+    usage: dict[str, int] | None = None
     async for chunk in stream:
-        for choice in plain(chunk).get("choices") or []:
+        data = plain(chunk)
+        usage = usage_of(data.get("usage")) or usage
+        for choice in data.get("choices") or []:
             if choice.get("index", 0) != 0:
                 continue
             delta = choice.get("delta") or {}
             if text := delta.get("content"):
                 content.append(text)
-                if log:
-                    logger.debug("%s: %s", agent, text, extra={"agent": agent})
+                _live(agent, log, "text", text)
             if thought := delta.get("reasoning_content"):
                 reasoning.append(thought)
-                if log:
-                    logger.debug("%s (reasoning): %s", agent, thought, extra={"agent": agent})
+                _live(agent, log, "reasoning", thought)
             thinking_blocks.extend(delta.get("thinking_blocks") or [])
             for part in delta.get("tool_calls") or []:
-                _merge_tool_call_delta(calls, part)
+                _merge_tool_call_delta(calls, part, answers)
+    if usage is not None:
+        report_usage(usage)
     message: dict[str, Any] = {"role": "assistant", "content": "".join(content) or None}
     if reasoning:
         message["reasoning_content"] = "".join(reasoning)
@@ -102,7 +112,16 @@ async def collect_stream(stream: AsyncIterator[Any], agent: str, log: bool) -> d
     return message
 
 
-def _merge_tool_call_delta(calls: dict[int, dict[str, Any]], part: dict[str, Any]) -> None:
+def _live(agent: str, log: bool, kind: DeltaKind, text: str) -> None:
+    emit_delta(kind, text)
+    if log:
+        label = " (reasoning)" if kind == "reasoning" else ""
+        logger.debug("%s%s: %s", agent, label, text, extra={"agent": agent})
+
+
+def _merge_tool_call_delta(
+    calls: dict[int, dict[str, Any]], part: dict[str, Any], answers: AnswerStreams
+) -> None:
     index = part.get("index") or 0
     slot = calls.setdefault(
         index, {"id": None, "type": "function", "function": {"name": "", "arguments": ""}}
@@ -114,6 +133,7 @@ def _merge_tool_call_delta(calls: dict[int, dict[str, Any]], part: dict[str, Any
         slot["function"]["name"] = function["name"]
     if function.get("arguments"):
         slot["function"]["arguments"] += function["arguments"]
+    answers.feed(index, slot["function"]["name"], slot["id"], function.get("arguments") or "")
 
 
 def _reasoning(message: dict[str, Any]) -> list[str] | None:

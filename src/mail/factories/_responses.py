@@ -11,16 +11,19 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
+from mail.core._live import DeltaKind, emit_delta, report_usage
 from mail.core.tools import AgentToolCall
+from mail.factories._live_output import AnswerStreams, usage_of
 from mail.factories._shared import AgentOutputError, new_call_id, parse_arguments, plain
 
 __all__ = ["request_input", "instructions_for", "build_request", "collect_stream", "parse_response"]
 
 logger = logging.getLogger("mail.factories.base")
 
-_TEXT_DELTAS = {
-    "response.output_text.delta": "",
-    "response.reasoning_summary_text.delta": " (reasoning)",
+_TEXT_DELTAS: dict[str, DeltaKind] = {
+    "response.output_text.delta": "text",
+    "response.reasoning_summary_text.delta": "reasoning",
+    "response.reasoning_text.delta": "reasoning",
 }
 _FINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed"})
 
@@ -73,25 +76,43 @@ def _field(obj: Any, name: str) -> Any:
 async def collect_stream(stream: AsyncIterator[Any], agent: str, log: bool) -> Any:
     """Return the final response object of a streamed Responses answer.
 
-    With ``log``, text and reasoning-summary deltas are logged at DEBUG as they arrive.
-    Raises :class:`AgentOutputError` when the stream ends without a final response.
+    Text, reasoning and the answer of ``task_complete`` calls go to the runtime as live
+    deltas (:func:`mail.core.emit_delta`), and the final response's usage to
+    :func:`mail.core.report_usage`. With ``log``, text and reasoning deltas are logged at
+    DEBUG as they arrive. Raises :class:`AgentOutputError` when the stream ends without a
+    final response.
     """
     final: Any = None
+    answers = AnswerStreams()
+    names: dict[Any, tuple[str | None, str | None]] = {}
     async for event in stream:
         kind = _field(event, "type")
-        if log and kind in _TEXT_DELTAS:
-            logger.debug(
-                "%s%s: %s",
-                agent,
-                _TEXT_DELTAS[kind],
-                _field(event, "delta"),
-                extra={"agent": agent},
-            )
+        if kind in _TEXT_DELTAS:
+            _live(agent, log, _TEXT_DELTAS[kind], _field(event, "delta"))
+        elif kind == "response.output_item.added":
+            item = _field(event, "item")
+            if _field(item, "type") == "function_call":
+                names[_field(item, "id")] = (_field(item, "name"), _field(item, "call_id"))
+        elif kind == "response.function_call_arguments.delta":
+            key = _field(event, "item_id")
+            name, call_id = names.get(key, (None, None))
+            answers.feed(key, name, call_id, _field(event, "delta") or "")
         elif kind in _FINAL_EVENTS:
             final = _field(event, "response")
     if final is None:
         raise AgentOutputError("the response stream ended without a final response", agent=agent)
+    if (usage := usage_of(_field(final, "usage"))) is not None:
+        report_usage(usage)
     return final
+
+
+def _live(agent: str, log: bool, kind: DeltaKind, text: Any) -> None:
+    if not isinstance(text, str) or not text:
+        return
+    emit_delta(kind, text)
+    if log:
+        label = " (reasoning)" if kind == "reasoning" else ""
+        logger.debug("%s%s: %s", agent, label, text, extra={"agent": agent})
 
 
 def _message_text(item: dict[str, Any]) -> str:

@@ -29,6 +29,7 @@ from mail.core.tools import ToolFormat, get_agent_tools, tool_name
 from mail.errors import SwarmDefinitionError
 from mail.factories import _completions, _responses
 from mail.factories._litellm import import_litellm
+from mail.factories._live_output import report_response_usage
 from mail.factories._shared import (
     THINKING_BUDGETS,
     AgentOutputError,
@@ -351,6 +352,7 @@ class LiteLLMAgentFunction(MAILAgentFunction):
             response = await litellm.acompletion(**request)
             if self.stream_tokens:
                 return await _completions.collect_stream(response, self.name, self._log_stream)
+            report_response_usage(response)
             return _completions.first_message(response, self.name)
 
         message = await self._with_retries(litellm, attempt)
@@ -376,6 +378,7 @@ class LiteLLMAgentFunction(MAILAgentFunction):
             response = await litellm.aresponses(**request)
             if self.stream_tokens:
                 return await _responses.collect_stream(response, self.name, self._log_stream)
+            report_response_usage(response)
             return response
 
         response = await self._with_retries(litellm, attempt)

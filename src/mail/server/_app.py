@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
-from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mail._limits import loads
 from mail.api import MAILSwarmTemplate
+from mail.config.server import DEFAULT_CORS_ORIGINS
 from mail.errors import (
     AuthError,
     AuthServiceError,
@@ -46,6 +46,7 @@ from mail.server import (
     _routes_responses,
     _routes_tasks,
 )
+from mail.server._cors import ConfiguredCORS
 from mail.server._deps import check_gates
 from mail.server._listen import check_port, recorded
 from mail.server._reload import APP, reload_environment, uvicorn_options, worker_config
@@ -332,13 +333,12 @@ def create_app(
     app.add_exception_handler(Exception, _unexpected)
     for module in _ROUTES:
         app.include_router(module.router)
-    app.add_middleware(
-        CORSMiddleware,
-        allow_origins=["http://localhost:3000", "http://127.0.0.1:3000"],
-        allow_credentials=True,
-        allow_methods=["*"],
-        allow_headers=["*"],
-    )
+
+    def cors_origins() -> list[str]:
+        state: ServerState | None = getattr(app.state, "mail", None)
+        return list(DEFAULT_CORS_ORIGINS) if state is None else state.config.server.cors_origins
+
+    app.add_middleware(ConfiguredCORS, origins=cors_origins)
 
     def body_limit() -> int:
         state: ServerState | None = getattr(app.state, "mail", None)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 from typing import Any
 
 from fastapi import APIRouter
 
 from mail.api import MAILSwarmTemplate
+from mail.core._tool_specs import cached_mail_tool_spec
 from mail.errors import ConfigurationError, MAILError, SwarmDefinitionError
 from mail.server._deps import Admin, AdminOrUser, AppState
 from mail.server._routing import StrictJSONRoute
@@ -30,10 +32,31 @@ from mail.server.models import (
 from mail.utils.parsing import ReferencePolicy
 from mail.version import PROTOCOL_VERSION
 
-__all__ = ["router"]
+__all__ = ["breakpoint_tool_specs", "router"]
 
 logger = logging.getLogger("mail.server")
 router = APIRouter(responses=ERROR_RESPONSES, route_class=StrictJSONRoute)
+
+
+def breakpoint_tool_specs(template: MAILSwarmTemplate) -> list[dict[str, Any]]:
+    """The swarm's breakpoint tools as agents are offered them: ``name``, ``description``
+    and the JSON Schema of their ``parameters`` (strict mode)."""
+    actions = {a.name: a for a in template.actions}
+    specs: list[dict[str, Any]] = []
+    for name in template.breakpoint_tools:
+        action = actions.get(name)
+        if action is not None:
+            spec = action.to_tool_dict("responses")
+        else:  # a MAIL tool (checked when the swarm was built)
+            spec = copy.deepcopy(cached_mail_tool_spec(name, "responses", (), False))
+        specs.append(
+            {
+                "name": name,
+                "description": spec.get("description") or "",
+                "parameters": spec["parameters"],
+            }
+        )
+    return specs
 
 
 @router.get("/", response_model=RootResponse, summary="Server and swarm information")
@@ -50,6 +73,7 @@ async def root(state: AppState) -> dict[str, Any]:
             "entrypoint": template.entrypoint,
             "keywords": template.keywords,
             "public": template.public,
+            "breakpoint_tools": breakpoint_tool_specs(template),
         },
         "status": "running",
         "uptime": state.uptime,

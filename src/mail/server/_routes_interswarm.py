@@ -507,7 +507,10 @@ async def _legacy_events(
         return reply.done() or turn.done()
 
     try:
-        follow = task.log.follow(0, heartbeat=_PING_SECONDS, until=over, stored_ends=False)
+        # a peer's stream carries stored events only (no live token deltas)
+        follow = task.log.follow(
+            0, heartbeat=_PING_SECONDS, until=over, stored_ends=False, live=False
+        )
         async for event in follow:
             if pings or event.event != EventName.PING:
                 yield event

@@ -8,7 +8,7 @@ from fastapi import APIRouter
 from fastapi.responses import Response
 
 from mail.core.message import new_task_id
-from mail.core.tasks import TaskState
+from mail.core.tasks import turn_status
 from mail.server._deps import AdminOrUser, AppState, UICaller
 from mail.server._routing import StrictJSONRoute
 from mail.server._shutdown import shutting_down, unless_closing
@@ -70,7 +70,7 @@ async def _send(
         "response": final["message"]["body"],
         "events": [sse_object(e) for e in log] if log is not None else None,
         "task_id": task_id,
-        "status": str(task.state if task is not None else TaskState.COMPLETED),
+        "status": turn_status(task) if task is not None else "completed",
     }
 
 

@@ -14,10 +14,11 @@ from sse_starlette import EventSourceResponse
 
 from mail.api import MAILSwarm
 from mail.core.events import EventName, MAILEvent
-from mail.core.tasks import MAILTask, TaskState, short_title
+from mail.core.tasks import MAILTask, closing_event, short_title
 from mail.errors import InvalidMessageError, PermissionDeniedError, TaskNotFoundError
 from mail.server._auth_types import wrong_role
 from mail.server._deps import AdminOrUser, AppState, UICaller
+from mail.server._routes_core import breakpoint_tool_specs
 from mail.server._routing import StrictJSONRoute
 from mail.server._sse import compact_json, event_response, stored_event
 from mail.server._state import ServerState
@@ -36,7 +37,6 @@ from mail.server.models import (
 __all__ = ["router", "task_record"]
 
 router = APIRouter(responses=ERROR_RESPONSES, route_class=StrictJSONRoute)
-_FAILED = frozenset({TaskState.FAILED, TaskState.CANCELLED, TaskState.INTERRUPTED})
 
 
 def task_record(task: MAILTask, *, events: bool = True) -> dict[str, Any]:
@@ -55,6 +55,8 @@ def task_record(task: MAILTask, *, events: bool = True) -> dict[str, Any]:
         "completed": task.completed,
         "title": task.title,
     }
+    if task.usage is not None:
+        record["usage"] = dict(task.usage)
     if not events:
         del record["events"]
     return record
@@ -181,10 +183,8 @@ async def _replay_then_follow(
     async for event in follow:
         yield event
     await swarm.runtime.persisted()  # the end of the turn is stored before it is told
-    name = EventName.TASK_ERROR if task.state in _FAILED else EventName.TASK_COMPLETE
     body = task.response["message"]["body"] if task.response is not None else ""
-    status = "cancelled" if task.state is TaskState.CANCELLED else None
-    yield MAILEvent.stream_final(name, task.task_id, body, status=status)
+    yield closing_event(task, body)
 
 
 @router.get(
@@ -229,6 +229,7 @@ async def ui_agents(state: AppState, _caller: UICaller) -> dict[str, Any]:
             for a in template.agents
         ],
         "entrypoint": template.entrypoint,
+        "breakpoint_tools": breakpoint_tool_specs(template),
     }
 
 

@@ -54,6 +54,7 @@ __all__ = [
     "RequestModel",
     "RootResponse",
     "RootSwarm",
+    "BreakpointTool",
     "StatusResponse",
     "TaskId",
     "SwarmEntry",
@@ -140,8 +141,9 @@ EVENT_STREAM: dict[str, Any] = {
             "description": "One server-sent event: for stored events `id: <sequence number>` "
             "(for `Last-Event-ID`), then `event: <name>` and one compact JSON `data:` line; "
             "every line ends with CRLF. The stream ends with `task_complete` or `task_error` "
-            "(data `{timestamp, task_id, response}`, plus `status: cancelled` for a cancelled "
-            "task); `ping` events keep it alive.",
+            "(data `{timestamp, task_id, response, status}`, plus `usage` when models reported "
+            "tokens); `ping` events keep it alive; `token_delta` events (no `id`, never "
+            "stored) carry the text of streaming models as it is written.",
             "required": ["event", "data"],
             "properties": {
                 "event": {"type": "string", "examples": ["new_message", "task_complete"]},
@@ -157,7 +159,23 @@ EVENT_STREAM: dict[str, Any] = {
                             "description": {"type": "string"},
                             "extra_data": {"type": "object"},
                             "response": {"type": "string"},
-                            "status": {"type": "string", "enum": ["cancelled"]},
+                            "status": {
+                                "type": "string",
+                                "enum": [
+                                    "completed",
+                                    "waiting_breakpoint",
+                                    "failed",
+                                    "cancelled",
+                                ],
+                            },
+                            "usage": {
+                                "type": "object",
+                                "additionalProperties": {"type": "integer"},
+                            },
+                            "agent": {"type": "string"},
+                            "kind": {"type": "string", "enum": ["text", "reasoning", "answer"]},
+                            "delta": {"type": "string"},
+                            "call_id": {"type": "string"},
                         },
                     },
                 },
@@ -168,6 +186,12 @@ EVENT_STREAM: dict[str, Any] = {
 }
 
 
+class BreakpointTool(_Model):
+    name: str
+    description: str
+    parameters: dict[str, Any] = Field(description="The JSON Schema of the tool's arguments")
+
+
 class RootSwarm(_Model):
     name: str
     version: str
@@ -175,6 +199,9 @@ class RootSwarm(_Model):
     entrypoint: str
     keywords: list[str]
     public: bool
+    breakpoint_tools: list[BreakpointTool] = Field(
+        description="The tools that pause a task for the caller to answer (`[]` when none)"
+    )
 
 
 class RootResponse(_Model):
@@ -269,6 +296,7 @@ class UIAgent(_Model):
 class UIAgentsResponse(_Model):
     agents: list[UIAgent]
     entrypoint: str
+    breakpoint_tools: list[BreakpointTool]
 
 
 # --- request bodies ---------------------------------------------------------------------------

@@ -138,8 +138,14 @@ def _pieces(text: str) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
-def _usage_chat() -> dict[str, int]:
-    return {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+def _usage_chat() -> dict[str, Any]:
+    return {
+        "prompt_tokens": 10,
+        "completion_tokens": 5,
+        "total_tokens": 15,
+        "prompt_tokens_details": {"cached_tokens": 4},
+        "completion_tokens_details": {"reasoning_tokens": 3},
+    }
 
 
 # --------------------------------------------------------------------------------------
@@ -291,9 +297,9 @@ def responses_body(
         "truncation": "disabled",
         "usage": {
             "input_tokens": 10,
-            "input_tokens_details": {"cached_tokens": 0},
+            "input_tokens_details": {"cached_tokens": 4},
             "output_tokens": 5,
-            "output_tokens_details": {"reasoning_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 3},
             "total_tokens": 15,
         },
         "user": None,

@@ -24,7 +24,10 @@ replies, then from a rule, and records every request::
 
 A reply is a :class:`StubReply`, a string (a text answer), a sequence of ``(tool name,
 arguments)`` pairs (one turn with those calls; string arguments are sent verbatim), or a
-callable that receives the request JSON and returns one of those. ``rule`` answers once the
+callable that receives the request JSON and returns one of those. Every answer reports
+token usage (10 input tokens of which 4 cached, 5 output tokens of which 3 reasoning): in
+the body, in ``response.completed`` of a Responses stream, and in a final chunk of a chat
+stream when the request asks for it (``stream_options.include_usage``). ``rule`` answers once the
 script is used up; without a rule an unscripted request gets HTTP 500 and is counted in
 :attr:`StubLLMServer.unscripted`.
 

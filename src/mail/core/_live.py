@@ -1,0 +1,104 @@
+"""Live output of an agent turn: token deltas and token usage, reported by agent functions.
+
+The runtime runs every agent call inside :func:`live_turn`, which puts the turn (its task
+and agent) in a context variable. An agent function that streams its model's answer calls
+:func:`emit_delta` with each piece of text, reasoning or answer as it arrives, and
+:func:`report_usage` with the tokens each model call used. Both are no-ops outside a turn,
+so agent functions stay plain ``await agent(history, tool_choice) -> (text, calls)``
+callables that also work on their own.
+
+Deltas become ephemeral ``token_delta`` events on the task's live streams (see
+:meth:`mail.core.events.EventLog.publish`): never stored, never replayed. Usage is summed
+on the task (:attr:`mail.core.tasks.MAILTask.usage`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, TypeAlias
+
+from mail.core.events import EventName, MAILEvent
+from mail.core.message import utc_timestamp
+
+if TYPE_CHECKING:
+    from mail.core.tasks import MAILTask
+
+__all__ = ["USAGE_KEYS", "DeltaKind", "emit_delta", "live_turn", "report_usage"]
+
+#: What a delta is: assistant text, reasoning, or the growing ``finish_message`` of a
+#: ``task_complete`` call.
+DeltaKind: TypeAlias = Literal["text", "reasoning", "answer"]
+_KINDS = frozenset({"text", "reasoning", "answer"})
+#: The keys of a task's ``usage``, summed over its model calls.
+USAGE_KEYS = ("input_tokens", "output_tokens", "reasoning_tokens", "cached_input_tokens")
+
+
+@dataclass(slots=True)
+class _Turn:
+    task: MAILTask
+    agent: str
+
+
+_CURRENT: ContextVar[_Turn | None] = ContextVar("mail_live_turn", default=None)
+
+
+@contextmanager
+def live_turn(task: MAILTask, agent: str) -> Iterator[None]:
+    """Make ``task`` and ``agent`` the current turn for :func:`emit_delta` and
+    :func:`report_usage` until the block ends."""
+    token = _CURRENT.set(_Turn(task, agent))
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
+
+
+def emit_delta(kind: DeltaKind, delta: str, *, call_id: str | None = None) -> None:
+    """Send a piece of the model's output, as it streams, to the task's live streams.
+
+    Args:
+        kind: ``"text"`` (assistant text), ``"reasoning"`` (reasoning or thinking) or
+            ``"answer"`` (the growing ``finish_message`` of a ``task_complete`` call).
+        delta: the new text (empty deltas are dropped).
+        call_id: the tool call the delta belongs to (for ``"answer"``).
+
+    Does nothing outside an agent turn of the runtime, or when ``kind`` is unknown.
+    """
+    turn = _CURRENT.get()
+    if turn is None or not delta or kind not in _KINDS:
+        return
+    log = turn.task.log
+    if not log.live_readers:
+        return
+    ts = utc_timestamp()
+    payload: dict[str, str] = {
+        "timestamp": ts,
+        "task_id": turn.task.task_id,
+        "agent": turn.agent,
+        "kind": kind,
+        "delta": delta,
+    }
+    if call_id is not None:
+        payload["call_id"] = call_id
+    log.publish(MAILEvent(EventName.TOKEN_DELTA, turn.task.task_id, timestamp=ts, payload=payload))
+
+
+def report_usage(usage: Mapping[str, object]) -> None:
+    """Add the tokens of one model call to the current task's usage.
+
+    ``usage`` has any of :data:`USAGE_KEYS` (other keys and non-integer values are
+    ignored). Does nothing outside an agent turn of the runtime.
+    """
+    turn = _CURRENT.get()
+    if turn is None:
+        return
+    total = turn.task.usage
+    if total is None:
+        total = turn.task.usage = dict.fromkeys(USAGE_KEYS, 0)
+    for key in USAGE_KEYS:
+        value = usage.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            total[key] += value
