@@ -7,7 +7,7 @@ import { createMAIL, type MAILProvider } from '../src/index';
 import { needsAiAdditions } from './helpers/flags';
 import { startLlmStub } from './helpers/llm-stub';
 import './helpers/quiet';
-import { REPO_DIR, startMailServer, type RunningServer } from './helpers/server';
+import { FIXTURES_DIR, startMailServer, type RunningServer } from './helpers/server';
 import { join } from 'node:path';
 
 type Raw = { event: string; id?: number; data: Record<string, unknown> };
@@ -71,8 +71,8 @@ describe('live tokens from an LLM swarm', needsAiAdditions, () => {
   before(async () => {
     stub = await startLlmStub();
     server = await startMailServer({
-      swarm: 'example',
-      swarmSource: join(REPO_DIR, 'swarms.json'),
+      swarm: 'streaming-example', // the example swarm with stream_tokens on (fixtures)
+      swarmSource: join(FIXTURES_DIR, 'swarms.json'),
       env: { LITELLM_PROXY_API_BASE: `${stub.url}/v1` },
     });
   });
@@ -83,7 +83,7 @@ describe('live tokens from an LLM swarm', needsAiAdditions, () => {
 
   test('the answer streams as several text deltas, and usage is reported (S7)', async () => {
     const mail = createMAIL({ baseUrl: server.url, authToken: server.userKey });
-    const result = streamText({ model: mail('example'), prompt: 'What is 12 * (3 + 4)?' });
+    const result = streamText({ model: mail('streaming-example'), prompt: 'What is 12 * (3 + 4)?' });
     const deltas: string[] = [];
     for await (const part of result.fullStream) if (part.type === 'text-delta') deltas.push(part.text);
     assert.ok(deltas.length > 1, `${deltas.length} text deltas`);
