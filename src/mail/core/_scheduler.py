@@ -37,10 +37,23 @@ from mail.core.message import (
 from mail.core.tasks import MAILTask, QueueItem, TaskState, TaskTable
 from mail.errors import InvalidMessageError
 
-__all__ = ["RemoteSend", "Scheduler", "TurnFunction"]
+__all__ = ["MAX_TOOL_ERROR_TURNS", "RemoteSend", "Scheduler", "TurnFunction"]
 
 # Turns that end in these states store a task_error (by their cause), not a task_complete.
 _NO_STORED_END = frozenset({TaskState.FAILED, TaskState.CANCELLED})
+#: An agent whose tool calls fail this many turns in a row (each turn answering the error
+#: of the last) fails its task: such a loop never ends by itself, and system messages do
+#: not count toward the task's step limit.
+MAX_TOOL_ERROR_TURNS = 10
+
+
+def _is_tool_error(message: MAILMessage) -> bool:
+    payload = message["message"]
+    return (
+        payload["sender"]["address_type"] == "system"
+        and payload["subject"] == Subject.TOOL_CALL_ERROR
+    )
+
 
 logger = logging.getLogger("mail.runtime")
 
@@ -364,6 +377,7 @@ class Scheduler:
         meanwhile, while the task runs."""
         key = f"{task.task_id}::{agent}"
         inbox = self._inboxes[key]
+        errors = 0  # turns in a row started by this agent's own tool errors
         try:
             while True:
                 await self._run_turn(task, agent, message, xml)
@@ -371,11 +385,25 @@ class Scheduler:
                 if not inbox or task.state is not TaskState.RUNNING:
                     break
                 _, _, message, xml = heapq.heappop(inbox)
+                errors = errors + 1 if _is_tool_error(message) else 0
+                if errors > MAX_TOOL_ERROR_TURNS:
+                    self._runaway(task, agent, message)
+                    break
+                # a turn need not suspend (a scripted agent): let the rest of the loop run
+                await asyncio.sleep(0)
         finally:
             del self._inboxes[key]
             task.busy.discard(agent)
             # what still waits (the task stopped) is delivered again when it resumes
             task.stash.extend(item[:3] for item in inbox)
+
+    def _runaway(self, task: MAILTask, agent: str, message: MAILMessage) -> None:
+        reason = (
+            f"agent {agent} made tool errors in {MAX_TOOL_ERROR_TURNS} turns in a row; "
+            f"the last: {message['message']['body']}"
+        )
+        task.log.emit(EventName.TASK_ERROR, reason)
+        self.finish(task, TaskState.FAILED, self.system.task_error(task.task_id, reason))
 
     # --- the start and the end of a turn -------------------------------------------------
 
