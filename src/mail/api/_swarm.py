@@ -20,19 +20,18 @@ import logging
 import webbrowser
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal
 
 from mail._limits import loads
 from mail.api._actions import MAILAction, load_swarm_actions
 from mail.api._agents import MAILAgent, MAILAgentTemplate, refresh_contacts
 from mail.api._checks import check_structure, check_whole
-from mail.api._interswarm import OwnedFederation
+from mail.api._interswarm import OwnedFederation, SwarmInterswarm
 from mail.api._mcp import TemplateMCP
 from mail.api._messages import caller_message, user_message
 from mail.api._topology import adjacency_matrix, rewired_targets
-from mail.core.message import MAILInterswarmMessage, MAILMessage, validate_interswarm_message
+from mail.core.message import MAILMessage
 from mail.errors import (
-    ConfigurationError,
     InvalidMessageError,
     SwarmDefinitionError,
     TaskStateError,
@@ -48,7 +47,6 @@ if TYPE_CHECKING:
     # template answers /health without them.
     from sse_starlette import EventSourceResponse
 
-    from mail.core._remote import Direction
     from mail.core.actions import ActionOverrideFunction
     from mail.core.events import MAILEvent
     from mail.core.runtime import MAILRuntime, RemoteRouter, ResumeFrom
@@ -61,7 +59,7 @@ __all__ = ["MAILSwarm", "MAILSwarmTemplate"]
 logger = logging.getLogger("mail.api")
 
 
-class MAILSwarm:
+class MAILSwarm(SwarmInterswarm):
     """A running swarm for one caller: agents, actions and a :class:`MAILRuntime`.
 
     Messages are processed by the runtime's loop, started on first use (or by
@@ -483,103 +481,6 @@ class MAILSwarm:
         finally:
             if self._federation is not None:
                 await self._federation.aclose()
-
-    # --- interswarm ----------------------------------------------------------------------
-
-    def _require_interswarm(self) -> None:
-        if not self.enable_interswarm:
-            raise ConfigurationError(f"interswarm is not enabled in swarm {self.name}")
-
-    async def start_interswarm(self) -> None:
-        """Route ``agent@swarm`` messages again (after :meth:`stop_interswarm`), read the
-        registry file and run health checks of the registry this swarm made.
-
-        Raises :class:`ConfigurationError` when interswarm is not enabled or no router
-        was given, and what reading the registry file raises.
-        """
-        self._require_interswarm()
-        if self._router is None:
-            raise ConfigurationError(f"swarm {self.name} has no interswarm router")
-        if self._federation is not None:
-            await self._federation.ready()
-            self._federation.start_health_checks()
-        self.runtime.router = self._router
-
-    async def stop_interswarm(self) -> None:
-        """Stop routing ``agent@swarm`` messages (agents are told they were not delivered)
-        and stop the health checks of the registry this swarm made."""
-        self.runtime.router = None
-        if self._federation is not None:
-            await self._federation.stop_health_checks()
-
-    def is_interswarm_running(self) -> bool:
-        """True while ``agent@swarm`` messages are routed to other swarms."""
-        return self.enable_interswarm and self.runtime.router is not None
-
-    async def receive_interswarm_message(
-        self, message: MAILInterswarmMessage, direction: Direction = "forward"
-    ) -> MAILTask:
-        """Queue a message from another swarm (what ``POST /interswarm/{direction}``
-        does); returns its task. Raises :class:`InvalidMessageError` (malformed, or not
-        for this swarm), :class:`TaskNotFoundError` and :class:`TaskStateError` (see
-        :meth:`MAILRuntime.receive_interswarm`)."""
-        checked = validate_interswarm_message(message)
-        await self._prepare()
-        return self.runtime.receive_interswarm(checked, direction)
-
-    async def send_interswarm_message(
-        self, message: MAILInterswarmMessage, direction: Direction = "forward"
-    ) -> Any:
-        """Send the payload of ``message`` to its ``target_swarm`` now, in the task
-        ``task_id`` of this swarm (opened as this caller's task with that swarm if there is
-        none); returns the peer's JSON answer.
-
-        Differs from v1.3.6: the router chooses the direction (``forward`` to a swarm that
-        has not taken part in the task, else ``back``), so ``direction`` is only checked,
-        and the envelope's owner, contributors and token are the task's and the
-        registry's, not the ones given. Raises :class:`ConfigurationError` (no interswarm),
-        :class:`InvalidMessageError` (malformed) and
-        :class:`~mail.errors.RemoteSwarmUnavailableError` (not delivered).
-        """
-        if direction not in ("forward", "back"):
-            raise InvalidMessageError("must be 'forward' or 'back'", field="direction")
-        return await self._deliver(message, new_task=False)
-
-    async def post_interswarm_user_message(self, message: MAILInterswarmMessage) -> Any:
-        """Send a message of this swarm's caller (a user or admin) to an agent of another
-        swarm, in a new task of that caller (``message['task_id']``), as ``POST
-        /interswarm/message`` does; returns the peer's acknowledgement. A reply addressed
-        to the caller ends the task's turn (:meth:`MAILTask.wait_turn`). Raises as
-        :meth:`send_interswarm_message` does, and :class:`TaskStateError` when the task
-        id is taken."""
-        return await self._deliver(message, new_task=True)
-
-    async def _deliver(self, message: MAILInterswarmMessage, *, new_task: bool) -> Any:
-        from mail.net import InterswarmRouter  # noqa: PLC0415  # only swarms that federate
-
-        self._require_interswarm()
-        router = self._router
-        if not isinstance(router, InterswarmRouter):
-            raise ConfigurationError(f"swarm {self.name} has no interswarm router")
-        checked = validate_interswarm_message(message)
-        await self._prepare()
-        runtime = self.runtime
-        target = checked["target_swarm"]
-        # the envelope's own fields make the local message the router wraps again
-        local = cast(
-            "MAILMessage",
-            {
-                "id": checked["message_id"],
-                "timestamp": checked["timestamp"],
-                "message": checked["payload"],
-                "msg_type": checked["msg_type"],
-            },
-        )
-        task_id = checked["payload"]["task_id"]
-        task = None if new_task else runtime.get_task(task_id)
-        if task is None:
-            task = runtime.open_remote_task(task_id, target)
-        return await router.deliver(runtime, task, local, target)
 
     async def await_queue_empty(self) -> None:
         """Wait until nothing is queued and no agent turn (or other work of the runtime)
