@@ -3,6 +3,7 @@ Messages API server of mail.testing."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -11,6 +12,9 @@ import pytest
 from tests._sdk_agents import REQUEST, USER, AgentMaker, run_child, run_task
 
 from mail.api import MAILSwarmTemplate
+from mail.core._live import live_turn
+from mail.core.events import EventName
+from mail.core.tasks import MAILTask
 from mail.errors import ConfigurationError, SwarmDefinitionError
 from mail.factories import AgentOutputError, LLMCallError
 from mail.stdlib.anthropic import AnthropicAgentFunction, AnthropicSupervisorFunction
@@ -272,3 +276,41 @@ async def test_a_swarms_json_swarm_with_an_anthropic_supervisor_completes_a_task
     assert request.api_key == "swarm-key"
     assert request.json["thinking"] == {"type": "enabled", "budget_tokens": 1024}
     assert "Capital of France?" in json.dumps(request.messages)
+
+
+@STREAM
+async def test_a_turn_reports_live_deltas_and_usage(
+    claude: StubAnthropicServer, make: Make, stream: bool
+) -> None:
+    # Inside a runtime turn the agent streams its thinking and the growing finish_message
+    # of task_complete as token_delta events, and reports the message's usage.
+    finish = 'Sunny "all" week\n'
+    claude.script(
+        StubReply.tool_calls(("task_complete", {"finish_message": finish}), reasoning="Look up.")
+    )
+    agent = make(AnthropicSupervisorFunction, stream_tokens=stream, thinking_budget=2000)
+    task = MAILTask("t-live", "user:u@s", [])
+    follow = task.log.follow(0, heartbeat=5.0)
+    task.log.emit(EventName.NEW_MESSAGE, "the question")
+    await anext(follow)  # a live reader from here
+
+    with live_turn(task, "supervisor"):
+        _text, [call] = await agent([USER])
+    task.log.emit(EventName.TOOL_CALL, "the call")
+    seen = []
+    while (event := await asyncio.wait_for(anext(follow), 5)).event != EventName.TOOL_CALL:
+        seen.append(event.data())
+    await follow.aclose()
+
+    assert call.tool_name == "task_complete"
+    assert task.usage is not None and task.usage["input_tokens"] == 10
+    assert task.usage["output_tokens"] > 0
+    if not stream:
+        assert seen == []  # nothing streams: no deltas
+        return
+    answer = "".join(d["delta"] for d in seen if d["kind"] == "answer")
+    thinking = "".join(d["delta"] for d in seen if d["kind"] == "reasoning")
+    assert answer == finish
+    assert thinking == "Look up."
+    assert {d["call_id"] for d in seen if d["kind"] == "answer"} == {call.tool_call_id}
+    assert {d["agent"] for d in seen} == {"supervisor"}

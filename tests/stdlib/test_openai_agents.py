@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -10,6 +11,9 @@ import pytest
 from tests._sdk_agents import REQUEST, USER, AgentMaker, run_child, run_task
 
 from mail.api import MAILSwarmTemplate
+from mail.core._live import live_turn
+from mail.core.events import EventName
+from mail.core.tasks import MAILTask
 from mail.errors import ConfigurationError, SwarmDefinitionError
 from mail.factories import AgentOutputError, LLMCallError
 from mail.stdlib.openai import (
@@ -262,3 +266,29 @@ async def test_a_swarms_json_swarm_of_openai_agents_completes_a_task(llm: StubLL
     assert "What is 6 x 7?" in json.dumps(analyst.messages)
     assert "42" in json.dumps(again.messages[-1])
     assert {r.authorization for r in llm.requests} == {"Bearer swarm-key"}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_a_turn_reports_usage_and_streams_the_answer(
+    llm: StubLLMServer, make: Make, api: str, stream: bool
+) -> None:
+    finish = "It is 42."
+    llm.script(StubReply.tool_calls(("task_complete", {"finish_message": finish})))
+    agent = make(APIS[api], stream_tokens=stream, can_complete_tasks=True)
+    task = MAILTask("t-live", "user:u@s", [])
+    follow = task.log.follow(0, heartbeat=5.0)
+    task.log.emit(EventName.NEW_MESSAGE, "the question")
+    await anext(follow)  # a live reader from here
+
+    with live_turn(task, "worker"):
+        await agent([USER])
+    task.log.emit(EventName.TOOL_CALL, "the call")
+    seen = []
+    while (event := await asyncio.wait_for(anext(follow), 5)).event != EventName.TOOL_CALL:
+        seen.append(event.data())
+    await follow.aclose()
+
+    assert task.usage is not None and task.usage["input_tokens"] > 0
+    answer = "".join(d["delta"] for d in seen if d["kind"] == "answer")
+    assert answer == (finish if stream else "")

@@ -206,7 +206,10 @@ def usage_of(usage: Any) -> dict[str, int] | None:
         "input_tokens": _int(inputs),
         "output_tokens": _int(outputs),
         "reasoning_tokens": _int(_get(out_details, "reasoning_tokens")),
-        "cached_input_tokens": _int(_get(in_details, "cached_tokens")),
+        # OpenAI's cached tokens, or Anthropic's tokens read from its prompt cache
+        "cached_input_tokens": _int(
+            _get(in_details, "cached_tokens") or _get(usage, "cache_read_input_tokens")
+        ),
     }
 
 

@@ -26,10 +26,12 @@ from __future__ import annotations
 import logging
 from typing import Any, ClassVar
 
+from mail.core import emit_delta
 from mail.core.agents import AgentOutput
 from mail.core.tools import ToolFormat
 from mail.errors import ConfigurationError
 from mail.factories._completions import parse_message
+from mail.factories._live_output import AnswerStreams, report_response_usage
 from mail.factories._signature import rebind
 from mail.factories.supervisor import SupervisorFunction
 from mail.stdlib._llm import SDKAgentFunction, import_sdk
@@ -123,21 +125,37 @@ class AnthropicAgentFunction(SDKAgentFunction):
     ) -> AgentOutput:
         request = self.request(messages, tools, tool_choice)
         if self.stream_tokens:
+            answers = AnswerStreams()
             async with client.messages.stream(**request) as stream:
                 async for event in stream:
-                    self._log_event(event)
+                    self._on_event(event, answers)
                 message = await stream.get_final_message()
         else:
             message = await client.messages.create(**request)
+        report_response_usage(message)
         return parse_message(_convert.assistant_message(message), self.name)
 
-    def _log_event(self, event: Any) -> None:
-        if not self._log_stream or getattr(event, "type", None) != "content_block_delta":
+    def _on_event(self, event: Any, answers: AnswerStreams) -> None:
+        """Send a streamed event's text, thinking and ``task_complete`` answer to the
+        runtime as live deltas (and to the log while ``print_llm_streams``)."""
+        kind = getattr(event, "type", None)
+        if kind == "content_block_start" and event.content_block.type == "tool_use":
+            block = event.content_block
+            answers.feed(event.index, block.name, block.id, "")  # names the call's index
+            return
+        if kind != "content_block_delta":
             return
         delta = event.delta
-        field, label = _STREAM_DELTAS.get(getattr(delta, "type", ""), (None, ""))
-        if field is not None:
-            text = getattr(delta, field, "")
+        delta_type = getattr(delta, "type", "")
+        if delta_type == "input_json_delta":
+            answers.feed(event.index, None, None, delta.partial_json)
+            return
+        field, label = _STREAM_DELTAS.get(delta_type, (None, ""))
+        if field is None:
+            return
+        text = getattr(delta, field, "")
+        emit_delta("reasoning" if field == "thinking" else "text", text)
+        if self._log_stream:
             logger.debug("%s%s: %s", self.name, label, text, extra={"agent": self.name})
 
 

@@ -27,6 +27,7 @@ from mail.core.agents import AgentOutput
 from mail.core.tools import ToolFormat
 from mail.errors import ConfigurationError
 from mail.factories import _completions, _responses
+from mail.factories._live_output import report_response_usage
 from mail.factories._shared import first_line, tool_request_params
 from mail.factories._signature import rebind
 from mail.factories.supervisor import SupervisorFunction
@@ -68,9 +69,11 @@ class _OpenAIAgentFunction(SDKAgentFunction):
     ) -> AgentOutput:
         params = tool_request_params(tools, tool_choice, self.api_format, self.parallel_tool_calls)
         response = await self._create(client)(**self._request(messages, params))
-        if self.stream_tokens:
+        if self.stream_tokens:  # the stream reports its deltas and usage itself
             async with response as stream:
                 response = await self._collect(stream)
+        else:
+            report_response_usage(response)
         return self._parse(response)
 
     @abstractmethod
