@@ -17,7 +17,9 @@ from tests.server.conftest import KEYS, ROLE_KEYS, make_config
 from tests.stdlib._mcp_helpers import SWARMS, http_demo
 
 from mail.cli._doctor import run_checks
+from mail.config import StdlibConfig, StdlibHTTPConfig
 from mail.server import create_app
+from mail.stdlib._settings import configure
 from mail.testing import StaticAuth
 from mail.testing.server import serve
 
@@ -70,7 +72,9 @@ def test_mail_server_stops_with_one_line_when_a_server_is_down(tmp_path: Path) -
     assert "Traceback" not in done.stderr + done.stdout
 
 
-async def test_swarms_load_refuses_command_servers_and_starts_url_ones(tmp_path: Path) -> None:
+async def test_swarms_load_refuses_commands_and_tokens_and_guards_url_servers(
+    tmp_path: Path,
+) -> None:
     app = create_app(make_config(tmp_path), authenticator=StaticAuth(KEYS))
     async with serve(app) as base, http_demo() as url, httpx.AsyncClient(base_url=base) as client:
         admin = {"Authorization": f"Bearer {ROLE_KEYS['admin']}"}
@@ -83,8 +87,27 @@ async def test_swarms_load_refuses_command_servers_and_starts_url_ones(tmp_path:
         assert "'command' servers are not allowed in a swarm sent over HTTP" in detail
         assert app.state.mail.template.name == "offline"
 
+        # an untrusted swarm may not send the server's environment to its URL
+        leaky = mcp_demo() | {"mcp_servers": [{"name": "calc", "url": url, "token": "${HOME}"}]}
+        refused = await client.post("/swarms/load", json={"json": json.dumps(leaky)}, headers=admin)
+        assert refused.status_code == 400
+        assert "'token' references are not allowed" in refused.json()["detail"]
+
+        # its url servers go through the outbound guard of [stdlib.http]: loopback refused
         remote = mcp_demo() | {"mcp_servers": [{"name": "calc", "url": url}]}
-        loaded = await client.post("/swarms/load", json={"json": json.dumps(remote)}, headers=admin)
+        refused = await client.post(
+            "/swarms/load", json={"json": json.dumps(remote)}, headers=admin
+        )
+        assert refused.status_code == 400
+        assert "refused by the rule 'loopback'" in refused.json()["detail"]
+
+        previous = configure(StdlibConfig(http=StdlibHTTPConfig(allow_loopback=True)))
+        try:
+            loaded = await client.post(
+                "/swarms/load", json={"json": json.dumps(remote)}, headers=admin
+            )
+        finally:
+            configure(previous)
         assert loaded.status_code == 200, loaded.text
 
         user = {"Authorization": f"Bearer {ROLE_KEYS['user']}"}

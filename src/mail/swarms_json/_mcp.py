@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NoReturn, cast
 
 from mail.errors import SwarmDefinitionError
@@ -62,6 +62,8 @@ class MCPServerSpec:
         optional: a server that cannot be started is left out (warning) instead of
             failing the swarm's start.
         timeout: seconds allowed to start, and for each call.
+        guarded: connect through the outbound guard of ``[stdlib.http]`` (set for the
+            ``url`` servers of a swarm from an untrusted source).
 
     Raises :class:`SwarmDefinitionError` (from :func:`parse_mcp_servers`) when invalid.
     """
@@ -77,6 +79,7 @@ class MCPServerSpec:
     deny_tools: tuple[str, ...] = ()
     optional: bool = False
     timeout: float = 30.0
+    guarded: bool = False
 
     def __post_init__(self) -> None:
         _check_spec(self)
@@ -197,8 +200,10 @@ def parse_mcp_servers(
     """Check a swarm's ``mcp_servers`` (objects as in ``swarms.json``, or specs).
 
     ``allow_commands=False`` (definitions from an untrusted source, such as ``POST
-    /swarms/load``) refuses ``command`` servers: they would run a program here. Raises
-    :class:`SwarmDefinitionError` naming the swarm and the server.
+    /swarms/load``) refuses ``command`` servers (they would run a program here) and
+    ``token`` references (they would send this server's environment variables to the
+    URL), and marks the ``url`` servers ``guarded``. Raises :class:`SwarmDefinitionError`
+    naming the swarm and the server.
     """
     if items is None:
         return []
@@ -218,6 +223,16 @@ def parse_mcp_servers(
                 spec.name,
                 "command",
             )
+        if spec.token is not None and not allow_commands:
+            _fail(
+                "'token' references are not allowed in a swarm sent over HTTP (they would "
+                "send this server's environment variables to the URL)",
+                swarm,
+                spec.name,
+                "token",
+            )
+    if not allow_commands:
+        specs = [replace(spec, guarded=True) for spec in specs]
     return specs
 
 

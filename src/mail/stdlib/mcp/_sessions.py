@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from mail.errors import ConfigurationError
+from mail.stdlib._outbound import policy
+from mail.stdlib._settings import current
 from mail.stdlib.mcp._connect import describe_error, open_client
 from mail.stdlib.mcp._render import render_call
 from mail.swarms_json._mcp import MCPServerSpec, env_reference
@@ -59,7 +61,10 @@ class MCPConnection:
             headers = {}
             if spec.token is not None:
                 headers["Authorization"] = f"Bearer {self._lookup(spec.token, 'token')}"
-            return {"url": spec.url, "headers": headers, "timeout": spec.timeout}
+            options: dict[str, Any] = {"url": spec.url, "headers": headers, "timeout": spec.timeout}
+            if spec.guarded:  # a swarm from an untrusted source: [stdlib.http] applies
+                options["policy"] = policy(current().http)
+            return options
         env = {k: self._lookup(v, f"env.{k}") for k, v in spec.env.items()}
         return {
             "command": spec.command,
