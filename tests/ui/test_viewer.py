@@ -101,6 +101,7 @@ def test_graph_highlights_the_working_agent_and_stop_cancels(
     node = page.locator('#graph-svg g.node[data-agent="supervisor"]')
     expect(node).to_have_class("node entry completes active", timeout=WAIT)
     expect(page.locator("#graph-status")).to_have_text("Working: supervisor")
+    page.screenshot(path=screenshot_dir / "ui-graph-working.png")
     page.click(".tab[data-view=chat]")
     stop.click()
     expect(page.locator(".msg.error").last).to_have_text(
@@ -124,6 +125,8 @@ def test_graph_marks_entrypoint_and_completing_agents(
     expect(page.locator('g.node[data-agent="weather"]')).to_have_class("node")
     edges = page.locator("#graph-svg line.edge")
     expect(edges).to_have_count(4)  # supervisor <-> weather, supervisor <-> math
+    expect(page.locator("#graph-svg .packet")).to_have_count(0)  # the last hops have landed
+    expect(page.locator("#graph-svg line.hot")).to_have_count(0)
     page.screenshot(path=screenshot_dir / "ui-graph.png")
 
 

@@ -7,7 +7,7 @@ import { hopOf, store, workingAgent } from "../store.js";
 const SVG = "http://www.w3.org/2000/svg";
 const W = 640;
 const H = 440;
-const R = 34;
+const R = 42;
 
 function s(tag, attrs = {}, text) {
   const el = document.createElementNS(SVG, tag);
@@ -49,7 +49,7 @@ export function mountGraph(root) {
     names = new Set(local);
     pos = layout([...local, ...remote]);
     const defs = s("defs");
-    const marker = s("marker", { id: "arrow", viewBox: "0 0 10 10", refX: "10", refY: "5", markerWidth: "7", markerHeight: "7", orient: "auto-start-reverse" });
+    const marker = s("marker", { id: "arrow", viewBox: "0 0 10 10", refX: "10", refY: "5", markerWidth: "10", markerHeight: "10", markerUnits: "userSpaceOnUse", orient: "auto-start-reverse" });
     marker.append(s("path", { d: "M 0 0 L 10 5 L 0 10 z", class: "arrowhead" }));
     defs.append(marker);
     svg.append(defs);
