@@ -3,6 +3,7 @@ timeline, breakpoints, cancel, history, and the page's Content-Security-Policy."
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import httpx
@@ -103,6 +104,7 @@ def test_graph_highlights_the_working_agent_and_stop_cancels(
     expect(page.locator("#graph-status")).to_have_text("Working: supervisor")
     page.screenshot(path=screenshot_dir / "ui-graph-working.png")
     page.click(".tab[data-view=chat]")
+    expect(page.locator("#task-label")).to_have_text(re.compile(r"^task \S+$"))
     stop.click()
     expect(page.locator(".msg.error").last).to_have_text(
         "Task cancelled: The task was cancelled by its owner.", timeout=WAIT
@@ -243,3 +245,32 @@ def test_debug_mode_offers_the_keyless_identity(page: Page, tmp_path: Path) -> N
     finally:
         stop(process)
     assert "MAIL swarm viewer: " + server.url + "/ui" in server.output()
+
+
+def test_opening_a_running_task_follows_it_live(page: Page, servers: Servers) -> None:
+    server = servers.waiter
+    sign_in(page, server.url, server.keys["user"])
+    ask(page, "Wait in the background")
+    expect(page.locator("#stop")).to_be_visible(timeout=WAIT)
+    expect(page.locator("#task-label")).to_have_text(re.compile(r"^task \S+$"))
+    task_id = page.locator("#task-label").inner_text().removeprefix("task ")
+    # a second tab of the same browser (same stored key) opens the task from the history
+    other = page.context.new_page()
+    other.goto(f"{server.url}/ui#history")
+    entry = other.locator(f'.task-open[data-task="{task_id}"]')
+    expect(entry.locator(".state")).to_have_text("running", timeout=WAIT)
+    entry.click()
+    rows = other.locator("#timeline > li")
+    expect(rows.first).to_have_attribute("data-kind", "new_message", timeout=WAIT)
+    expect(other.locator('#timeline > li[data-kind="action_call"]')).to_have_count(1)
+    expect(rows.last).not_to_have_attribute("data-kind", "task_error")
+    cancelled = httpx.post(
+        f"{server.url}/tasks/{task_id}/cancel",
+        headers={"Authorization": f"Bearer {server.keys['user']}"},
+        trust_env=False,
+    )
+    assert cancelled.status_code == 200
+    # the followed stream ends with the cancellation, in both tabs
+    expect(rows.last).to_have_attribute("data-kind", "task_error", timeout=WAIT)
+    expect(rows.last).to_contain_text("[cancelled]")
+    expect(page.locator(".msg.error").last).to_contain_text("Task cancelled", timeout=WAIT)

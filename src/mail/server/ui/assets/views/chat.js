@@ -114,11 +114,13 @@ export function mountChat(root, { session }) {
     if (kind === "running") {
       send.disabled = payload;
       stop.hidden = !payload || session.keyless;
+      stop.disabled = !store.taskId; // known from the stream's first event
     } else if (kind === "task") {
       messages.replaceChildren();
       breakpoint.replaceChildren();
       showTask();
     } else if (kind === "task-id") {
+      stop.disabled = false;
       showTask();
     }
   });
