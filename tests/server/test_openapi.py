@@ -53,8 +53,9 @@ CONTRACT_ROUTES = [
     ("GET", "/tasks/{task_id}/events"),
     ("POST", "/tasks/{task_id}/cancel"),
 ]
-#: Served but left out of the document, as the original does (CONTRACT 1.4).
-HIDDEN_ROUTES = [("POST", "/responses")]
+#: Served but left out of the document: /responses as the original does (CONTRACT 1.4); the
+#: swarm viewer's page, which is HTML and no API operation (its assets are a mount).
+HIDDEN_ROUTES = [("POST", "/responses"), ("GET", "/ui"), ("GET", "/ui/")]
 PUBLIC = {("GET", "/"), ("GET", "/health"), ("GET", "/swarms")}
 STREAMING = {
     ("POST", "/message"),

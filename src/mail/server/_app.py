@@ -51,6 +51,7 @@ from mail.server._deps import check_gates
 from mail.server._listen import check_port, recorded
 from mail.server._reload import APP, reload_environment, uvicorn_options, worker_config
 from mail.server._routes_core import SwarmNameTakenError
+from mail.server._routes_ui_page import mount_ui
 from mail.server._shutdown import serve
 from mail.server._state import ServerState, every
 from mail.server.models import PATTERN_RULES, not_an_object
@@ -333,6 +334,7 @@ def create_app(
     app.add_exception_handler(Exception, _unexpected)
     for module in _ROUTES:
         app.include_router(module.router)
+    mount_ui(app)
 
     def cors_origins() -> list[str]:
         state: ServerState | None = getattr(app.state, "mail", None)

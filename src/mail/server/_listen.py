@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import logging
 import socket
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -25,8 +26,12 @@ def recorded(data_dir: str, host: str) -> Iterator[Callable[[int], None]]:
     be written is logged, not fatal (clients then need ``--url``)."""
 
     def listening(port: int) -> None:
+        url = local_url(host, port)
+        # the one line a person starting the server looks for (printed at any log level)
+        sys.stderr.write(f"MAIL swarm viewer: {url}/ui\n")
+        sys.stderr.flush()
         try:
-            write_server_file(data_dir, local_url(host, port))
+            write_server_file(data_dir, url)
         except OSError as e:
             logger.warning("cannot record the server's address in %s: %s", data_dir, e)
 

@@ -1,0 +1,131 @@
+// The page: sign-in, tabs, theme, and the views wired to the store.
+import { api, session } from "./api.js";
+import { store } from "./store.js";
+import { mountChat } from "./views/chat.js";
+import { mountFederation } from "./views/federation.js";
+import { mountGraph } from "./views/graph.js";
+import { mountHistory } from "./views/history.js";
+import { mountTimeline } from "./views/timeline.js";
+
+const $ = (selector) => document.querySelector(selector);
+const VIEWS = ["chat", "graph", "timeline", "history", "federation"];
+
+// --- theme: the system's, until the toggle picks one ------------------------------------------
+function applyTheme(theme) {
+  if (theme) document.documentElement.dataset.theme = theme;
+  else delete document.documentElement.dataset.theme;
+}
+function currentTheme() {
+  return document.documentElement.dataset.theme
+    || (matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light");
+}
+applyTheme(localStorage.getItem("mail.theme"));
+$("#theme-toggle").addEventListener("click", () => {
+  const next = currentTheme() === "dark" ? "light" : "dark";
+  localStorage.setItem("mail.theme", next);
+  applyTheme(next);
+});
+
+// --- views ----------------------------------------------------------------------------------
+let openTaskAbort = null;
+
+async function openTask(taskId) {
+  openTaskAbort?.abort();
+  const abort = new AbortController();
+  openTaskAbort = abort;
+  store.setTask(taskId);
+  show("timeline");
+  store.setRunning(true);
+  try {
+    const closing = await api.follow(taskId, (e) => store.add(e), { signal: abort.signal });
+    if (!abort.signal.aborted) chat.replayed(closing);
+  } catch (e) {
+    if (!abort.signal.aborted) chat.replayed({ status: "failed", response: e.message });
+  } finally {
+    if (!abort.signal.aborted) store.setRunning(false);
+  }
+}
+
+const chat = mountChat($("#view-chat"), { session });
+const graph = mountGraph($("#view-graph"));
+mountTimeline($("#view-timeline"));
+const history = mountHistory($("#view-history"), { openTask });
+const federation = mountFederation($("#view-federation"));
+
+function show(view) {
+  if (!VIEWS.includes(view) || (view === "federation" && store.me?.role !== "admin")) view = "chat";
+  for (const name of VIEWS) {
+    $(`#view-${name}`).hidden = name !== view;
+    $(`.tab[data-view="${name}"]`).setAttribute("aria-selected", String(name === view));
+  }
+  if (location.hash !== `#${view}`) history_replace(view);
+  if (view === "history") history.load();
+  if (view === "federation") federation.load();
+}
+const history_replace = (view) => window.history.replaceState(null, "", `#${view}`);
+for (const tab of document.querySelectorAll(".tab")) {
+  tab.addEventListener("click", () => show(tab.dataset.view));
+}
+window.addEventListener("hashchange", () => show(location.hash.slice(1)));
+
+// --- sign-in --------------------------------------------------------------------------------
+function loginError(message) {
+  const el = $("#login-error");
+  el.textContent = message;
+  el.hidden = !message;
+}
+
+async function showLogin(message = "") {
+  for (const name of VIEWS) $(`#view-${name}`).hidden = true;
+  $("#tabs").hidden = true;
+  $("#logout").hidden = true;
+  $("#identity").textContent = "";
+  $("#login").hidden = false;
+  loginError(message);
+  $("#keyless").hidden = !(await api.keylessAllowed());
+  $("#api-key").focus();
+}
+
+async function enter() {
+  try {
+    store.me = await api.whoami();
+  } catch (e) {
+    session.clear();
+    await showLogin(e.message);
+    return;
+  }
+  $("#login").hidden = true;
+  $("#tabs").hidden = false;
+  $("#logout").hidden = false;
+  $("#identity").textContent = `${store.me.id} (${store.me.role})`;
+  $('.tab[data-view="federation"]').hidden = store.me.role !== "admin";
+  try {
+    const [root, agents] = await Promise.all([api.root(), api.agents()]);
+    store.swarm = root.swarm;
+    store.agents = agents;
+    $("#swarm-name").textContent = root.swarm?.name ?? "";
+    chat.setAgents(agents);
+    graph.setAgents(agents);
+  } catch (e) {
+    loginError(e.message);
+  }
+  show(location.hash.slice(1));
+}
+
+$("#login-form").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  const key = $("#api-key").value.trim();
+  if (!key) return;
+  session.useKey(key);
+  $("#api-key").value = "";
+  enter();
+});
+$("#keyless-button").addEventListener("click", () => { session.useKeyless(); enter(); });
+$("#logout").addEventListener("click", () => {
+  session.clear();
+  store.setTask(null);
+  showLogin();
+});
+
+if (session.signedIn) enter();
+else showLogin();

@@ -1,0 +1,104 @@
+// Timeline: every event of the current task in order, filterable by agent and by kind,
+// each row expandable to its JSON.
+import { h, time } from "../dom.js";
+import { agentOf, store } from "../store.js";
+
+const GROUPS = {
+  message: ["new_message", "broadcast_ignored", "await_message"],
+  tool: ["tool_call", "builtin_tool_call", "help_called", "task_complete_call", "task_complete_call_duplicate"],
+  action: ["action_call", "action_complete", "action_error"],
+  breakpoint: ["breakpoint_tool_call", "breakpoint_action_complete"],
+  interswarm: ["interswarm_message_sent", "interswarm_message_received", "interswarm_message_error"],
+  error: ["agent_error", "task_error", "storage_error", "task_interrupted", "action_error", "interswarm_message_error"],
+  end: ["task_complete", "task_error"],
+};
+
+function summary(event) {
+  const d = event.data || {};
+  const x = d.extra_data || {};
+  const m = x.full_message?.message;
+  if (m) {
+    const to = m.recipient ? m.recipient.address : (m.recipients || []).map((r) => r.address).join(", ");
+    return `${m.sender?.address} → ${to}: ${m.subject ?? ""} — ${m.body ?? ""}`;
+  }
+  if (x.tool_name) {
+    const args = x.tool_args !== undefined ? JSON.stringify(x.tool_args) : "";
+    const tail = x.content !== undefined ? ` ⇒ ${typeof x.content === "string" ? x.content : JSON.stringify(x.content)}` : (x.error ? ` ⇒ error: ${x.error}` : "");
+    return `${x.tool_name}(${args})${tail}`;
+  }
+  if (x.reasoning) return `reasoning: ${x.reasoning}`;
+  if (d.response !== undefined) return `${d.status ? `[${d.status}] ` : ""}${d.response}`;
+  return d.description ?? "";
+}
+
+export function mountTimeline(root) {
+  const agentFilter = h("select", { id: "filter-agent", name: "agent" }, h("option", { value: "" }, "all agents"));
+  const kindFilter = h("select", { id: "filter-kind", name: "kind" }, h("option", { value: "" }, "all kinds"),
+    Object.keys(GROUPS).map((g) => h("option", { value: `group:${g}` }, `${g}s`)));
+  const title = h("span", { id: "timeline-task", class: "muted" });
+  const list = h("ol", { id: "timeline", class: "timeline" });
+  const empty = h("p", { class: "muted", id: "timeline-empty" }, "No events yet: send a message, or open a task from the history.");
+  root.append(h("div", { class: "toolbar" },
+    h("label", { for: "filter-agent" }, "Agent"), agentFilter,
+    h("label", { for: "filter-kind" }, "Kind"), kindFilter, title), empty, list);
+
+  const kinds = new Set();
+  const agents = new Set();
+
+  const matches = (event) => {
+    const agent = agentFilter.value;
+    const kind = kindFilter.value;
+    if (agent && agentOf(event) !== agent) return false;
+    if (kind.startsWith("group:")) return GROUPS[kind.slice(6)].includes(event.event);
+    return !kind || event.event === kind;
+  };
+
+  function row(event, index) {
+    const agent = agentOf(event);
+    const details = h("details", { class: "event" },
+      h("summary", {},
+        h("span", { class: "seq" }, event.id ?? "·"),
+        h("span", { class: `kind k-${event.event}` }, event.event),
+        h("span", { class: "agent" }, agent || "—"),
+        h("span", { class: "time muted" }, event.data?.timestamp ? time(event.data.timestamp) : ""),
+        h("span", { class: "text" }, summary(event))),
+      h("pre", { class: "json" }, JSON.stringify(event, null, 2)));
+    const li = h("li", { dataset: { kind: event.event, agent, index: String(index) } }, details);
+    li.hidden = !matches(event);
+    return li;
+  }
+
+  function addOptions(event) {
+    const agent = agentOf(event);
+    if (agent && !agents.has(agent)) { agents.add(agent); agentFilter.append(h("option", { value: agent }, agent)); }
+    if (!kinds.has(event.event)) { kinds.add(event.event); kindFilter.append(h("option", { value: event.event }, event.event)); }
+  }
+
+  const events = []; // aligned with the rows of the list
+
+  function append(event) {
+    events.push(event);
+    addOptions(event);
+    list.append(row(event, events.length - 1));
+    empty.hidden = true;
+  }
+
+  function reset() {
+    events.length = 0;
+    list.replaceChildren();
+    empty.hidden = false;
+    title.textContent = store.taskId ? `task ${store.taskId}` : "";
+    for (const event of store.events) append(event);
+  }
+
+  const refilter = () => [...list.children].forEach((li, i) => { li.hidden = !matches(events[i]); });
+  agentFilter.addEventListener("change", refilter);
+  kindFilter.addEventListener("change", refilter);
+
+  store.on((kind, payload) => {
+    if (kind === "task") reset();
+    else if (kind === "task-id") title.textContent = `task ${payload}`;
+    else if (kind === "event" && payload.event !== "token_delta") append(payload);
+  });
+  reset();
+}

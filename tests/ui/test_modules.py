@@ -1,0 +1,62 @@
+"""The page's own modules, run in Chromium: the SSE parser (CRLF or LF, chunks cut
+anywhere) and the markdown renderer (HTML escaped, only http(s) links)."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Page
+from tests.ui.conftest import Servers
+
+pytestmark = pytest.mark.timeout(60)
+
+PARSE = """async ([chunks]) => {
+  const { SSEParser } = await import("/ui/assets/api.js");
+  const parser = new SSEParser();
+  return chunks.flatMap((chunk) => parser.feed(chunk));
+}"""
+
+RENDER = """async (text) => {
+  const { renderMarkdown } = await import("/ui/assets/markdown.js");
+  return renderMarkdown(text);
+}"""
+
+
+@pytest.fixture
+def on_page(page: Page, servers: Servers) -> Page:
+    page.goto(f"{servers.offline.url}/ui")
+    return page
+
+
+STREAM = 'id: 1\r\nevent: new_message\r\ndata: {"a":1}\r\n\r\n: a comment\r\nevent: odd\r\ndata: x\r\n\r\n'
+
+
+@pytest.mark.parametrize("cut", [1, 2, 7, 23, 24, 25, len(STREAM)])
+def test_sse_parser_reads_crlf_events_cut_anywhere(on_page: Page, cut: int) -> None:
+    chunks = [STREAM[i : i + cut] for i in range(0, len(STREAM), cut)]
+    events = on_page.evaluate(PARSE, [chunks])
+    assert events == [
+        {"event": "new_message", "data": '{"a":1}', "id": "1"},
+        {"event": "odd", "data": "x", "id": None},
+    ]
+
+
+def test_sse_parser_reads_lf_lines_and_multiline_data(on_page: Page) -> None:
+    events = on_page.evaluate(PARSE, [["event: e\ndata: one\ndata:two\n\n", "data: z\n\n"]])
+    assert events == [
+        {"event": "e", "data": "one\ntwo", "id": None},
+        {"event": "message", "data": "z", "id": None},
+    ]
+
+
+def test_markdown_escapes_html_and_keeps_only_http_links(on_page: Page) -> None:
+    html = on_page.evaluate(
+        RENDER,
+        "# Title\n\n<img src=x onerror=alert(1)> **bold** and `code`\n\n"
+        "- [ok](https://example.org)\n- [bad](javascript:alert(1))\n\n```\n<b>x</b>\n```",
+    )
+    assert "<h1>Title</h1>" in html
+    assert "&lt;img src=x onerror=alert(1)&gt;" in html and "<img" not in html
+    assert "<strong>bold</strong>" in html and "<code>code</code>" in html
+    assert '<a href="https://example.org"' in html
+    assert 'href="javascript' not in html
+    assert "<pre><code>&lt;b&gt;x&lt;/b&gt;</code></pre>" in html

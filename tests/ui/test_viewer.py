@@ -1,0 +1,276 @@
+"""The swarm viewer at /ui, driven in Chromium against real servers: sign-in, chat, graph,
+timeline, breakpoints, cancel, history, and the page's Content-Security-Policy."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.sync_api import Page, expect
+from tests._servers import clean_env, start_server, stop
+from tests.ui.conftest import OFFLINE, Servers
+
+pytestmark = pytest.mark.timeout(120)
+
+WAIT = 15_000  # ms, for expect()
+
+
+def sign_in(page: Page, url: str, key: str) -> None:
+    page.goto(f"{url}/ui")
+    page.fill("#api-key", key)
+    page.locator("#login-form button[type=submit]").click()
+    expect(page.locator("#tabs")).to_be_visible(timeout=WAIT)
+
+
+def ask(page: Page, text: str) -> None:
+    page.fill("#message", text)
+    page.click("#send")
+
+
+def test_a_wrong_key_shows_a_clear_error(page: Page, servers: Servers) -> None:
+    page.goto(f"{servers.offline.url}/ui")
+    page.fill("#api-key", "not-a-key")
+    page.locator("#login-form button[type=submit]").click()
+    expect(page.locator("#login-error")).to_have_text(
+        "This key was refused (401): invalid API key", timeout=WAIT
+    )
+    expect(page.locator("#tabs")).to_be_hidden()
+    # a server not in debug mode offers no way in without a key
+    expect(page.locator("#keyless")).to_be_hidden()
+
+
+def test_log_in_and_see_the_streamed_answer_rendered(
+    page: Page, servers: Servers, screenshot_dir: Path
+) -> None:
+    sign_in(page, servers.offline.url, servers.offline.keys["user"])
+    expect(page.locator("#identity")).to_have_text("user (user)")
+    expect(page.locator("#swarm-name")).to_have_text("offline")
+    expect(page.locator("#entrypoint")).to_have_value("supervisor")
+    ask(page, "What is 12 * (3 + 4)?")
+    answer = page.locator(".msg.assistant").last
+    expect(answer).to_have_text("12 * (3 + 4) = 84", timeout=WAIT)
+    # a follow-up continues the same task
+    task = page.locator("#task-label").inner_text()
+    assert task.startswith("task ")
+    ask(page, "What is the weather in Paris tomorrow?")
+    expect(page.locator(".msg.assistant")).to_have_count(2, timeout=WAIT)
+    expect(page.locator(".msg.assistant").last).to_contain_text("Paris")
+    expect(page.locator("#task-label")).to_have_text(task)
+    expect(page.locator(".msg.error")).to_have_count(0)
+    page.screenshot(path=screenshot_dir / "ui-chat.png")
+
+
+def test_timeline_expands_a_tool_call_and_filters(
+    page: Page, servers: Servers, screenshot_dir: Path
+) -> None:
+    sign_in(page, servers.offline.url, servers.offline.keys["user"])
+    ask(page, "What is the weather in Lisbon tomorrow?")
+    expect(page.locator(".msg.assistant")).to_contain_text("Lisbon", timeout=WAIT)
+    page.click(".tab[data-view=timeline]")
+    rows = page.locator("#timeline > li")
+    expect(rows.first).to_have_attribute("data-kind", "new_message")
+    expect(rows.last).to_have_attribute("data-kind", "task_complete")
+    call = page.locator('#timeline > li[data-kind="tool_call"][data-agent="weather"]').first
+    call.locator("summary").click()
+    json_text = call.locator("pre.json")
+    expect(json_text).to_be_visible()
+    expect(json_text).to_contain_text('"tool_name": "get_weather_forecast"')
+    expect(json_text).to_contain_text('"location": "Lisbon"')
+    page.screenshot(path=screenshot_dir / "ui-timeline.png")
+    # filters: only the weather agent's tool calls stay visible
+    page.select_option("#filter-agent", "weather")
+    page.select_option("#filter-kind", "tool_call")
+    visible = page.locator("#timeline > li:visible")
+    expect(visible).not_to_have_count(0)
+    for agent in visible.evaluate_all(
+        "rows => rows.map(r => r.dataset.agent + '/' + r.dataset.kind)"
+    ):
+        assert agent == "weather/tool_call"
+    assert rows.count() > visible.count()
+
+
+def test_graph_highlights_the_working_agent_and_stop_cancels(
+    page: Page, servers: Servers, screenshot_dir: Path
+) -> None:
+    sign_in(page, servers.waiter.url, servers.waiter.keys["user"])
+    ask(page, "Wait for me")
+    stop = page.locator("#stop")
+    expect(stop).to_be_visible(timeout=WAIT)
+    page.click(".tab[data-view=graph]")
+    node = page.locator('#graph-svg g.node[data-agent="supervisor"]')
+    expect(node).to_have_class("node entry completes active", timeout=WAIT)
+    expect(page.locator("#graph-status")).to_have_text("Working: supervisor")
+    page.screenshot(path=screenshot_dir / "ui-graph-working.png")
+    page.click(".tab[data-view=chat]")
+    expect(page.locator("#task-label")).to_have_text(re.compile(r"^task \S+$"))
+    stop.click()
+    expect(page.locator(".msg.error").last).to_have_text(
+        "Task cancelled: The task was cancelled by its owner.", timeout=WAIT
+    )
+    expect(stop).to_be_hidden()
+    page.click(".tab[data-view=graph]")
+    expect(node).to_have_class("node entry completes")
+
+
+def test_graph_marks_entrypoint_and_completing_agents(
+    page: Page, servers: Servers, screenshot_dir: Path
+) -> None:
+    sign_in(page, servers.offline.url, servers.offline.keys["user"])
+    ask(page, "What is the weather in Oslo tomorrow?")
+    expect(page.locator(".msg.assistant")).to_contain_text("Oslo", timeout=WAIT)
+    page.click(".tab[data-view=graph]")
+    nodes = page.locator("#graph-svg g.node")
+    expect(nodes).to_have_count(3)
+    expect(page.locator('g.node[data-agent="supervisor"]')).to_have_class("node entry completes")
+    expect(page.locator('g.node[data-agent="weather"]')).to_have_class("node")
+    edges = page.locator("#graph-svg line.edge")
+    expect(edges).to_have_count(4)  # supervisor <-> weather, supervisor <-> math
+    expect(page.locator("#graph-svg .packet")).to_have_count(0)  # the last hops have landed
+    expect(page.locator("#graph-svg line.hot")).to_have_count(0)
+    page.screenshot(path=screenshot_dir / "ui-graph.png")
+
+
+def test_resume_a_breakpoint_from_the_form(page: Page, servers: Servers) -> None:
+    sign_in(page, servers.breakpoint.url, servers.breakpoint.keys["user"])
+    ask(page, "What is the weather in Paris tomorrow?")
+    form = page.locator("#breakpoint-form")
+    expect(form).to_be_visible(timeout=WAIT)
+    expect(form.locator("legend")).to_have_text("get_weather_forecast")
+    expect(form.locator("pre.args")).to_contain_text('"location": "Paris"')
+    page.fill("#bp-0", "Sunny and 24 C")
+    form.locator("button[type=submit]").click()
+    expect(page.locator(".msg.assistant").last).to_contain_text("Sunny and 24 C", timeout=WAIT)
+    expect(form).to_be_hidden()
+    expect(page.locator(".msg.error")).to_have_count(0)
+
+
+def test_a_breakpoint_resume_the_server_refuses_is_shown_as_an_error(
+    page: Page, servers: Servers
+) -> None:
+    sign_in(page, servers.breakpoint.url, servers.breakpoint.keys["user"])
+    ask(page, "What is the weather in Rome today?")
+    expect(page.locator("#breakpoint-form")).to_be_visible(timeout=WAIT)
+    # a follow-up while the task waits on its breakpoint is a 409 from the server
+    ask(page, "Never mind")
+    expect(page.locator(".msg.error").last).to_contain_text("409", timeout=WAIT)
+
+
+def test_reload_finds_the_task_in_the_history_and_replays_it(page: Page, servers: Servers) -> None:
+    sign_in(page, servers.offline.url, servers.offline.keys["user"])
+    ask(page, "What is 6 * 7?")
+    expect(page.locator(".msg.assistant").last).to_have_text("6 * 7 = 42", timeout=WAIT)
+    task_id = page.locator("#task-label").inner_text().removeprefix("task ")
+    page.reload()
+    expect(page.locator("#tabs")).to_be_visible(timeout=WAIT)  # the key was kept
+    page.click(".tab[data-view=history]")
+    entry = page.locator(f'.task-open[data-task="{task_id}"]')
+    expect(entry).to_contain_text("What is 6 * 7?", timeout=WAIT)
+    expect(entry.locator(".state")).to_have_text("completed")
+    entry.click()
+    expect(page.locator("#timeline-task")).to_have_text(f"task {task_id}")
+    expect(page.locator("#timeline > li").last).to_have_attribute("data-kind", "task_complete")
+    page.click(".tab[data-view=chat]")
+    expect(page.locator(".msg.user").first).to_have_text("What is 6 * 7?")
+    expect(page.locator(".msg.assistant").last).to_have_text("6 * 7 = 42")
+
+
+def test_federation_is_shown_to_admins_only(page: Page, servers: Servers) -> None:
+    sign_in(page, servers.offline.url, servers.offline.keys["admin"])
+    page.click(".tab[data-view=federation]")
+    expect(page.locator("#swarms tr").first).to_contain_text("offline", timeout=WAIT)
+    page.click("#logout")
+    sign_in(page, servers.offline.url, servers.offline.keys["user"])
+    expect(page.locator('.tab[data-view="federation"]')).to_be_hidden()
+
+
+def test_the_page_sets_a_csp_and_requests_nothing_from_another_origin(
+    page: Page, servers: Servers
+) -> None:
+    url = servers.offline.url
+    headers = httpx.get(f"{url}/ui", trust_env=False).headers
+    policy = headers["content-security-policy"]
+    assert "default-src 'self'" in policy
+    assert "connect-src 'self'" in policy
+    assert "script-src 'self'" in policy and "unsafe-inline" not in policy
+    assert httpx.get(f"{url}/ui/", trust_env=False).status_code == 200
+    requested: list[str] = []
+    page.on("request", lambda request: requested.append(request.url))
+    sign_in(page, url, servers.offline.keys["user"])
+    ask(page, "What is 2 + 2?")
+    expect(page.locator(".msg.assistant").last).to_have_text("2 + 2 = 4", timeout=WAIT)
+    page.click(".tab[data-view=history]")
+    expect(page.locator(".task-open").first).to_be_visible()
+    assert any(u.startswith(f"{url}/ui/assets/") for u in requested)
+    assert any(u == f"{url}/message" for u in requested)
+    outside = [u for u in requested if not u.startswith(f"{url}/") and not u.startswith("data:")]
+    assert outside == []
+
+
+def test_a_narrow_window_keeps_the_chat_usable(page: Page, servers: Servers) -> None:
+    page.set_viewport_size({"width": 400, "height": 800})
+    sign_in(page, servers.offline.url, servers.offline.keys["user"])
+    ask(page, "What is 1 + 1?")
+    expect(page.locator(".msg.assistant").last).to_have_text("1 + 1 = 2", timeout=WAIT)
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 400  # nothing overflows sideways
+    page.click("#theme-toggle")
+    theme = page.evaluate("document.documentElement.dataset.theme")
+    assert theme in ("dark", "light")
+    background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    page.click("#theme-toggle")
+    assert page.evaluate("getComputedStyle(document.body).backgroundColor") != background
+
+
+def test_debug_mode_offers_the_keyless_identity(page: Page, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    toml = tmp_path / "mail.toml"
+    toml.write_text("[server]\ndebug = true\n", encoding="utf-8")
+    env = clean_env() | {
+        "MAIL_CONFIG_PATH": str(toml),
+        "SWARM_REGISTRY_FILE": str(data / "registry.json"),
+        "MAIL_LOG_LEVEL": "WARNING",
+    }
+    process, server = start_server("offline", OFFLINE, env, data)
+    try:
+        page.goto(f"{server.url}/ui")
+        page.click("#keyless-button")
+        expect(page.locator("#identity")).to_have_text("ui-dev-user (user)", timeout=WAIT)
+        ask(page, "What is 3 + 4?")
+        expect(page.locator(".msg.assistant").last).to_have_text("3 + 4 = 7", timeout=WAIT)
+        expect(page.locator("#stop")).to_be_hidden()  # cancel needs a key
+        page.click(".tab[data-view=history]")
+        expect(page.locator(".task-open").first).to_contain_text("What is 3 + 4?")
+    finally:
+        stop(process)
+    assert "MAIL swarm viewer: " + server.url + "/ui" in server.output()
+
+
+def test_opening_a_running_task_follows_it_live(page: Page, servers: Servers) -> None:
+    server = servers.waiter
+    sign_in(page, server.url, server.keys["user"])
+    ask(page, "Wait in the background")
+    expect(page.locator("#stop")).to_be_visible(timeout=WAIT)
+    expect(page.locator("#task-label")).to_have_text(re.compile(r"^task \S+$"))
+    task_id = page.locator("#task-label").inner_text().removeprefix("task ")
+    # a second tab of the same browser (same stored key) opens the task from the history
+    other = page.context.new_page()
+    other.goto(f"{server.url}/ui#history")
+    entry = other.locator(f'.task-open[data-task="{task_id}"]')
+    expect(entry.locator(".state")).to_have_text("running", timeout=WAIT)
+    entry.click()
+    rows = other.locator("#timeline > li")
+    expect(rows.first).to_have_attribute("data-kind", "new_message", timeout=WAIT)
+    expect(other.locator('#timeline > li[data-kind="action_call"]')).to_have_count(1)
+    expect(rows.last).not_to_have_attribute("data-kind", "task_error")
+    cancelled = httpx.post(
+        f"{server.url}/tasks/{task_id}/cancel",
+        headers={"Authorization": f"Bearer {server.keys['user']}"},
+        trust_env=False,
+    )
+    assert cancelled.status_code == 200
+    # the followed stream ends with the cancellation, in both tabs
+    expect(rows.last).to_have_attribute("data-kind", "task_error", timeout=WAIT)
+    expect(rows.last).to_contain_text("[cancelled]")
+    expect(page.locator(".msg.error").last).to_contain_text("Task cancelled", timeout=WAIT)
