@@ -60,8 +60,12 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
             stop(process)
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
+    # Per module, not per package: tests/ui is no Python package (no __init__.py), so a
+    # "package" fixture would live to the end of the session, and while Playwright's sync
+    # API runs, its event loop is this thread's running loop: every later asyncio.run()
+    # and async test of the session would fail.
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=str(CHROMIUM))
         yield chromium

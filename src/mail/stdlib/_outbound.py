@@ -19,13 +19,12 @@ import httpx
 
 from mail.config import StdlibHTTPConfig
 from mail.errors import AddressRefusedError
-from mail.net._guard import AddressPolicy
 from mail.net._guard_httpx import guarded_async_client
 from mail.stdlib._kit import ActionFailed
+from mail.stdlib._settings import SECTION, policy
 
 __all__ = ["Fetched", "fetch", "policy"]
 
-SECTION = "[stdlib.http]"
 _SUCCESS = range(200, 300)
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 # sent to the first origin only: a redirect elsewhere must not carry the caller's secrets
@@ -46,19 +45,6 @@ class Fetched:
     def ok(self) -> bool:
         """True for a 2xx status."""
         return self.status in _SUCCESS
-
-
-def policy(settings: StdlibHTTPConfig) -> AddressPolicy:
-    """The :class:`AddressPolicy` of ``[stdlib.http]``."""
-    return AddressPolicy(
-        allow_networks=settings.allow_networks,
-        deny_networks=settings.deny_networks,
-        allow_hosts=settings.allow_hosts,
-        deny_hosts=settings.deny_hosts,
-        allow_loopback=settings.allow_loopback,
-        allow_private=settings.allow_private,
-        where=f"{SECTION} in mail.toml",
-    )
 
 
 def check_url(url: str, *, redirect: bool = False) -> None:

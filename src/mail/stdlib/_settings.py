@@ -12,9 +12,13 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from mail.config import StdlibConfig, load_config
+from mail.config import StdlibConfig, StdlibHTTPConfig, load_config
+from mail.net._guard import AddressPolicy
 
-__all__ = ["configure", "current"]
+__all__ = ["SECTION", "configure", "current", "http_policy", "policy"]
+
+#: Where the outbound guard's settings live, for messages.
+SECTION = "[stdlib.http]"
 
 
 @dataclass(slots=True)
@@ -49,3 +53,21 @@ def current() -> StdlibConfig:
         if _STATE.loaded is None:
             _STATE.loaded = load_config().stdlib
         return _STATE.loaded
+
+
+def policy(settings: StdlibHTTPConfig) -> AddressPolicy:
+    """The :class:`AddressPolicy` of ``[stdlib.http]`` settings."""
+    return AddressPolicy(
+        allow_networks=settings.allow_networks,
+        deny_networks=settings.deny_networks,
+        allow_hosts=settings.allow_hosts,
+        deny_hosts=settings.deny_hosts,
+        allow_loopback=settings.allow_loopback,
+        allow_private=settings.allow_private,
+        where=f"{SECTION} in mail.toml",
+    )
+
+
+def http_policy() -> AddressPolicy:
+    """The outbound guard of the current settings (:func:`current`)."""
+    return policy(current().http)

@@ -22,8 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mail.errors import ConfigurationError
-from mail.stdlib._outbound import policy
-from mail.stdlib._settings import current
+from mail.stdlib._settings import http_policy
 from mail.stdlib.mcp._connect import describe_error, open_client
 from mail.stdlib.mcp._render import render_call
 from mail.swarms_json._mcp import MCPServerSpec, env_reference
@@ -63,7 +62,7 @@ class MCPConnection:
                 headers["Authorization"] = f"Bearer {self._lookup(spec.token, 'token')}"
             options: dict[str, Any] = {"url": spec.url, "headers": headers, "timeout": spec.timeout}
             if spec.guarded:  # a swarm from an untrusted source: [stdlib.http] applies
-                options["policy"] = policy(current().http)
+                options["policy"] = http_policy()
             return options
         env = {k: self._lookup(v, f"env.{k}") for k, v in spec.env.items()}
         return {

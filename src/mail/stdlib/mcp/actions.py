@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from mail.api import MAILAction
 from mail.errors import ConfigurationError
-from mail.stdlib._outbound import policy
-from mail.stdlib._settings import current
+from mail.stdlib._settings import http_policy
 from mail.stdlib.mcp._connect import describe_error, open_client, require_sdk
 from mail.stdlib.mcp._render import (
     render_call,
@@ -117,7 +116,7 @@ async def _run(args: dict[str, Any], work: Callable[[Client], Awaitable[str]]) -
         url = _url(args)
     except _BadArgument as e:
         return f"Error: {e}"
-    guard = policy(current().http)  # the URL is the model's: [stdlib.http] applies
+    guard = http_policy()  # the URL is the model's: [stdlib.http] applies
     try:
         async with (
             asyncio.timeout(TIMEOUT),
