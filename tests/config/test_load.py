@@ -127,6 +127,9 @@ def test_every_documented_env_variable_is_covered() -> None:
         "MAIL_PRUNE_INTERVAL",
         "MAIL_SWARM_HEALTH_INTERVAL",
         "MAIL_CORS_ORIGINS",
+        "MAIL_REDIS_URL",
+        "MAIL_REPLICA_ID",
+        "MAIL_LEASE_SECONDS",
     }
 
 

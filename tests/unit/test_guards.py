@@ -27,6 +27,7 @@ HEAVY_MODULES = (
     "mcp",
     "openai",
     "anthropic",
+    "redis",
 )
 # Layers above core, and third-party I/O libraries core must not import.
 CORE_FORBIDDEN_OURS = (
@@ -47,6 +48,7 @@ CORE_FORBIDDEN_THIRD_PARTY = (
     "rich",
     "httpx",
     "fastapi",
+    "redis",
 )
 
 

@@ -7,8 +7,8 @@ line passes ``os.environ``.
 
 Checks: the config file found, config warnings (unknown keys), the swarm loads from its
 source, LLM agents have a proxy or provider key, agents that name ``agent@peer`` have
-interswarm enabled, the auth mode's requirements, the task store is reachable, and the
-registry's peers answer.
+interswarm enabled, the auth mode's requirements, the task store is reachable, the
+registry's peers answer, and in cluster mode Redis answers and the replicas seen.
 """
 
 from __future__ import annotations
@@ -100,6 +100,7 @@ def run_checks(
     top, as ``mail server``'s flags do (``{"server": {"swarm": {"name": ...}}}``). A
     configuration that does not load gives one failed ``config`` check; nothing is raised.
     """
+    from mail.cli._doctor_cluster import check_cluster  # noqa: PLC0415  # redis, on use
     from mail.cli._doctor_mcp import check_mcp_servers  # noqa: PLC0415  # the SDK, on use
     from mail.config import load_config  # noqa: PLC0415
     from mail.errors import ConfigurationError  # noqa: PLC0415
@@ -123,6 +124,7 @@ def run_checks(
     checks.append(check_auth(config.auth))
     checks.append(unmade_store(config.database) or asyncio.run(check_store(config.database)))
     checks.extend(check_registry(config, env))
+    checks.extend(Check(*finding) for finding in check_cluster(config))
     return checks
 
 

@@ -27,7 +27,7 @@ _SECTIONS: Mapping[str, type[BaseModel]] = MappingProxyType(
     }
 )
 
-_SECRET_KEYS = frozenset({"client.api_key", "database.url"})
+_SECRET_KEYS = frozenset({"client.api_key", "database.url", "server.cluster.redis_url"})
 _MAX_SHOWN = 60  # characters of a bad value quoted in an error
 
 

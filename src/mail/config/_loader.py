@@ -36,6 +36,9 @@ ENV_OVERRIDES: Mapping[str, str] = MappingProxyType(
         "MAIL_PRUNE_INTERVAL": "database.prune_interval",
         "MAIL_SWARM_HEALTH_INTERVAL": "server.interswarm.health_interval",
         "MAIL_CORS_ORIGINS": "server.cors_origins",
+        "MAIL_REDIS_URL": "server.cluster.redis_url",
+        "MAIL_REPLICA_ID": "server.cluster.replica_id",
+        "MAIL_LEASE_SECONDS": "server.cluster.lease_seconds",
     }
 )
 # Variables holding numbers: parsed before validation (a string that is not a number is
@@ -47,6 +50,7 @@ _ENV_NUMBERS: Mapping[str, type[int] | type[float]] = MappingProxyType(
         "MAIL_PRUNE_INTERVAL": float,
         "MAIL_SWARM_HEALTH_INTERVAL": float,
         "MAIL_PORT": int,
+        "MAIL_LEASE_SECONDS": float,
     }
 )
 

@@ -1,5 +1,5 @@
-"""Server settings: the ``[server]``, ``[server.swarm]``, ``[server.settings]`` and
-``[server.interswarm]`` tables.
+"""Server settings: the ``[server]``, ``[server.swarm]``, ``[server.settings]``,
+``[server.interswarm]`` and ``[server.cluster]`` tables.
 
 Constructing these models directly gives the literal defaults below (pydantic raises
 ``ValidationError`` for bad values); :func:`mail.config.load_config` is what reads
@@ -10,6 +10,7 @@ Constructing these models directly gives the literal defaults below (pydantic ra
 from __future__ import annotations
 
 import logging
+import socket
 from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, Field, field_validator, model_validator
@@ -19,6 +20,7 @@ from mail.config._base import DEFAULT_DATA_DIR, ConfigModel, NetworkRules, http_
 
 __all__ = [
     "DEFAULT_CORS_ORIGINS",
+    "ClusterConfig",
     "ServerConfig",
     "SwarmConfig",
     "SettingsConfig",
@@ -118,6 +120,47 @@ class InterswarmConfig(NetworkRules):
         return hosts
 
 
+class ClusterConfig(ConfigModel):
+    """``[server.cluster]``: several ``mail server`` replicas sharing one deployment.
+
+    * ``redis_url`` (env ``MAIL_REDIS_URL``): the Redis server the replicas meet through
+      (``redis://host:6379/0``, ``rediss://`` for TLS). ``None`` (the default): no cluster,
+      nothing changes. Cluster mode needs the PostgreSQL store (``[database] url``).
+    * ``replica_id`` (env ``MAIL_REPLICA_ID``): this replica's name in the cluster, unique
+      among the replicas; default ``<hostname>:<port>`` (:meth:`ServerConfig.replica`).
+    * ``lease_seconds`` (env ``MAIL_LEASE_SECONDS``): how long a replica's heartbeat (and,
+      later, its hold on the tasks it runs) lasts without renewal; renewed every third of it.
+
+    Bad values raise ``pydantic.ValidationError``. See docs/scaling.md.
+    """
+
+    redis_url: str | None = None
+    replica_id: str | None = Field(default=None, min_length=1, max_length=200)
+    lease_seconds: float = Field(default=15.0, ge=1.0, le=3600.0)
+
+    @field_validator("redis_url")
+    @classmethod
+    def _check_redis_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        scheme = urlsplit(value.strip()).scheme
+        if scheme not in ("redis", "rediss", "unix"):
+            raise ValueError(f"must be a redis://, rediss:// or unix:// URL, got scheme {scheme!r}")
+        return value.strip()
+
+    @field_validator("replica_id")
+    @classmethod
+    def _check_replica_id(cls, value: str | None) -> str | None:
+        if value is not None and any(c.isspace() for c in value):
+            raise ValueError("must not contain whitespace")
+        return value
+
+    @property
+    def enabled(self) -> bool:
+        """Whether this server is a replica of a cluster (a ``redis_url`` is set)."""
+        return self.redis_url is not None
+
+
 def _is_host_entry(text: str) -> bool:
     """``name``, ``address``, ``name:port`` or ``[v6]:port`` (no scheme, path or user)."""
     if not text or any(c in text for c in "/@?# \t"):
@@ -146,6 +189,7 @@ class ServerConfig(ConfigModel):
     swarm: SwarmConfig = Field(default_factory=SwarmConfig)
     settings: SettingsConfig = Field(default_factory=SettingsConfig)
     interswarm: InterswarmConfig = Field(default_factory=InterswarmConfig)
+    cluster: ClusterConfig = Field(default_factory=ClusterConfig)
     base_url: str | None = None
     data_dir: str = Field(default=DEFAULT_DATA_DIR, min_length=1)
     max_body_bytes: int = Field(default=1_048_576, gt=0)
@@ -174,3 +218,8 @@ class ServerConfig(ConfigModel):
         if ":" in host:
             host = f"[{host}]"
         return f"http://{host}:{self.port}"
+
+    @property
+    def replica_id(self) -> str:
+        """This replica's id: ``[server.cluster] replica_id``, else ``<hostname>:<port>``."""
+        return self.cluster.replica_id or f"{socket.gethostname()}:{self.port}"

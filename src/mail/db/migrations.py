@@ -345,6 +345,27 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
             *_PG_OWN_TABLES,
         ),
     ),
+    Migration(
+        5,
+        "cluster mode: API keys and the swarm registry shared by the replicas",
+        (
+            # New tables only (v1.3.6 never sees them), so a database shared with v1.3.6
+            # stays shareable. Keys are kept as SHA-256 digests, never as keys.
+            """CREATE TABLE IF NOT EXISTS cluster_api_keys (
+                digest BYTEA PRIMARY KEY,
+                role TEXT NOT NULL,
+                key_id TEXT NOT NULL,
+                created_at TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT NOW())""",
+            # one row per peer of a local swarm; record is the registry file's entry
+            # (tokens as ${VAR} references only)
+            """CREATE TABLE IF NOT EXISTS cluster_swarm_registry (
+                local_swarm TEXT NOT NULL,
+                swarm_name TEXT NOT NULL,
+                record JSONB NOT NULL,
+                updated_at TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT NOW(),
+                PRIMARY KEY (local_swarm, swarm_name))""",
+        ),
+    ),
 )
 
 #: Run before version 2 by ``--upgrade-from-v1``, in its transaction: rows written while

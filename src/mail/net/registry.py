@@ -307,8 +307,7 @@ class SwarmRegistry:
             base,
             "volatile" if volatile else "persistent",
         )
-        if not volatile or (previous is not None and not previous.volatile):
-            await self._save_or_undo(lambda: self._put_back(swarm_name, previous))
+        await self._registered(swarm_name, previous)
         return self._copy(endpoint)
 
     async def unregister_swarm(self, swarm_name: str) -> bool:
@@ -323,8 +322,7 @@ class SwarmRegistry:
         if endpoint is None:
             return False
         logger.info("unregistered swarm %r", swarm_name)
-        if not endpoint.volatile:
-            await self._save_or_undo(lambda: self._put_back(swarm_name, endpoint))
+        await self._unregistered(swarm_name, endpoint)
         return True
 
     def cleanup_volatile_endpoints(self) -> list[str]:
@@ -334,6 +332,17 @@ class SwarmRegistry:
             del self._endpoints[name]
         logger.info("removed %d volatile swarm(s)", len(names))
         return names
+
+    async def _registered(self, swarm_name: str, previous: SwarmEndpoint | None) -> None:
+        """Persist the entry just (re)registered; ``previous`` is what it replaced."""
+        endpoint = self._endpoints[swarm_name]
+        if not endpoint.volatile or (previous is not None and not previous.volatile):
+            await self._save_or_undo(lambda: self._put_back(swarm_name, previous))
+
+    async def _unregistered(self, swarm_name: str, endpoint: SwarmEndpoint) -> None:
+        """Persist the removal of ``endpoint``."""
+        if not endpoint.volatile:
+            await self._save_or_undo(lambda: self._put_back(swarm_name, endpoint))
 
     def _put_back(self, swarm_name: str, previous: SwarmEndpoint | None) -> None:
         if previous is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import functools
 import gc
 import json
 import logging
@@ -12,6 +13,7 @@ import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from http import HTTPStatus
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, HTTPException, Request
@@ -42,10 +44,12 @@ from mail.net import (
 from mail.server import (
     _routes_core,
     _routes_interswarm,
+    _routes_keys,
     _routes_message,
     _routes_responses,
     _routes_tasks,
 )
+from mail.server._cluster import Cluster, preflight
 from mail.server._cors import ConfiguredCORS
 from mail.server._deps import check_gates
 from mail.server._listen import check_port, recorded
@@ -256,7 +260,14 @@ async def _too_large(send: Send, limit: int) -> None:
 
 
 #: The route modules; /message first: requests are matched against the routes in this order.
-_ROUTES = (_routes_message, _routes_core, _routes_tasks, _routes_responses, _routes_interswarm)
+_ROUTES = (
+    _routes_message,
+    _routes_core,
+    _routes_keys,
+    _routes_tasks,
+    _routes_responses,
+    _routes_interswarm,
+)
 
 
 def create_app(
@@ -287,6 +298,7 @@ def create_app(
         state.loop = asyncio.get_running_loop()
         app.state.mail = state
         try:
+            await _open_cluster(state)
             await state.registry.load()
         except BaseException:
             # close what _start opened (the HTTP session); the unread file stays as it is
@@ -301,6 +313,7 @@ def create_app(
             await state.close(save_registry=False)
             raise
         state.registry.start_health_checks()
+        _follow_cluster(state)
         idle = state.config.server.idle_runtime_seconds
         state.spawn(
             every(min(60.0, idle), lambda: state.swarms.evict_idle(idle), "evict-idle"),
@@ -366,11 +379,14 @@ def _start(
             swarm.name, swarm.source, config.server.settings.task_message_limit
         )
         template.validate()  # the wiring too: a broken swarm fails the start, not a caller
+    base_url = config.server.advertised_url
+    cluster = Cluster(config, base_url) if config.server.cluster.enabled else None
+    if authenticator is None and cluster is not None:
+        authenticator = _cluster_authenticator(config, cluster)
     if authenticator is None:
         authenticator, banner = build_authenticator(config.auth)
         if banner:
             sys.stderr.write(banner + "\n")
-    base_url = config.server.advertised_url
     # one session for every call to peers (registry and router), created by the first such
     # call (no aiohttp import at start-up); closed by the state
     interswarm = config.server.interswarm
@@ -384,10 +400,10 @@ def _start(
             where="[server.interswarm]",
         ),
     )
-    registry = SwarmRegistry(  # its entry's version is the protocol's (CONTRACT 8.5)
+    registry = _registry(cluster)(  # its entry's version is the protocol's (CONTRACT 8.5)
         template.name,
         base_url,
-        swarm.registry,
+        swarm.registry if cluster is None else None,
         local_swarm_description=template.description,
         local_swarm_keywords=template.keywords,
         local_swarm_public=template.public,
@@ -399,6 +415,7 @@ def _start(
         enabled=interswarm.agent_discovery, hosts=interswarm.discovery_hosts
     )
     return ServerState(
+        cluster=cluster,
         config=config,
         template=template,
         authenticator=authenticator,
@@ -415,6 +432,45 @@ def _start(
     )
 
 
+def _cluster_authenticator(config: MAILConfig, cluster: Cluster) -> Authenticator | None:
+    """Cluster mode's shared keys, unless auth is remote (the service is shared already)."""
+    if config.auth.mode == "remote":
+        return None
+    from mail.server._cluster_auth import ClusterAuth  # noqa: PLC0415
+
+    return ClusterAuth(cluster, Path(config.auth.credentials_file))
+
+
+def _registry(cluster: Cluster | None) -> Callable[..., SwarmRegistry]:
+    if cluster is None:
+        return SwarmRegistry
+    from mail.server._cluster_registry import SharedSwarmRegistry  # noqa: PLC0415
+
+    return functools.partial(SharedSwarmRegistry, cluster=cluster)
+
+
+async def _open_cluster(state: ServerState) -> None:
+    """Cluster mode: connect to Redis and PostgreSQL, and seed the shared keys."""
+    if state.cluster is None:
+        return
+    await state.cluster.open()
+    from mail.server._cluster_auth import ClusterAuth  # noqa: PLC0415
+
+    if isinstance(state.authenticator, ClusterAuth):
+        await state.authenticator.seed()
+
+
+def _follow_cluster(state: ServerState) -> None:
+    """Cluster mode: the heartbeat and the registry's updates, owned by the state."""
+    if state.cluster is None:
+        return
+    from mail.server._cluster_registry import SharedSwarmRegistry  # noqa: PLC0415
+
+    state.spawn(state.cluster.run(), "mail-cluster-heartbeat")
+    if isinstance(state.registry, SharedSwarmRegistry):
+        state.spawn(state.registry.follow(), "mail-cluster-registry")
+
+
 async def _open_store(state: ServerState) -> None:
     """Open the configured task store (none with ``persist = false``) and its prune job."""
     database = state.config.database
@@ -422,7 +478,8 @@ async def _open_store(state: ServerState) -> None:
         return
     from mail.db import RetentionJob, open_store  # noqa: PLC0415  # only with a store
 
-    state.store = await open_store(database)
+    pool = state.cluster.pool if state.cluster is not None else None
+    state.store = await open_store(database, pool=pool)
     logger.info("keeping tasks in the %s store", state.store.backend)
     every = database.prune_every
     if every is not None:
@@ -447,6 +504,7 @@ def run_server(config: MAILConfig) -> None:
     """
     server = config.server
     check_port(server.host, server.port)  # one line, before any start-up log
+    preflight(config)  # cluster mode: PostgreSQL store, Redis reachable (one line too)
     # Loaded here rather than in the lifespan, so a broken swarm is reported by the CLI
     # as one line instead of a failed startup.
     template = MAILSwarmTemplate.from_swarm_json_file(
@@ -503,6 +561,7 @@ def run_server_with_template(  # v1.3.6's positional signature
         }
     )
     check_port(host, port)
+    preflight(config)
     template.validate()
     _serve(config, template)
 

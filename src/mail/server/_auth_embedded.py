@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import logging
@@ -131,6 +132,14 @@ class EmbeddedAuth:
         self._write(keys, exclusive=False)
         self._keys = keys
         return key.key
+
+    async def create_key(self, role: Role, id: str) -> str:
+        """:meth:`add_key` off the event loop (what ``POST /keys`` calls)."""
+        return await asyncio.to_thread(self.add_key, role, id)
+
+    def entries(self) -> list[tuple[Role, str, str]]:
+        """Every key as ``(role, id, key)``, in file order (cluster mode copies them)."""
+        return [(k.role, k.id, k.key) for k in self._keys]
 
     async def authenticate(self, api_key: str) -> Caller:
         """Return the caller owning ``api_key``, comparing against every key in constant time.

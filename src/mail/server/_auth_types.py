@@ -6,7 +6,7 @@ import hashlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, Protocol, get_args
+from typing import TYPE_CHECKING, Literal, Protocol, get_args, runtime_checkable
 
 if TYPE_CHECKING:
     pass
@@ -16,6 +16,7 @@ __all__ = [
     "UI_DEV_CALLER",
     "Authenticator",
     "Caller",
+    "KeyIssuer",
     "Role",
     "key_digest",
     "key_fingerprint",
@@ -63,6 +64,19 @@ class Authenticator(Protocol):
 
     async def aclose(self) -> None:
         """Release what the authenticator holds (sessions, in-flight lookups)."""
+        ...
+
+
+@runtime_checkable
+class KeyIssuer(Protocol):
+    """An authenticator that can create API keys (embedded and cluster modes, not remote)."""
+
+    async def create_key(self, role: Role, id: str) -> str:
+        """Generate, store and return a new key for ``role`` and ``id``.
+
+        Raises :class:`~mail.errors.ConfigurationError` for an unknown role or an empty id
+        and :class:`~mail.errors.StorageError` when the key cannot be stored.
+        """
         ...
 
 

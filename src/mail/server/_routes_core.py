@@ -92,6 +92,9 @@ async def _health(state: ServerState) -> dict[str, Any]:
         health["unsaved_tasks"] = state.swarms.unsaved_tasks()
         if storage != "ok" and health["status"] == "healthy":
             health["status"] = "degraded"
+    if state.cluster is not None:
+        health["replica_id"] = state.cluster.replica_id
+        health["owned_tasks"] = state.swarms.owned_tasks()
     return health
 
 
@@ -106,7 +109,8 @@ async def get_health(state: AppState) -> dict[str, Any]:
     last ``POST /health``); with a task store, ``storage`` says whether writes work
     (``"ok"`` or the last failure: a write, a prune, the database), ``unsaved_tasks`` how
     many tasks have changes not stored yet, and ``status`` is ``degraded`` while writes
-    fail."""
+    fail. In cluster mode ``replica_id`` names the replica that answered and
+    ``owned_tasks`` counts the unfinished tasks it runs."""
     return await _health(state)
 
 

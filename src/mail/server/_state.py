@@ -18,6 +18,7 @@ from mail.net import InterswarmRouter, SessionSource, SwarmRegistry
 if TYPE_CHECKING:
     from mail.config import MAILConfig
     from mail.db import RetentionJob, TaskStore
+    from mail.server._cluster import Cluster
     from mail.server.auth import Authenticator, AuthGate, Caller
 
 __all__ = ["CallerSwarms", "ServerState"]
@@ -184,6 +185,16 @@ class CallerSwarms:
                 return error
         return None
 
+    def owned_tasks(self) -> int:
+        """How many unfinished tasks (running or paused at a breakpoint) this process runs."""
+        unfinished = (TaskState.RUNNING, TaskState.WAITING_BREAKPOINT)
+        return sum(
+            1
+            for entry in self._entries.values()
+            for task in entry.swarm.runtime.tasks
+            if task.state in unfinished
+        )
+
     def unsaved_tasks(self) -> int:
         """How many tasks, over every caller's runtime, wait to be stored."""
         return sum(entry.swarm.runtime.unsaved_tasks for entry in self._entries.values())
@@ -270,6 +281,8 @@ class ServerState:
     dependencies: dict[tuple[str, ...], Any] = field(default_factory=dict)
     #: where tasks are kept (``None`` with ``persist = false``); owned by the lifespan
     store: TaskStore | None = None
+    #: this replica's cluster (``[server.cluster] redis_url``); ``None``: a single server
+    cluster: Cluster | None = None
     #: the background prune job (``[database] prune_interval``), ``None``: no job
     retention: RetentionJob | None = None
     #: seconds of silence after which an event stream sends a ``ping`` (CONTRACT 2: 15)
@@ -338,6 +351,8 @@ class ServerState:
             await self.authenticator.aclose()
             if self.session is not None:
                 await self.session.aclose()
+            if self.cluster is not None:
+                await self.cluster.close()
 
 
 async def every(seconds: float, job: Callable[[], Coroutine[Any, Any, Any]], name: str) -> None:

@@ -227,6 +227,14 @@ class HealthResponse(_Model):
         default=None,
         description="Tasks with changes the store has not got yet (absent without a store)",
     )
+    replica_id: str | None = Field(
+        default=None,
+        description="This replica's id in cluster mode ([server.cluster]; absent otherwise)",
+    )
+    owned_tasks: int | None = Field(
+        default=None,
+        description="Unfinished tasks (running or paused) this replica runs (cluster mode only)",
+    )
 
 
 class WhoamiResponse(_Model):

@@ -1,0 +1,88 @@
+"""``mail doctor``'s cluster checks: Redis answers, and which replicas it has seen.
+
+Only with ``[server.cluster] redis_url`` set (nothing is checked, nor imported, without).
+Findings are ``(name, status, message, fix)`` tuples, as :mod:`mail.cli._doctor_mcp`'s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from mail.config import MAILConfig
+
+__all__ = ["check_cluster"]
+
+Finding = tuple[str, Literal["ok", "warn", "fail"], str, str]
+_TIMEOUT = 5.0
+
+
+def check_cluster(config: MAILConfig) -> list[Finding]:
+    """Cluster mode: the store is PostgreSQL, Redis answers (its version), and the
+    replicas whose heartbeat is live (ids, URLs, age). Nothing without a ``redis_url``."""
+    cluster = config.server.cluster
+    if cluster.redis_url is None:
+        return []
+    from mail.errors import ConfigurationError  # noqa: PLC0415
+    from mail.server._cluster import require_postgres  # noqa: PLC0415
+
+    findings: list[Finding] = []
+    try:
+        require_postgres(config)
+    except ConfigurationError as e:
+        findings.append(("cluster", "fail", str(e), "set [database] url (DATABASE_URL)"))
+    try:
+        version, replicas = asyncio.run(asyncio.wait_for(_survey(cluster.redis_url), _TIMEOUT))
+    except (ConfigurationError, TimeoutError) as e:
+        message = str(e) or "Redis did not answer in time"
+        fix = "start Redis or correct MAIL_REDIS_URL ([server.cluster] redis_url)"
+        return [*findings, ("redis", "fail", message, fix)]
+    findings.append(("redis", "ok", f"Redis {version} answers", ""))
+    findings.append(_replicas(replicas, cluster.lease_seconds))
+    return findings
+
+
+async def _survey(url: str) -> tuple[str, list[dict[str, Any]]]:
+    from mail.server._cluster import (  # noqa: PLC0415
+        _client,
+        _version,
+        redis_errors,
+        replicas_seen,
+    )
+
+    client = _client(url)
+    try:
+        version = await _version(client, url)
+        try:
+            replicas = await replicas_seen(client)
+        except redis_errors() as e:
+            from mail.errors import ConfigurationError  # noqa: PLC0415
+
+            raise ConfigurationError(f"cannot list the replicas: {e}") from e
+        return version, replicas
+    finally:
+        await client.aclose()
+
+
+def _replicas(replicas: list[dict[str, Any]], lease: float) -> Finding:
+    if not replicas:
+        return (
+            "replicas",
+            "warn",
+            "no replica has a live heartbeat (none running, or another Redis database)",
+            "start `mail server` with the same redis_url",
+        )
+    now = time.time()
+    shown = []
+    for replica in replicas:
+        beat = replica.get("beat")
+        age = f", beat {now - beat:.0f}s ago" if isinstance(beat, int | float) else ""
+        shown.append(f"{replica['replica_id']} ({replica.get('url', '?')}{age})")
+    return (
+        "replicas",
+        "ok",
+        f"{len(replicas)} replica(s) seen (heartbeat every {lease / 3:g}s): " + "; ".join(shown),
+        "",
+    )
