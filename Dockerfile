@@ -17,16 +17,17 @@ RUN pip install --no-cache-dir uv \
 WORKDIR /app
 USER mail
 
-# Dependencies first, so that code changes do not invalidate this layer.
+# Dependencies first, so that code changes do not invalidate this layer. The `cluster`
+# extra (the redis client) lets the same image run as a replica (docker-compose.cluster.yml).
 COPY --chown=mail:mail pyproject.toml uv.lock README.md ./
-RUN uv sync --locked --no-dev --no-install-project
+RUN uv sync --locked --no-dev --extra cluster --no-install-project
 
 COPY --chown=mail:mail src/ ./src/
 COPY --chown=mail:mail swarms.json mail.toml ./
 COPY --chown=mail:mail spec/ ./spec/
 # Not editable: the package goes into the environment with its bytecode compiled
 # (UV_COMPILE_BYTECODE), so a start loads it instead of compiling it.
-RUN uv sync --locked --no-dev --no-editable
+RUN uv sync --locked --no-dev --extra cluster --no-editable
 
 # MAIL_PORT is the port the server listens on and the one the health check asks: change it
 # with `docker run -e MAIL_PORT=9000 -p 9000:9000 ...`, not with a -p flag of the command.

@@ -126,9 +126,10 @@ def test_runs_as_a_non_root_user(dockerfile: list[tuple[str, str]]) -> None:
 def test_uv_installs_the_locked_dependencies(dockerfile: list[tuple[str, str]]) -> None:
     runs = _all(dockerfile, "RUN")
     assert any("pip install" in run and "uv" in run for run in runs)
-    assert "uv sync --locked --no-dev --no-install-project" in runs
+    # with the cluster extra: the same image runs a single server or a replica
+    assert "uv sync --locked --no-dev --extra cluster --no-install-project" in runs
     # the project itself goes in compiled, not as an editable link to its sources
-    assert "uv sync --locked --no-dev --no-editable" in runs
+    assert "uv sync --locked --no-dev --extra cluster --no-editable" in runs
     env = " ".join(_all(dockerfile, "ENV"))
     assert "MAIL_DATA_DIR=/data" in env
     assert "/app/.venv/bin" in env
@@ -347,3 +348,89 @@ def test_the_wheel_the_image_installs_carries_the_protocol_text(tmp_path: Path) 
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "mail/spec/SPEC.md" in names
     assert {"mail/__init__.py", "mail/core/runtime.py", "mail/server/_app.py"} <= names
+
+
+# --- docker-compose.cluster.yml and nginx.cluster.conf ---------------------------------------
+
+CLUSTER_COMPOSE = REPO / "docker-compose.cluster.yml"
+NGINX_CONF = REPO / "nginx.cluster.conf"
+REPLICAS = ("mail-1", "mail-2", "mail-3")
+
+
+@pytest.fixture(scope="module")
+def cluster_compose() -> dict[str, object]:
+    data = yaml.safe_load(CLUSTER_COMPOSE.read_text(encoding="utf-8"))
+    assert isinstance(data, dict)
+    return data
+
+
+def test_cluster_compose_has_postgres_redis_three_replicas_and_nginx(
+    cluster_compose: dict[str, object],
+) -> None:
+    assert "version" not in cluster_compose
+    services = cluster_compose["services"]
+    assert isinstance(services, dict)
+    assert set(services) == {"postgres", "redis", *REPLICAS, "nginx"}
+    assert str(services["postgres"]["image"]).startswith("postgres:16")
+    assert str(services["redis"]["image"]).startswith("redis:")
+    assert "ping" in services["redis"]["healthcheck"]["test"]
+    ids = set()
+    for name in REPLICAS:
+        replica = services[name]
+        assert replica["build"] == "."  # the same image as docker-compose.yml's
+        assert "ports" not in replica  # reached through nginx only
+        env = replica["environment"]
+        assert env["MAIL_DATA_DIR"] == "/data"
+        assert urlsplit(env["MAIL_REDIS_URL"]).hostname == "redis"
+        ids.add(env["MAIL_REPLICA_ID"])
+        assert any(str(v).endswith(":/data") for v in replica["volumes"])
+        assert replica["depends_on"] == {
+            "postgres": {"condition": "service_healthy"},
+            "redis": {"condition": "service_healthy"},
+        }
+    assert ids == set(REPLICAS)
+    # each replica its own data volume, every named volume declared
+    sources = [str(services[n]["volumes"][0]).split(":")[0] for n in REPLICAS]
+    assert len(set(sources)) == 3
+    declared = set(cluster_compose.get("volumes") or {})  # type: ignore[call-overload]
+    for service in services.values():
+        for volume in service.get("volumes", []):
+            source = str(volume).split(":")[0]
+            if not source.startswith((".", "/")):
+                assert source in declared, f"volume {source} is not declared"
+    nginx = services["nginx"]
+    assert "8000:8000" in nginx["ports"]
+    assert "./nginx.cluster.conf:/etc/nginx/nginx.conf:ro" in nginx["volumes"]
+
+
+def test_cluster_compose_replicas_share_one_database(cluster_compose: dict[str, object]) -> None:
+    services = cluster_compose["services"]
+    assert isinstance(services, dict)
+    postgres = services["postgres"]["environment"]
+    assert postgres["POSTGRES_PASSWORD"] == "${POSTGRES_PASSWORD:-mail}"
+    urls = {services[n]["environment"]["DATABASE_URL"] for n in REPLICAS}
+    assert len(urls) == 1
+    for env in ({}, {"POSTGRES_PASSWORD": "s3cret"}):
+        url = urlsplit(_interpolate(next(iter(urls)), env))
+        assert url.password == env.get("POSTGRES_PASSWORD", "mail")
+        assert url.hostname == "postgres"
+        assert url.username == postgres["POSTGRES_USER"]
+        assert url.path.lstrip("/") == postgres["POSTGRES_DB"]
+
+
+def _directives(text: str) -> list[str]:
+    lines = (line.split("#", 1)[0].strip() for line in text.splitlines())
+    return [line for line in lines if line]
+
+
+def test_nginx_round_robins_over_the_three_replicas_without_stickiness() -> None:
+    directives = _directives(NGINX_CONF.read_text(encoding="utf-8"))
+    servers = [d for d in directives if d.startswith("server mail-")]
+    assert [s.split()[1] for s in servers] == [f"{n}:8000" for n in REPLICAS]
+    text = " ".join(directives)
+    for sticky in ("ip_hash", "hash ", "sticky", "least_conn", "random"):
+        assert sticky not in text, sticky
+    assert "listen 8000;" in directives
+    assert "proxy_pass http://mail;" in directives
+    assert "proxy_buffering off;" in directives  # event streams pass through at once
+    assert text.count("{") == text.count("}")
