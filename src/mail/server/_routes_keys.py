@@ -47,6 +47,8 @@ async def create_key(
     once. Remote auth manages its keys itself: 400."""
     issuer = state.authenticator
     if not isinstance(issuer, KeyIssuer):
-        raise InvalidMessageError("API keys are managed by the auth service (remote auth)")
+        raise InvalidMessageError(
+            "this server does not create API keys (with remote auth, the auth service does)"
+        )
     key = await issuer.create_key(body.role, body.id)
     return {"role": body.role, "id": body.id, "key": key}
