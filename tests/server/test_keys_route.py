@@ -3,6 +3,7 @@ once; remote auth and StaticAuth cannot issue keys (400); only admins may ask.""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -26,7 +27,8 @@ async def test_an_embedded_key_works_at_once_and_is_saved(start: Start, tmp_path
         "role": "user",
         "username": "alice",
     }
-    saved = json.loads(Path(config.auth.credentials_file).read_text(encoding="utf-8"))
+    path = Path(config.auth.credentials_file)
+    saved = json.loads(await asyncio.to_thread(path.read_text, encoding="utf-8"))
     assert {"role": "user", "id": "alice", "key": body["key"]} in saved["keys"]
     # a user may not create keys
     refused = await alice.post("/keys", json={"role": "admin", "id": "alice"})
