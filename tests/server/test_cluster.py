@@ -389,3 +389,35 @@ def test_doctor_lists_the_three_replicas(cluster: Cluster, tmp_path: Path) -> No
     for replica in cluster.replicas:
         assert replica.id in line
         assert replica.url in line
+
+
+def _heartbeat(redis_url: str, replica_id: str) -> bytes | None:
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    try:
+        value: bytes | None = client.get(f"mail:replica:{replica_id}")
+        return value
+    finally:
+        client.close()
+
+
+def test_a_stopped_replica_removes_its_heartbeat_and_a_killed_one_expires(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    redis_url = cluster.env["MAIL_REDIS_URL"]
+    stopped = _start("d", cluster.env, tmp_path)
+    killed = _start("e", cluster.env, tmp_path)
+    try:
+        for replica in (stopped, killed):
+            beat = _heartbeat(redis_url, replica.id)
+            assert beat is not None
+            assert f'"url": "{replica.url}"' in beat.decode()
+        stop(stopped.process)  # SIGINT: a clean stop deletes the key on the way out
+        assert _heartbeat(redis_url, stopped.id) is None
+        killed.process.kill()  # SIGKILL: the key lives out its lease (3 s here), no longer
+        killed.process.wait(timeout=10)
+        _until(lambda: _heartbeat(redis_url, killed.id) is None, 3 + 2, "the dead replica's key")
+    finally:
+        stop(stopped.process)
+        stop(killed.process)
