@@ -26,7 +26,7 @@ def check_cluster(config: MAILConfig) -> list[Finding]:
     if cluster.redis_url is None:
         return []
     from mail.errors import ConfigurationError  # noqa: PLC0415
-    from mail.server._cluster import require_postgres  # noqa: PLC0415
+    from mail.server._cluster import require_postgres, survey  # noqa: PLC0415
 
     findings: list[Finding] = []
     try:
@@ -34,7 +34,7 @@ def check_cluster(config: MAILConfig) -> list[Finding]:
     except ConfigurationError as e:
         findings.append(("cluster", "fail", str(e), "set [database] url (DATABASE_URL)"))
     try:
-        version, replicas = asyncio.run(asyncio.wait_for(_survey(cluster.redis_url), _TIMEOUT))
+        version, replicas = asyncio.run(asyncio.wait_for(survey(cluster.redis_url), _TIMEOUT))
     except (ConfigurationError, TimeoutError) as e:
         message = str(e) or "Redis did not answer in time"
         fix = "start Redis or correct MAIL_REDIS_URL ([server.cluster] redis_url)"
@@ -42,28 +42,6 @@ def check_cluster(config: MAILConfig) -> list[Finding]:
     findings.append(("redis", "ok", f"Redis {version} answers", ""))
     findings.append(_replicas(replicas, cluster.lease_seconds))
     return findings
-
-
-async def _survey(url: str) -> tuple[str, list[dict[str, Any]]]:
-    from mail.server._cluster import (  # noqa: PLC0415
-        _client,
-        _version,
-        redis_errors,
-        replicas_seen,
-    )
-
-    client = _client(url)
-    try:
-        version = await _version(client, url)
-        try:
-            replicas = await replicas_seen(client)
-        except redis_errors() as e:
-            from mail.errors import ConfigurationError  # noqa: PLC0415
-
-            raise ConfigurationError(f"cannot list the replicas: {e}") from e
-        return version, replicas
-    finally:
-        await client.aclose()
 
 
 def _replicas(replicas: list[dict[str, Any]], lease: float) -> Finding:

@@ -41,6 +41,7 @@ __all__ = [
     "redis_module",
     "replicas_seen",
     "require_postgres",
+    "survey",
     "registry_channel",
     "replica_key",
 ]
@@ -283,6 +284,22 @@ async def _open_pool(dsn: str | None) -> Any:
         await pool.close()
         raise
     return pool
+
+
+async def survey(url: str) -> tuple[str, list[dict[str, Any]]]:
+    """Redis's version and the replicas seen (:func:`replicas_seen`), for ``mail doctor``.
+
+    Raises :class:`ConfigurationError` when Redis does not answer.
+    """
+    client = _client(url)
+    try:
+        version = await _version(client, url)
+        try:
+            return version, await replicas_seen(client)
+        except redis_errors() as e:
+            raise ConfigurationError(f"cannot list the replicas: {e}") from e
+    finally:
+        await client.aclose()
 
 
 async def replicas_seen(client: Any) -> list[dict[str, Any]]:
