@@ -13,6 +13,7 @@ from tests.server.test_provider_wire import double_action
 from mail.client import MAILClient
 from mail.config import ClientConfig
 from mail.factories import LiteLLMAgentFunction
+from mail.factories._litellm import import_litellm
 from mail.testing import ScriptedAgent, tc
 from mail.testing.llm import StubLLMServer, StubReply
 
@@ -32,6 +33,9 @@ USAGE_OF_TWO_CALLS = {
 
 @pytest.fixture
 async def llm() -> AsyncIterator[StubLLMServer]:
+    # The server runs in this process: its first LLM call would import litellm (seconds,
+    # on the event loop, longer on a loaded machine) while the client's read timeout runs.
+    import_litellm()
     async with StubLLMServer() as server:
         yield server
 
