@@ -42,6 +42,7 @@ from mail.net import (
 from mail.server import (
     _routes_core,
     _routes_interswarm,
+    _routes_map,
     _routes_message,
     _routes_responses,
     _routes_tasks,
@@ -255,7 +256,14 @@ async def _too_large(send: Send, limit: int) -> None:
 
 
 #: The route modules; /message first: requests are matched against the routes in this order.
-_ROUTES = (_routes_message, _routes_core, _routes_tasks, _routes_responses, _routes_interswarm)
+_ROUTES = (
+    _routes_message,
+    _routes_core,
+    _routes_tasks,
+    _routes_responses,
+    _routes_interswarm,
+    _routes_map,
+)
 
 
 def create_app(
@@ -293,6 +301,7 @@ def create_app(
             raise
         try:
             await _open_store(state)
+            _open_conversations(state)
             # the MCP servers' sessions, shared by every caller (already open under
             # `mail server`, which reports a failure as one line: see _serve)
             await state.template.start_mcp()
@@ -431,6 +440,19 @@ async def _open_store(state: ServerState) -> None:
             keep_last=database.retention_keep_last,
         )
         state.spawn(state.retention.run(), "mail-prune")
+
+
+def _open_conversations(state: ServerState) -> None:
+    """MAP Mail's service over the task store's database (in memory without a store)."""
+    from mail.conversations import ConversationService, conversation_store_for  # noqa: PLC0415
+
+    settings = state.config.server.map
+    state.conversations = ConversationService(
+        conversation_store_for(state.store),
+        bus=state.map_events,
+        enabled=settings.enabled,
+        max_thread_depth=settings.max_thread_depth,
+    )
 
 
 def run_server(config: MAILConfig) -> None:

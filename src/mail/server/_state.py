@@ -12,11 +12,13 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from mail.api import MAILSwarm, MAILSwarmTemplate
+from mail.conversations.events import EventBus
 from mail.core.tasks import MAILTask, TaskState
 from mail.net import InterswarmRouter, SessionSource, SwarmRegistry
 
 if TYPE_CHECKING:
     from mail.config import MAILConfig
+    from mail.conversations import ConversationService
     from mail.db import RetentionJob, TaskStore
     from mail.server.auth import Authenticator, AuthGate, Caller
 
@@ -270,6 +272,10 @@ class ServerState:
     dependencies: dict[tuple[str, ...], Any] = field(default_factory=dict)
     #: where tasks are kept (``None`` with ``persist = false``); owned by the lifespan
     store: TaskStore | None = None
+    #: MAP Mail's ``mail/*`` methods (``None`` until the lifespan opens the store)
+    conversations: ConversationService | None = None
+    #: the ``mail.*`` events of ``map/subscribe`` subscriptions
+    map_events: EventBus = field(default_factory=EventBus)
     #: the background prune job (``[database] prune_interval``), ``None``: no job
     retention: RetentionJob | None = None
     #: seconds of silence after which an event stream sends a ``ping`` (CONTRACT 2: 15)
@@ -318,6 +324,7 @@ class ServerState:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        self.map_events.close()
         await self.swarms.shutdown()
         for template in (self.template, *self.replaced):
             try:
