@@ -445,6 +445,7 @@ async def _open_store(state: ServerState) -> None:
 def _open_conversations(state: ServerState) -> None:
     """MAP Mail's service over the task store's database (in memory without a store)."""
     from mail.conversations import ConversationService, conversation_store_for  # noqa: PLC0415
+    from mail.conversations.interception import Interceptor  # noqa: PLC0415
 
     settings = state.config.server.map
     state.conversations = ConversationService(
@@ -453,6 +454,9 @@ def _open_conversations(state: ServerState) -> None:
         enabled=settings.enabled,
         max_thread_depth=settings.max_thread_depth,
     )
+    if settings.enabled:
+        state.interceptor = Interceptor(state.conversations)
+        state.interceptor.start()
 
 
 def run_server(config: MAILConfig) -> None:

@@ -10,6 +10,7 @@ message, data}}``; what fails before a request is read (401, 413) keeps the serv
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -17,16 +18,25 @@ from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse, Response
+from pydantic import ValidationError
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from mail._sse import CRLF, SSE_HEADERS, compact_json
 from mail.conversations import METHODS, Actor, MailProtocolError, Subscription
+from mail.core.message import new_task_id
 from mail.db.store import CallerKey
 from mail.errors import MAILError
 from mail.server._deps import AdminOrUser, AppState
+from mail.server._routes_message import send_message
 from mail.server._state import ServerState
 from mail.server.auth import Caller
-from mail.server.models import ERROR_RESPONSES, EVENT_STREAM, JsonRpcRequest, JsonRpcResponse
+from mail.server.models import (
+    ERROR_RESPONSES,
+    EVENT_STREAM,
+    JsonRpcRequest,
+    JsonRpcResponse,
+    MessageRequest,
+)
 from mail.version import __version__
 
 __all__ = ["router"]
@@ -99,9 +109,59 @@ def _subscribe(state: ServerState, actor: Actor, params: dict[str, Any]) -> dict
     return {"subscriptionId": sub.id, "events": f"/map/events?subscription={sub.id}"}
 
 
-async def _dispatch(state: ServerState, actor: Actor, method: str, params: Any) -> Any:
+async def _send(state: ServerState, caller: Caller, actor: Actor, params: dict[str, Any]) -> Any:
+    """``map/send``: ``payload`` (a ``POST /message`` body; ``to.agent`` is its
+    entrypoint) into the caller's swarm; ``meta.mail`` records the message as a turn."""
+    payload = params.get("payload") or {}
+    to = params.get("to") or {}
+    if not isinstance(payload, dict) or not isinstance(to, dict):
+        raise _RpcError(INVALID_PARAMS, "payload and to must be objects")
+    payload = {**payload, "stream": False, "show_events": False}
+    if to.get("agent") is not None:
+        payload.setdefault("entrypoint", to["agent"])
+    payload["task_id"] = payload.get("task_id") or new_task_id()
+    try:
+        request = MessageRequest.model_validate(payload)
+    except ValidationError as e:
+        raise _RpcError(
+            INVALID_PARAMS,
+            "payload is not a message",
+            e.errors(include_url=False, include_context=False, include_input=False),
+        ) from e
+    task_id = str(request.task_id)
+    meta = params.get("meta")
+    mail = meta.get("mail") if isinstance(meta, dict) else None
+    cid = mail.get("conversationId") if isinstance(mail, dict) else None
+    interceptor = state.interceptor
+    watching = interceptor is not None and isinstance(cid, str)
+    bound = interceptor.bound(actor.key, task_id) if interceptor is not None else []
+    if (
+        interceptor is not None
+        and isinstance(cid, str)
+        and isinstance(mail, dict)
+        and cid not in bound
+    ):
+        interceptor.expect(actor.key, task_id, cid, mail)  # bound: the binding records it
+    try:
+        answer = await send_message(state, caller, request)
+    finally:
+        if interceptor is not None:
+            interceptor.forget(actor.key, task_id)
+    if watching and interceptor is not None:
+        with contextlib.suppress(TimeoutError):  # the turn is late: the answer is not
+            await asyncio.wait_for(interceptor.drain(), timeout=5.0)
+    if not isinstance(answer, dict):
+        raise _RpcError(INTERNAL, "the server is shutting down")
+    return {"taskId": task_id, "response": answer["response"], "status": answer["status"]}
+
+
+async def _dispatch(
+    state: ServerState, caller: Caller, actor: Actor, method: str, params: Any
+) -> Any:
     if not isinstance(params, dict):
         raise _RpcError(INVALID_PARAMS, "params must be an object")
+    if method == "map/send":
+        return await _send(state, caller, actor, params)
     if method == "map/connect":
         return _connect(state, actor)
     if method == "map/subscribe":
@@ -117,7 +177,9 @@ async def _dispatch(state: ServerState, actor: Actor, method: str, params: Any) 
     raise _RpcError(METHOD_NOT_FOUND, f"method {method!r} not found")
 
 
-async def _answer(state: ServerState, actor: Actor, item: Any) -> dict[str, Any] | None:
+async def _answer(
+    state: ServerState, caller: Caller, actor: Actor, item: Any
+) -> dict[str, Any] | None:
     """The response to one request object (``None`` for a notification)."""
     if not isinstance(item, dict):
         return _error(None, INVALID_REQUEST, "a request must be an object")
@@ -132,7 +194,7 @@ async def _answer(state: ServerState, actor: Actor, item: Any) -> dict[str, Any]
         )
     notification = "id" not in item
     try:
-        result = await _dispatch(state, actor, method, params)
+        result = await _dispatch(state, caller, actor, method, params)
     except _RpcError as e:
         answer = _error(request_id, e.code, e.message, e.data)
     except MailProtocolError as e:
@@ -167,9 +229,9 @@ async def post_map(state: AppState, caller: AdminOrUser, request: Request) -> Re
     if isinstance(body, list):
         if not body:
             return JSONResponse(_error(None, INVALID_REQUEST, "an empty batch"))
-        answers = [a for a in [await _answer(state, actor, item) for item in body] if a]
+        answers = [a for a in [await _answer(state, caller, actor, item) for item in body] if a]
         return JSONResponse(answers) if answers else Response(status_code=204)
-    answer = await _answer(state, actor, body)
+    answer = await _answer(state, caller, actor, body)
     return JSONResponse(answer) if answer is not None else Response(status_code=204)
 
 
