@@ -7,7 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
+from tests.db.conftest import postgres_admin_url, postgres_url
 from tests.server.conftest import KEYS, Running, Start, make_config
+
+__all__ = ["postgres_admin_url", "postgres_url"]  # the fixtures the restart test uses
 
 from mail.conversations import METHODS
 from mail.server import create_app
@@ -131,8 +135,14 @@ async def test_batches_answer_each_request_but_notifications(offline: Running) -
     assert [a["error"]["code"] for a in answers[1:]] == [-32601, -32600]
 
 
-async def test_conversations_survive_a_restart(tmp_path: Path) -> None:  # C1
-    config = make_config(tmp_path)
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+async def test_conversations_survive_a_restart(
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest
+) -> None:  # C1
+    database = None
+    if backend == "postgres":  # skipped, with the reason, without MAIL_TEST_POSTGRES_URL
+        database = {"url": request.getfixturevalue("postgres_url")}
+    config = make_config(tmp_path, database=database)
     auth = StaticAuth(KEYS)
     headers = {"Authorization": "Bearer user-key"}
 
