@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
@@ -36,6 +37,8 @@ from mail.db.store import CallerKey
 __all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "Actor", "ServiceBase", "new_id", "participant_of"]
 
 DEFAULT_LIMIT = 50
+#: conversations whose newest turn seq is kept in memory
+_CACHED = 10_000
 MAX_LIMIT = 1000
 
 
@@ -72,6 +75,11 @@ class ServiceBase:
         self.enabled = enabled
         self.max_thread_depth = max_thread_depth
         self._locks: dict[tuple[CallerKey, str], asyncio.Lock] = {}
+        #: the participant ids (present or gone) and newest participant seq of the
+        #: conversations interception wrote to (dropped whenever a participant changes)
+        self._members: dict[tuple[CallerKey, str], tuple[frozenset[str], int]] = {}
+        #: the newest turn's seq of recently written conversations
+        self._turn_seqs: OrderedDict[tuple[CallerKey, str], int] = OrderedDict()
         #: told ``(key, task_id, conversation_id)`` when a conversation is bound to a task
         self.binder: Callable[[CallerKey, str, str], None] | None = None
 
@@ -145,13 +153,67 @@ class ServiceBase:
     async def _next_seq(self, actor: Actor, conv: Record, kind: RecordKind) -> int:
         return await self.store.max_seq(actor.key, conv.conversation_id, kind) + 1
 
-    async def _addparticipant_of(
+    async def _last_turn(self, key: CallerKey, conversation_id: str) -> int:
+        """The seq of the conversation's newest turn (kept in memory once read: every turn
+        of this process is written under the conversation's lock, which the caller holds)."""
+        known = self._turn_seqs.get((key, conversation_id))
+        if known is not None:
+            self._turn_seqs.move_to_end((key, conversation_id))
+            return known
+        seq = await self.store.max_seq(key, conversation_id, "turn")
+        self._noted_turn(key, conversation_id, seq)
+        return seq
+
+    async def _members_of(self, key: CallerKey, conversation_id: str) -> tuple[frozenset[str], int]:
+        known = self._members.get((key, conversation_id))
+        if known is None:
+            people = await self.store.list_records(key, "participant", conversation_id)
+            known = (
+                frozenset(r.record_id for r in people),
+                max((r.seq for r in people), default=0),
+            )
+            if len(self._members) >= _CACHED:
+                self._members.clear()
+            self._members[(key, conversation_id)] = known
+        return known
+
+    def _noted_turn(self, key: CallerKey, conversation_id: str, seq: int) -> None:
+        self._turn_seqs[(key, conversation_id)] = seq
+        self._turn_seqs.move_to_end((key, conversation_id))
+        while len(self._turn_seqs) > _CACHED:
+            self._turn_seqs.popitem(last=False)
+
+    async def _add_participant(
         self, actor: Actor, conv: Record, pid: str, role: Any, permissions: Any
     ) -> Participant:
         if role not in ROLES:
             raise InvalidParamsError(f"role must be one of {ROLES}", field="role")
         if permissions is not None and not isinstance(permissions, dict):
             raise InvalidParamsError("permissions must be an object", field="permissions")
+        self._members.pop((actor.key, conv.conversation_id), None)
+        after = await self.store.max_seq(actor.key, conv.conversation_id, "turn")
+        seq = await self._next_seq(actor, conv, "participant")
+        record = self._participant_record(conv, pid, seq, after, role, permissions)
+        await self.store.put(actor.key, record)
+        participant = participant_of(record)
+        self._emit(
+            actor,
+            "mail.participant.joined",
+            {"conversationId": conv.conversation_id, "participant": participant},
+        )
+        return participant
+
+    @staticmethod
+    def _participant_record(
+        conv: Record,
+        pid: str,
+        seq: int,
+        joined_after_turn: int,
+        role: Any = "worker",
+        permissions: Any = None,
+    ) -> Record:
+        """The stored row of a new participant (``joinedAfterTurn``: how many turns the
+        conversation had, for ``historyAccess: from-join``)."""
         participant = Participant(
             id=pid,
             role=role,
@@ -159,18 +221,14 @@ class ServiceBase:
             joinedAt=now_ms(),
             leftAt=None,
         )
-        stored = {
-            **participant,
-            "joinedAfterTurn": await self.store.max_seq(actor.key, conv.conversation_id, "turn"),
-        }
-        seq = await self._next_seq(actor, conv, "participant")
-        await self._put(actor, conv, "participant", pid, stored, seq)
-        self._emit(
-            actor,
-            "mail.participant.joined",
-            {"conversationId": conv.conversation_id, "participant": participant},
+        return Record(
+            conversation_id=conv.conversation_id,
+            kind="participant",
+            record_id=pid,
+            seq=seq,
+            task_id=conv.task_id,
+            data={**participant, "joinedAfterTurn": joined_after_turn},
         )
-        return participant
 
     # --- turns (shared) ----------------------------------------------------------------------------
 
@@ -204,24 +262,31 @@ class ServiceBase:
             if ref is not None:
                 await self._lookup(actor, conv, cast(RecordKind, kind), ref)
         async with self._lock(actor, conv):
-            seq = await self._next_seq(actor, conv, "turn")
-            turn = Turn(
-                id=new_id("turn"),
-                conversationId=conv.conversation_id,
-                participantId=actor.participant_id,
-                timestamp=now_ms(),
-                contentType=params["contentType"],
-                content=params["content"],
-                threadId=params.get("threadId"),
-                inReplyTo=params.get("inReplyTo"),
-                visibility=cast(Any, params.get("visibility") or {"type": "all"}),
-                source=cast(Any, source or {"type": "explicit"}),
-                metadata=params.get("metadata") or {},
-                status="recorded",
-            )
+            seq = await self._last_turn(actor.key, conv.conversation_id) + 1
+            turn = self._new_turn(conv, actor.participant_id, params, source)
             await self._put(actor, conv, "turn", turn["id"], turn, seq)
+            self._noted_turn(actor.key, conv.conversation_id, seq)
         self._emit(actor, "mail.turn.added", {"conversationId": conv.conversation_id, "turn": turn})
         return turn
+
+    @staticmethod
+    def _new_turn(
+        conv: Record, author: str, params: dict[str, Any], source: dict[str, Any] | None
+    ) -> Turn:
+        return Turn(
+            id=new_id("turn"),
+            conversationId=conv.conversation_id,
+            participantId=author,
+            timestamp=now_ms(),
+            contentType=params["contentType"],
+            content=params["content"],
+            threadId=params.get("threadId"),
+            inReplyTo=params.get("inReplyTo"),
+            visibility=cast(Any, params.get("visibility") or {"type": "all"}),
+            source=cast(Any, source or {"type": "explicit"}),
+            metadata=params.get("metadata") or {},
+            status="recorded",
+        )
 
     async def _visible_turns(self, actor: Actor, conv: Record, member: Record) -> list[Record]:
         self._allowed(member, "canObserve")

@@ -6,6 +6,7 @@ db-prune``) with its task."""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from mail.conversations.store import ConversationStore, Record, RecordKind
@@ -88,6 +89,22 @@ class SQLiteConversationStore(ConversationStore):
         params = _params(key, record)  # encoded before the first await
         await self._rows("put", _SQLITE["put"], params)
 
+    async def put_many(self, key: CallerKey, records: Sequence[Record]) -> None:
+        params = [_params(key, record) for record in records]  # encoded before the first await
+
+        def write(conn: sqlite3.Connection) -> None:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany(_SQLITE["put"], params)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+
+        if params:
+            await self._tasks.run("conversations.put_many", write)
+
     async def get(
         self, key: CallerKey, conversation_id: str, kind: RecordKind, record_id: str
     ) -> Record | None:
@@ -131,6 +148,15 @@ class PostgresConversationStore(ConversationStore):
 
     async def put(self, key: CallerKey, record: Record) -> None:
         await self._fetch("put", _POSTGRES["put"], *_params(key, record))
+
+    async def put_many(self, key: CallerKey, records: Sequence[Record]) -> None:
+        params = [_params(key, record) for record in records]
+        if not params:
+            return
+        pool = self._tasks.pool("conversations.put_many")
+        with self._tasks.reported("conversations.put_many"):
+            async with pool.acquire() as conn, conn.transaction():
+                await conn.executemany(_POSTGRES["put"], params)
 
     async def get(
         self, key: CallerKey, conversation_id: str, kind: RecordKind, record_id: str

@@ -4,6 +4,7 @@ intercepted turns of bound tasks."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, cast
 
 from mail.conversations import _access as access
@@ -14,6 +15,7 @@ from mail.conversations._base import (
     Actor,
     ServiceBase,
     new_id,
+    participant_of,
 )
 from mail.conversations._summary import extractive_summary
 from mail.conversations.errors import (
@@ -29,7 +31,10 @@ from mail.conversations.models import (
 from mail.conversations.store import Record, RecordKind
 from mail.db.store import CallerKey
 
-__all__ = ["TurnMethods"]
+__all__ = ["Intercepted", "TurnMethods"]
+
+#: an intercepted turn: its author, its ``mail/turn``-like params and its ``source``
+Intercepted = tuple[str, dict[str, Any], dict[str, Any]]
 
 
 class TurnMethods(ServiceBase):
@@ -44,32 +49,72 @@ class TurnMethods(ServiceBase):
         return {"turn": await self.record_turn(actor, conv, params)}
 
     async def intercept(
-        self,
-        key: CallerKey,
-        conversation_id: str,
-        author: str,
-        params: dict[str, Any],
-        source: dict[str, Any],
-    ) -> Turn | None:
-        """Record an intercepted turn of ``author`` (added as a ``worker`` participant if
-        new); ``None`` (silently) when mail is off or the conversation is unknown or
-        closed. Raises :class:`mail.errors.StorageError` when the store fails."""
-        if not self.enabled:
-            return None
+        self, key: CallerKey, conversation_id: str, items: Sequence[Intercepted]
+    ) -> list[Turn]:
+        """Record intercepted turns (``(author, params, source)``, in order) in one write;
+        authors not yet participants join as ``worker``. Records nothing (silently) when
+        mail is off or the conversation is unknown or closed; a ``threadId`` or
+        ``inReplyTo`` the conversation does not have is dropped, the turn kept. Raises
+        :class:`mail.errors.StorageError` when the store fails."""
+        if not self.enabled or not items:
+            return []
         conv = await self.store.get(key, conversation_id, "conversation", conversation_id)
         if conv is None or conv.data["status"] in CLOSED_STATUSES:
-            return None
-        actor = Actor(key=key, participant_id=author)
-        member = await self.store.get(key, conversation_id, "participant", author)
-        if member is None:
-            await self._addparticipant_of(actor, conv, author, "worker", None)
+            return []
+        members = await self._members_of(key, conversation_id)
+        known, part_seq = set(members[0]), members[1]
+        records: list[Record] = []
+        events: list[tuple[str, dict[str, Any]]] = []
+        async with self._lock(Actor(key=key, participant_id=""), conv):
+            turn_seq = await self._last_turn(key, conversation_id)
+            for author, params, source in items:
+                if author not in known:
+                    known.add(author)
+                    part_seq += 1
+                    joined = self._participant_record(conv, author, part_seq, turn_seq)
+                    records.append(joined)
+                    events.append(
+                        (
+                            "mail.participant.joined",
+                            {
+                                "conversationId": conversation_id,
+                                "participant": participant_of(joined),
+                            },
+                        )
+                    )
+                turn_seq += 1
+                clean = await self._known_refs(key, conv, params)
+                turn = self._new_turn(conv, author, clean, source)
+                records.append(
+                    Record(
+                        conversation_id=conversation_id,
+                        kind="turn",
+                        record_id=turn["id"],
+                        seq=turn_seq,
+                        task_id=conv.task_id,
+                        data=dict(turn),
+                    )
+                )
+                events.append(
+                    ("mail.turn.added", {"conversationId": conversation_id, "turn": turn})
+                )
+            await self.store.put_many(key, records)
+            self._noted_turn(key, conversation_id, turn_seq)
+            self._members[(key, conversation_id)] = (frozenset(known), part_seq)
+        for event_type, data in events:
+            self.bus.publish(key, event_type, data, now_ms())
+        return [cast(Turn, r.data) for r in records if r.kind == "turn"]
+
+    async def _known_refs(
+        self, key: CallerKey, conv: Record, params: dict[str, Any]
+    ) -> dict[str, Any]:
         clean = {k: v for k, v in params.items() if k not in ("threadId", "inReplyTo")}
         refs: tuple[tuple[str, RecordKind], ...] = (("threadId", "thread"), ("inReplyTo", "turn"))
         for name, kind in refs:
             ref = params.get(name)
-            if isinstance(ref, str) and await self.store.get(key, conversation_id, kind, ref):
-                clean[name] = ref  # an unknown reference is dropped, the turn kept
-        return await self.record_turn(actor, conv, clean, source)
+            if isinstance(ref, str) and await self.store.get(key, conv.conversation_id, kind, ref):
+                clean[name] = ref
+        return clean
 
     async def turns_list(self, actor: Actor, params: dict[str, Any]) -> dict[str, Any]:
         """``mail/turns/list``: the turns the caller sees, filtered, paged by cursor."""

@@ -26,6 +26,7 @@ from mail.core.events import EventName
 from mail.db.store import CallerKey
 
 if TYPE_CHECKING:
+    from mail.conversations._turns import Intercepted
     from mail.conversations.service import ConversationService
     from mail.core.events import EventLog, MAILEvent
     from mail.core.runtime import MAILRuntime
@@ -94,10 +95,14 @@ def _tool_turn(event: MAILEvent) -> tuple[str, dict[str, Any], dict[str, Any]]:
 
 class Interceptor:
     """Records the turns of bound tasks through ``service``; :meth:`start` its writer,
-    :meth:`close` it (the queued turns are written first)."""
+    :meth:`close` it (the queued turns are written first). The writer waits ``interval``
+    seconds after a turn is queued and writes every turn queued by then, one store write
+    per conversation."""
 
-    def __init__(self, service: ConversationService) -> None:
+    def __init__(self, service: ConversationService, *, interval: float = 0.02) -> None:
         self.service = service
+        #: seconds the writer waits after the first queued turn, gathering a batch
+        self.interval = interval
         service.binder = self.bind
         self._bound: dict[_Task, list[str]] = {}
         self._expected: dict[_Task, list[tuple[str, dict[str, Any]]]] = {}
@@ -187,19 +192,31 @@ class Interceptor:
         await self._queue.join()
 
     async def _write(self) -> None:
+        """Write what is queued, a batch at a time: the turns of one conversation that
+        wait together go in one store write."""
         while True:
-            pending = await self._queue.get()
+            first = await self._queue.get()
+            if first is not None and self.interval > 0:
+                await asyncio.sleep(self.interval)  # let the turns of a burst gather
+            batch = [first]
+            while not self._queue.empty():
+                batch.append(self._queue.get_nowait())
             try:
-                if pending is None:
-                    return
-                await self.service.intercept(
-                    pending.key,
-                    pending.conversation_id,
-                    pending.author,
-                    pending.params,
-                    pending.source,
-                )
-            except Exception:  # interception never fails a delivery: the turn is lost
-                logger.exception("recording an intercepted turn failed")
+                await self._write_batch([p for p in batch if p is not None])
             finally:
-                self._queue.task_done()
+                for _ in batch:
+                    self._queue.task_done()
+            if None in batch:
+                return
+
+    async def _write_batch(self, batch: list[_Pending]) -> None:
+        groups: dict[tuple[CallerKey, str], list[Intercepted]] = {}
+        for p in batch:
+            groups.setdefault((p.key, p.conversation_id), []).append((p.author, p.params, p.source))
+        for (key, conversation_id), items in groups.items():
+            try:
+                await self.service.intercept(key, conversation_id, items)
+            except Exception:  # interception never fails a delivery: the turns are lost
+                logger.exception(
+                    "recording %d intercepted turns in %s failed", len(items), conversation_id
+                )

@@ -114,10 +114,10 @@ class ConversationService(TurnMethods):
                 "createdBy": actor.participant_id,
             },
         )
-        me = await self._addparticipant_of(actor, conv, actor.participant_id, "initiator", None)
+        me = await self._add_participant(actor, conv, actor.participant_id, "initiator", None)
         for other in params.get("initialParticipants") or []:
             if isinstance(other, dict) and other.get("id") != actor.participant_id:
-                await self._addparticipant_of(
+                await self._add_participant(
                     actor,
                     conv,
                     str(other.get("id")),
@@ -235,7 +235,7 @@ class ConversationService(TurnMethods):
                 f"{actor.participant_id!r} already joined", participantId=actor.participant_id
             )
         role = params.get("role", "worker")
-        participant = await self._addparticipant_of(actor, conv, actor.participant_id, role, None)
+        participant = await self._add_participant(actor, conv, actor.participant_id, role, None)
         result: dict[str, Any] = {"conversation": conv.data, "participant": participant}
         catch_up = params.get("catchUp")
         if isinstance(catch_up, dict):
@@ -262,6 +262,7 @@ class ConversationService(TurnMethods):
                 raise ParticipantNotFoundError(f"no participant {pid!r}", participantId=pid)
             member = gone
         reason = opt_str(params, "reason")
+        self._members.pop((actor.key, conv.conversation_id), None)
         member.data["leftAt"] = now_ms()
         await self.store.put(actor.key, member)
         self._emit(
@@ -287,7 +288,7 @@ class ConversationService(TurnMethods):
         found = await self.store.get(actor.key, conv.conversation_id, "participant", pid)
         if found is not None and found.data["leftAt"] is None:
             raise ParticipantAlreadyJoinedError(f"{pid!r} already joined", participantId=pid)
-        participant = await self._addparticipant_of(
+        participant = await self._add_participant(
             actor, conv, pid, invited.get("role", "worker"), invited.get("permissions")
         )
         return {

@@ -13,6 +13,7 @@ task store's own connection and the ``conversation_records`` table its migration
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -51,6 +52,12 @@ class ConversationStore(ABC):
     @abstractmethod
     async def put(self, key: CallerKey, record: Record) -> None:
         """Insert ``record``, or replace the one with its conversation, kind and id."""
+
+    async def put_many(self, key: CallerKey, records: Sequence[Record]) -> None:
+        """:meth:`put` each of ``records``, in order, in one transaction where the backend
+        has them."""
+        for record in records:
+            await self.put(key, record)
 
     @abstractmethod
     async def get(
