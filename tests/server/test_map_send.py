@@ -132,3 +132,16 @@ async def test_a_task_with_no_conversation_writes_no_conversation_row(offline: R
         conn.close()
     assert kinds == [("conversation", 1), ("participant", 1)]  # only mail/create's rows
     assert await turns(user, cid) == []
+
+
+async def test_a_refused_send_is_a_server_error_with_the_http_status(offline: Running) -> None:
+    user = await offline.user()
+    answer = await rpc(
+        user,
+        "map/send",
+        {"payload": {"body": "x", "task_id": "never-ran", "resume_from": "user_response"}},
+    )
+    error = answer["error"]
+    assert error["code"] == -32000 and error["data"]["status"] == 404
+    bad = await rpc(user, "map/send", {"payload": {"body": "x", "msg_type": "nope"}})
+    assert bad["error"]["code"] == -32602

@@ -25,7 +25,7 @@ from mail._sse import CRLF, SSE_HEADERS, compact_json
 from mail.conversations import METHODS, Actor, MailProtocolError, Subscription
 from mail.core.message import new_task_id
 from mail.db.store import CallerKey
-from mail.errors import MAILError
+from mail.errors import MAILError, StorageError, http_status_for
 from mail.server._deps import AdminOrUser, AppState
 from mail.server._routes_message import send_message
 from mail.server._state import ServerState
@@ -44,6 +44,8 @@ __all__ = ["router"]
 logger = logging.getLogger("mail.server")
 router = APIRouter(responses=ERROR_RESPONSES)
 
+#: JSON-RPC's "server error" range: a map/send refused as POST /message would refuse it
+SERVER_ERROR = -32000
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL = (
     -32700,
     -32600,
@@ -199,9 +201,12 @@ async def _answer(
         answer = _error(request_id, e.code, e.message, e.data)
     except MailProtocolError as e:
         answer = _error(request_id, e.code, e.message, e.data)
-    except MAILError:
+    except StorageError:
         logger.exception("%s failed", method)
         answer = _error(request_id, INTERNAL, "internal error")
+    except MAILError as e:  # map/send: what POST /message answers with an HTTP status
+        status = http_status_for(e)
+        answer = _error(request_id, SERVER_ERROR, str(e), {"status": status})
     else:
         answer = {"jsonrpc": "2.0", "id": request_id, "result": result}
     return None if notification else answer
