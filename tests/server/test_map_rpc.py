@@ -171,3 +171,11 @@ async def test_conversations_survive_a_restart(
         assert [t["rootTurnId"] for t in got["threads"]] == [turn["id"]]
         turns = (await rpc(c, "mail/turns/list", {"conversationId": cid}))["result"]["turns"]
         assert turns == [turn]
+
+
+async def test_an_oversized_body_is_413_with_detail(start: Start, tmp_path: Path) -> None:
+    running = await start(make_config(tmp_path, max_body_bytes=2048))
+    user = await running.user()
+    big = {"jsonrpc": "2.0", "id": 1, "method": "mail/create", "params": {"subject": "x" * 4096}}
+    response = await user.post("/map", json=big)
+    assert response.status_code == 413 and "detail" in response.json()
