@@ -38,6 +38,8 @@ def test_help_lists_only_the_commands_that_exist(capsys: pytest.CaptureFixture[s
         "client",
         "message",
         "tasks",
+        "conversations",
+        "conversation",
         "ping",
         "register",
         "db-init",

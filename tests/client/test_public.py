@@ -48,6 +48,7 @@ PUBLIC = (
     "ResponsesMessage",
     "ResponsesOutputText",
     "ResponsesFunctionCall",
+    "MapRpcError",
 )
 
 # The methods of CONTRACT 10.1 (the original client) and our additions.
@@ -74,6 +75,26 @@ METHODS = (
     "post_interswarm_response",
     "debug_post_responses",
     "aclose",
+    # MAP Mail (POST /map, GET /map/events)
+    "map_call",
+    "map_connect",
+    "map_send",
+    "map_subscribe",
+    "map_unsubscribe",
+    "map_events",
+    "mail_create",
+    "mail_get",
+    "mail_list",
+    "mail_close",
+    "mail_join",
+    "mail_leave",
+    "mail_invite",
+    "mail_turn",
+    "mail_turns_list",
+    "mail_thread_create",
+    "mail_thread_list",
+    "mail_summary",
+    "mail_replay",
 )
 
 

@@ -297,6 +297,7 @@ def _add_client_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     tasks.add_argument("--cursor", metavar="CURSOR", help="the older tasks after a page")
     tasks.set_defaults(handler=_oneshot("tasks"))
     _add_task_parsers(sub)
+    _add_conversation_parsers(sub)
 
     ping = sub.add_parser(
         "ping",
@@ -342,6 +343,36 @@ def _add_task_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         if name == "events":
             cmd.add_argument("-f", "--follow", action="store_true", help="follow live events")
         cmd.set_defaults(handler=_oneshot(name))
+
+
+def _add_conversation_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    def run(name: str) -> Any:
+        def handler(args: argparse.Namespace) -> int:
+            from mail.cli import _conversation_commands as commands  # noqa: PLC0415
+
+            status: int = getattr(commands, f"run_{name}")(args)
+            return status
+
+        return handler
+
+    listing = sub.add_parser("conversations", help="list your MAP Mail conversations")
+    _add_connection_flags(listing)
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    listing.add_argument(
+        "-n",
+        "--limit",
+        type=int,
+        default=50,
+        metavar="N",
+        help="at most N per page (default: %(default)s)",
+    )
+    listing.add_argument("--cursor", metavar="CURSOR", help="the next page")
+    listing.set_defaults(handler=run("conversations"))
+    one = sub.add_parser("conversation", help="show a conversation: participants, threads, turns")
+    one.add_argument("conversation_id", metavar="ID", help="the conversation id")
+    _add_connection_flags(one)
+    one.add_argument("--json", action="store_true", help="print JSON")
+    one.set_defaults(handler=run("conversation"))
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -33,6 +33,7 @@ from urllib.parse import quote
 import aiohttp
 
 from mail.client._config import default_api_key, load_client_config, local_server_url
+from mail.client._map import MapMailMethods, MapRpcError
 from mail.client._sse import ServerSentEvent
 from mail.client._stream import EventStream, new_task_id, transport_error
 from mail.client._types import (
@@ -107,6 +108,7 @@ __all__ = [
     "ResponsesMessage",
     "ResponsesOutputText",
     "ResponsesFunctionCall",
+    "MapRpcError",
 ]
 
 logger = logging.getLogger("mail.client")
@@ -136,7 +138,7 @@ _EVENT_STREAM = "text/event-stream"
 _UNSET: Any = object()
 
 
-class MAILClient:
+class MAILClient(MapMailMethods):
     """Asynchronous client of one MAIL server (an async context manager).
 
     Args:

@@ -25,6 +25,7 @@ __all__ = [
     "SwarmConfig",
     "SettingsConfig",
     "InterswarmConfig",
+    "MapConfig",
 ]
 
 #: The browser origins allowed by default: a UI served on port 3000 of this machine.
@@ -175,6 +176,13 @@ def _is_host_entry(text: str) -> bool:
     return bool(parts.hostname)
 
 
+class MapConfig(ConfigModel):
+    """``[server.map]``: MAP Mail, the ``POST /map`` JSON-RPC methods ``mail/*``."""
+
+    enabled: bool = True
+    max_thread_depth: int = Field(default=8, ge=1)
+
+
 class ServerConfig(ConfigModel):
     """``[server]``: how the HTTP server listens, what it advertises, where it keeps state.
 
@@ -190,6 +198,7 @@ class ServerConfig(ConfigModel):
     settings: SettingsConfig = Field(default_factory=SettingsConfig)
     interswarm: InterswarmConfig = Field(default_factory=InterswarmConfig)
     cluster: ClusterConfig = Field(default_factory=ClusterConfig)
+    map: MapConfig = Field(default_factory=MapConfig)
     base_url: str | None = None
     data_dir: str = Field(default=DEFAULT_DATA_DIR, min_length=1)
     max_body_bytes: int = Field(default=1_048_576, gt=0)

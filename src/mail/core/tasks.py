@@ -17,6 +17,7 @@ States::
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -32,12 +33,15 @@ if TYPE_CHECKING:
     from mail.core.message import MAILMessage
     from mail.core.tools import AgentToolCall
 
+logger = logging.getLogger("mail.runtime")
+
 __all__ = [
     "TaskState",
     "QueueItem",
     "PendingBreakpoint",
     "MAILTask",
     "TaskListener",
+    "ListenerTee",
     "TaskTable",
     "TITLE_LENGTH",
     "short_title",
@@ -209,6 +213,29 @@ class TaskListener(LogListener, Protocol):
     """Told of every change of a task (the runtime's store recorder)."""
 
     def task_changed(self, task: MAILTask) -> None: ...
+
+
+class ListenerTee:
+    """A task listener that tells ``inner`` (the store recorder, or none) first, then each
+    of ``observers`` of every log that got events. An observer must be cheap (it runs on
+    every append) and is not allowed to break the task: what it raises is logged."""
+
+    def __init__(self, inner: TaskListener | None) -> None:
+        self.inner = inner
+        self.observers: list[Callable[[EventLog], None]] = []
+
+    def task_changed(self, task: MAILTask) -> None:
+        if self.inner is not None:
+            self.inner.task_changed(task)
+
+    def events_added(self, log: EventLog) -> None:
+        if self.inner is not None:
+            self.inner.events_added(log)
+        for observer in self.observers:
+            try:
+                observer(log)
+            except Exception:
+                logger.exception("an event observer of task %s failed", log.task_id)
 
 
 class TaskTable:

@@ -164,6 +164,7 @@ _PRUNE_DELETES = tuple(
         "task_responses",
         "task_breakpoints",
         "task_stash",
+        "conversation_records",  # MAP Mail: the conversations bound to the task
         "tasks",
     )
 )
@@ -308,6 +309,12 @@ class PostgresStore(TaskStore):
         if self._pool is None:
             raise self.failure(op, "the store is not open")
         return self._pool
+
+    def pool(self, op: str) -> Any:
+        """The open asyncpg pool (for the tables other packages keep in this database:
+        MAP Mail's conversation records). Raises :class:`mail.errors.StorageError` naming
+        ``op`` when the store is not open."""
+        return self._pool_for(op)
 
     async def _fetch(self, op: str, sql: str, *args: Any) -> list[Any]:
         pool = self._pool_for(op)

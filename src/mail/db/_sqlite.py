@@ -130,6 +130,7 @@ _PRUNE_DELETES = tuple(
         "task_responses",
         "task_breakpoints",
         "task_stash",
+        "conversation_records",  # MAP Mail: the conversations bound to the task
         "tasks",
     )
 )
@@ -280,6 +281,12 @@ class SQLiteStore(TaskStore):
             raise self.failure(op, "the store is not open")
         with self.reported(op):
             return await asyncio.get_running_loop().run_in_executor(executor, self._call, fn)
+
+    async def run(self, op: str, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """``fn(connection)`` on the store's thread, after the calls made before (for the
+        tables other packages keep in this file: MAP Mail's conversation records). Raises
+        :class:`mail.errors.StorageError` naming ``op``."""
+        return await self._run(op, fn)
 
     def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         if self._conn is None:

@@ -18,7 +18,7 @@ that no query uses (the tables and their columns stay as they are).
 v1.3.6 server cannot live with (its older history rows deleted, one history row per task
 and agent enforced, ``task_events.seq`` NOT NULL). So when a store opens a database that
 already holds the original's tables and has not had version 2, it applies only the
-migrations marked ``v1_compatible`` (version 1 and version 4: nullable columns, new
+migrations marked ``v1_compatible`` (versions 1, 4 and 5: nullable columns, new
 tables, indexes v1.3.6's inserts cannot violate) and the store keeps its rows
 v1.3.6-readable (:func:`shares_with_v1`). Versions 2 and 3 wait for ``mail db-migrate
 --upgrade-from-v1`` (:func:`apply_postgres` with ``upgrade_from_v1=True``), which runs
@@ -176,6 +176,23 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
                 FROM task_responses""",
             "DROP TABLE task_responses",
             "ALTER TABLE task_responses_v2 RENAME TO task_responses",
+        ),
+    ),
+    Migration(
+        3,
+        "MAP Mail conversation records",
+        (
+            """CREATE TABLE conversation_records (
+                swarm_name TEXT NOT NULL, caller_role TEXT NOT NULL, caller_id TEXT NOT NULL,
+                conversation_id TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                record_id TEXT NOT NULL,
+                seq INTEGER NOT NULL,
+                task_id TEXT,
+                data TEXT NOT NULL,
+                UNIQUE (swarm_name, caller_role, caller_id, conversation_id, kind, record_id))""",
+            """CREATE INDEX idx_conversation_records_task
+                ON conversation_records (swarm_name, caller_role, caller_id, task_id)""",
         ),
     ),
 )
@@ -364,6 +381,24 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
                 record JSONB NOT NULL,
                 updated_at TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT NOW(),
                 PRIMARY KEY (local_swarm, swarm_name))""",
+        ),
+    ),
+    Migration(
+        6,
+        "MAP Mail conversation records",
+        (
+            # a new table and its index only: a database shared with v1.3.6 takes it
+            """CREATE TABLE IF NOT EXISTS conversation_records (
+                swarm_name TEXT NOT NULL, caller_role TEXT NOT NULL, caller_id TEXT NOT NULL,
+                conversation_id TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                record_id TEXT NOT NULL,
+                seq BIGINT NOT NULL,
+                task_id TEXT,
+                data JSONB NOT NULL,
+                UNIQUE (swarm_name, caller_role, caller_id, conversation_id, kind, record_id))""",
+            """CREATE INDEX IF NOT EXISTS idx_conversation_records_task
+                ON conversation_records (swarm_name, caller_role, caller_id, task_id)""",
         ),
     ),
 )

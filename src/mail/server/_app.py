@@ -45,6 +45,7 @@ from mail.server import (
     _routes_core,
     _routes_interswarm,
     _routes_keys,
+    _routes_map,
     _routes_message,
     _routes_responses,
     _routes_tasks,
@@ -267,6 +268,7 @@ _ROUTES = (
     _routes_tasks,
     _routes_responses,
     _routes_interswarm,
+    _routes_map,
 )
 
 
@@ -306,6 +308,7 @@ def create_app(
             raise
         try:
             await _open_store(state)
+            _open_conversations(state)
             # the MCP servers' sessions, shared by every caller (already open under
             # `mail server`, which reports a failure as one line: see _serve)
             await state.template.start_mcp()
@@ -490,6 +493,23 @@ async def _open_store(state: ServerState) -> None:
             keep_last=database.retention_keep_last,
         )
         state.spawn(state.retention.run(), "mail-prune")
+
+
+def _open_conversations(state: ServerState) -> None:
+    """MAP Mail's service over the task store's database (in memory without a store)."""
+    from mail.conversations import ConversationService, conversation_store_for  # noqa: PLC0415
+    from mail.conversations.interception import Interceptor  # noqa: PLC0415
+
+    settings = state.config.server.map
+    state.conversations = ConversationService(
+        conversation_store_for(state.store),
+        bus=state.map_events,
+        enabled=settings.enabled,
+        max_thread_depth=settings.max_thread_depth,
+    )
+    if settings.enabled:
+        state.interceptor = Interceptor(state.conversations)
+        state.interceptor.start()
 
 
 def run_server(config: MAILConfig) -> None:

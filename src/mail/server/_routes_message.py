@@ -23,12 +23,12 @@ from mail.server.models import (
     MessageResponse,
 )
 
-__all__ = ["router"]
+__all__ = ["router", "send_message"]
 
 router = APIRouter(responses=ERROR_RESPONSES, route_class=StrictJSONRoute)
 
 
-async def _send(
+async def send_message(
     state: ServerState,
     caller: Caller,
     request: MessageRequest,
@@ -91,7 +91,7 @@ _ANSWERS: dict[int | str, dict[str, Any]] = {
 async def post_message(
     state: AppState, caller: AdminOrUser, body: JSONBody[MessageRequest]
 ) -> dict[str, Any] | Response:
-    return await _send(state, caller, body)
+    return await send_message(state, caller, body)
 
 
 @router.post(
@@ -103,7 +103,7 @@ async def post_message(
 async def chat(
     state: AppState, caller: AdminOrUser, body: JSONBody[MessageRequest]
 ) -> dict[str, Any] | Response:
-    return await _send(state, caller, body)
+    return await send_message(state, caller, body)
 
 
 @router.post(
@@ -116,4 +116,4 @@ async def ui_message(
     state: AppState, caller: UICaller, body: JSONBody[MessageRequest]
 ) -> dict[str, Any] | Response:
     # the UI's non-streamed answers always carry the task's events
-    return await _send(state, caller, body, stream_default=True, events_default=True)
+    return await send_message(state, caller, body, stream_default=True, events_default=True)

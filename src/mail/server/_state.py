@@ -12,11 +12,15 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from mail.api import MAILSwarm, MAILSwarmTemplate
+from mail.conversations.events import EventBus
 from mail.core.tasks import MAILTask, TaskState
+from mail.db.store import CallerKey
 from mail.net import InterswarmRouter, SessionSource, SwarmRegistry
 
 if TYPE_CHECKING:
     from mail.config import MAILConfig
+    from mail.conversations import ConversationService
+    from mail.conversations.interception import Interceptor
     from mail.db import RetentionJob, TaskStore
     from mail.server._cluster import Cluster
     from mail.server.auth import Authenticator, AuthGate, Caller
@@ -99,8 +103,6 @@ class CallerSwarms:
         if found is not None or store is None:
             return found
         await self._settled((caller.role, caller.id))  # an evicted swarm's last writes
-        from mail.db import CallerKey  # noqa: PLC0415
-
         key = CallerKey(swarm=self._state.template.name, role=_runtime_role(caller), id=caller.id)
         if not await store.load_tasks(key):
             return None  # nothing stored: reading does not build a runtime
@@ -166,6 +168,9 @@ class CallerSwarms:
             store=state.store,
         )
         try:
+            if state.interceptor is not None:
+                key = CallerKey(swarm=state.template.name, role=role, id=caller.id)
+                await state.interceptor.attach(swarm.runtime, key)
             loaded = await swarm.runtime.restore()
         except BaseException:
             await swarm.runtime.shutdown(timeout=0.0)
@@ -283,6 +288,12 @@ class ServerState:
     store: TaskStore | None = None
     #: this replica's cluster (``[server.cluster] redis_url``); ``None``: a single server
     cluster: Cluster | None = None
+    #: MAP Mail's ``mail/*`` methods (``None`` until the lifespan opens the store)
+    conversations: ConversationService | None = None
+    #: records the turns of tasks bound to conversations (with :attr:`conversations`)
+    interceptor: Interceptor | None = None
+    #: the ``mail.*`` events of ``map/subscribe`` subscriptions
+    map_events: EventBus = field(default_factory=EventBus)
     #: the background prune job (``[database] prune_interval``), ``None``: no job
     retention: RetentionJob | None = None
     #: seconds of silence after which an event stream sends a ``ping`` (CONTRACT 2: 15)
@@ -331,7 +342,10 @@ class ServerState:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        self.map_events.close()
         await self.swarms.shutdown()
+        if self.interceptor is not None:
+            await self.interceptor.close()
         for template in (self.template, *self.replaced):
             try:
                 await template.close_mcp()

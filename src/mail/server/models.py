@@ -37,6 +37,8 @@ from mail._limits import (
 from mail.core.message import MAIL_MESSAGE_TYPES
 
 __all__ = [
+    "JsonRpcRequest",
+    "JsonRpcResponse",
     "DumpResponse",
     "ERROR_RESPONSES",
     "EVENT_STREAM",
@@ -535,3 +537,29 @@ class CancelResponse(_Model):
 
 #: The largest page of ``GET /tasks``.
 TASKS_PAGE_MAX = 1000
+
+
+class JsonRpcRequest(BaseModel):
+    """One JSON-RPC 2.0 request of ``POST /map`` (a batch is a list of them)."""
+
+    jsonrpc: Literal["2.0"]
+    id: str | int | None = None
+    method: str = Field(description="map/connect, map/subscribe, map/unsubscribe or mail/*")
+    params: dict[str, Any] | None = None
+
+
+class JsonRpcError(BaseModel):
+    """A JSON-RPC error: -32700/-32600/-32601/-32602/-32603, or MAP Mail's 10000-10010."""
+
+    code: int
+    message: str
+    data: Any = None
+
+
+class JsonRpcResponse(BaseModel):
+    """One JSON-RPC 2.0 response: ``result`` or ``error``."""
+
+    jsonrpc: Literal["2.0"]
+    id: str | int | None
+    result: Any = None
+    error: JsonRpcError | None = None

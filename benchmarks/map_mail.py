@@ -1,0 +1,137 @@
+"""MAP Mail's cost on tasks (issue 26): one run, three servers driven in turns.
+
+* ``off``: ``[server.map] enabled = false`` (no interception: the code before MAP Mail,
+  as far as a task's path goes);
+* ``on``: MAP Mail on, tasks with no conversation (the runtime's observer does one
+  dictionary lookup per event);
+* ``bound``: MAP Mail on, each task bound to a conversation created beforehand (untimed)
+  with ``mail/create {taskId}``: every message and tool call becomes a turn.
+
+Each server keeps its tasks in SQLite in a temporary directory and runs in this process.
+A round sends a chunk of sequential ``POST /message`` tasks (the three-turn swarm of
+``benchmarks/http.py``) to each server in a rotating order, each chunk timed until its
+answers are in and its intercepted turns are written. Prints tasks/s per server and the
+ratios to ``off`` (median of the per-round ratios, with their spread).
+
+    uv run python benchmarks/map_mail.py [--rounds 10] [--chunk 100]
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().parent:
+    sys.path.pop(0)  # benchmarks/http.py would shadow the standard library's http
+
+import argparse
+import asyncio
+import importlib.util
+import statistics
+import tempfile
+import time
+import uuid
+from contextlib import AsyncExitStack
+from typing import Any
+
+import aiohttp
+
+from mail.config import load_config
+from mail.server import create_app
+from mail.testing import StaticAuth
+from mail.testing.server import serve
+
+HERE = Path(__file__).resolve().parent
+KEY = "bench-user-key"
+MODES = ("off", "on", "bound")
+
+
+def _bench_http() -> Any:
+    spec = importlib.util.spec_from_file_location("bench_http", HERE / "http.py")
+    if spec is None or spec.loader is None:
+        raise SystemExit("cannot load benchmarks/http.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _app(data_dir: Path, enabled: bool) -> Any:
+    config = load_config(
+        None,
+        env={},
+        search=False,
+        overrides={
+            "server": {
+                "data_dir": str(data_dir),
+                "map": {"enabled": enabled},
+                "settings": {"print_llm_streams": False},
+            },
+            "database": {"persist": True, "sqlite_path": str(data_dir / "mail.db")},
+        },
+    )
+    template = _bench_http()._template()
+    return create_app(config, template=template, authenticator=StaticAuth({KEY: ("user", "b")}))
+
+
+async def _bind(session: aiohttp.ClientSession, url: str, task_id: str) -> None:
+    rpc = {"jsonrpc": "2.0", "id": 1, "method": "mail/create", "params": {"taskId": task_id}}
+    async with session.post(f"{url}/map", json=rpc) as response:
+        assert "result" in await response.json()
+
+
+async def _task(session: aiohttp.ClientSession, url: str, task_id: str) -> None:
+    body = f"q{task_id[-6:]}"
+    async with session.post(f"{url}/message", json={"body": body, "task_id": task_id}) as r:
+        answer = await r.json()
+    if answer.get("response") != "answer:" + body:
+        raise AssertionError(f"task {task_id} answered {answer!r}")
+
+
+async def _chunk(session: aiohttp.ClientSession, url: str, app: Any, mode: str, n: int) -> float:
+    elapsed = 0.0
+    for _ in range(n):
+        task_id = f"bench-{uuid.uuid4().hex}"
+        if mode == "bound":
+            await _bind(session, url, task_id)  # untimed: the conversation exists beforehand
+        start = time.perf_counter()
+        await _task(session, url, task_id)
+        elapsed += time.perf_counter() - start
+    start = time.perf_counter()
+    interceptor = app.state.mail.interceptor
+    if interceptor is not None:
+        await interceptor.drain()  # the turns are part of the cost
+    return elapsed + time.perf_counter() - start
+
+
+async def main(args: argparse.Namespace) -> None:
+    async with AsyncExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mail-map-bench-")))
+        servers: dict[str, tuple[str, Any]] = {}
+        for mode in MODES:
+            app = _app(tmp / mode, enabled=mode != "off")
+            servers[mode] = (await stack.enter_async_context(serve(app)), app)
+        session = await stack.enter_async_context(
+            aiohttp.ClientSession(headers={"Authorization": f"Bearer {KEY}"})
+        )
+        for mode, (url, app) in servers.items():  # warm-up
+            await _chunk(session, url, app, mode, 20)
+        times: dict[str, list[float]] = {mode: [] for mode in MODES}
+        for r in range(args.rounds):
+            order = MODES[r % 3 :] + MODES[: r % 3]
+            for mode in order:
+                url, app = servers[mode]
+                times[mode].append(await _chunk(session, url, app, mode, args.chunk))
+    for mode in MODES:
+        rate = args.chunk * args.rounds / sum(times[mode])
+        ratios = [t / base for t, base in zip(times[mode], times["off"], strict=True)]
+        print(
+            f"{mode:>6}: {rate:7.1f} tasks/s   time vs off: median {statistics.median(ratios):.3f}"
+            f" (rounds {min(ratios):.3f} - {max(ratios):.3f})"
+        )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description="MAP Mail's cost on tasks (issue 26)")
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--chunk", type=int, default=100)
+    asyncio.run(main(parser.parse_args()))

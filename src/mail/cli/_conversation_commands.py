@@ -1,0 +1,117 @@
+"""``mail conversations`` and ``mail conversation ID``: MAP Mail conversations, through
+``POST /map`` (imported only when one of them runs)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TYPE_CHECKING, Any
+
+from mail.cli._oneshot_commands import _failed_request, _say, _target, _with_client
+
+if TYPE_CHECKING:
+    from mail.client import MAILClient
+
+__all__ = ["run_conversation", "run_conversations"]
+
+
+def _when(ms: Any) -> str:
+    from datetime import UTC, datetime  # noqa: PLC0415
+
+    if not isinstance(ms, int):
+        return ""
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def run_conversations(args: argparse.Namespace) -> int:
+    """``mail conversations``: the caller's conversations, oldest first, a page at a time."""
+    from mail.errors import MAILClientError  # noqa: PLC0415
+
+    target = _target("conversations", args)
+    if isinstance(target, int):
+        return target
+    params: dict[str, Any] = {"limit": args.limit}
+    if args.cursor:
+        params["cursor"] = args.cursor
+    try:
+        page = _with_client(target, lambda c: c.mail_list(**params))
+    except MAILClientError as e:
+        return _failed_request("conversations", e)
+    if args.json:
+        _say(json.dumps(page, indent=2, ensure_ascii=False))
+        return 0
+    if not page["conversations"]:
+        _say("no conversations")
+    for conv in page["conversations"]:
+        task = f"  task {conv['taskId']}" if conv.get("taskId") else ""
+        _say(
+            f"{conv['id']}  {conv['status']:<9}  {conv['type']:<12}  "
+            f"{_when(conv.get('createdAt'))}  {conv.get('subject') or ''}{task}"
+        )
+    if page.get("nextCursor"):
+        _say(f"more: mail conversations --cursor {page['nextCursor']}")
+    return 0
+
+
+async def _everything(client: MAILClient, cid: str) -> dict[str, Any]:
+    got = dict(
+        await client.mail_get(
+            conversationId=cid, include={"participants": True, "threads": True, "stats": True}
+        )
+    )
+    turns: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        params: dict[str, Any] = {"conversationId": cid, "limit": 500}
+        if cursor:
+            params["cursor"] = cursor
+        page = await client.mail_turns_list(**params)
+        turns += page["turns"]
+        cursor = page["nextCursor"]
+        if cursor is None:
+            break
+    got["turns"] = turns
+    return got
+
+
+def _turn_text(turn: dict[str, Any]) -> str:
+    content = turn.get("content")
+    if isinstance(content, dict) and isinstance(content.get("text"), str):
+        return str(content["text"])
+    if turn.get("contentType") == "x-tool-call" and isinstance(content, dict):
+        return f"{content.get('toolName')}({json.dumps(content.get('toolArgs'))})"
+    return json.dumps(content, ensure_ascii=False)
+
+
+def run_conversation(args: argparse.Namespace) -> int:
+    """``mail conversation ID``: the conversation, its participants, threads and turns."""
+    from mail.errors import MAILClientError  # noqa: PLC0415
+
+    target = _target("conversation", args)
+    if isinstance(target, int):
+        return target
+    try:
+        got = _with_client(target, lambda c: _everything(c, args.conversation_id))
+    except MAILClientError as e:
+        return _failed_request("conversation", e)
+    if args.json:
+        _say(json.dumps(got, indent=2, ensure_ascii=False))
+        return 0
+    conv = got["conversation"]
+    _say(
+        f"conversation: {conv['id']}\nstatus:       {conv['status']}\n"
+        f"subject:      {conv.get('subject') or ''}\ntask:         {conv.get('taskId') or ''}"
+    )
+    _say("participants: " + ", ".join(f"{p['id']} ({p['role']})" for p in got["participants"]))
+    for thread in got["threads"]:
+        _say(
+            f"thread {thread['id']} at {thread['rootTurnId']} (depth {thread['depth']}): "
+            f"{thread.get('subject') or ''}"
+        )
+    for turn in got["turns"]:
+        where = f" [{turn['threadId']}]" if turn.get("threadId") else ""
+        _say(
+            f"{_when(turn['timestamp'])}  {turn['participantId']}{where}  "
+            f"{turn['contentType']}: {_turn_text(turn)}"
+        )
+    return 0

@@ -1,0 +1,301 @@
+"""What the ``mail/*`` methods share: the acting participant, the service's state, loading
+and permission checks, adding participants and recording turns."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, cast
+
+from mail.conversations import _access as access
+from mail.conversations._access import InvalidParamsError, opt_str, req_str
+from mail.conversations.errors import (
+    ConversationClosedError,
+    ConversationNotFoundError,
+    InvalidContentTypeError,
+    MailPermissionDeniedError,
+    NotAParticipantError,
+    ThreadNotFoundError,
+    TurnNotFoundError,
+)
+from mail.conversations.events import EventBus
+from mail.conversations.models import (
+    CLOSED_STATUSES,
+    ROLES,
+    Participant,
+    Turn,
+    default_permissions,
+    is_valid_content_type,
+    now_ms,
+)
+from mail.conversations.store import ConversationStore, Record, RecordKind
+from mail.db.store import CallerKey
+
+__all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "Actor", "ServiceBase", "new_id", "participant_of"]
+
+DEFAULT_LIMIT = 50
+#: conversations whose newest turn seq is kept in memory
+_CACHED = 10_000
+MAX_LIMIT = 1000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Actor:
+    """Who acts: the caller's rows (``key``) and its participant id."""
+
+    key: CallerKey
+    participant_id: str
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}-{secrets.token_hex(8)}"
+
+
+class ServiceBase:
+    """The state and shared steps of :class:`~mail.conversations.service.ConversationService`.
+
+    ``enabled=False`` makes every method raise
+    :class:`~mail.conversations.errors.MailNotEnabledError` (10010); ``max_thread_depth``
+    bounds thread nesting (10009 beyond it).
+    """
+
+    def __init__(
+        self,
+        store: ConversationStore,
+        *,
+        bus: EventBus | None = None,
+        enabled: bool = True,
+        max_thread_depth: int = 8,
+    ) -> None:
+        self.store = store
+        self.bus = bus or EventBus()
+        self.enabled = enabled
+        self.max_thread_depth = max_thread_depth
+        self._locks: dict[tuple[CallerKey, str], asyncio.Lock] = {}
+        #: the participant ids (present or gone) and newest participant seq of the
+        #: conversations interception wrote to (dropped whenever a participant changes)
+        self._members: dict[tuple[CallerKey, str], tuple[frozenset[str], int]] = {}
+        #: the newest turn's seq of recently written conversations
+        self._turn_seqs: OrderedDict[tuple[CallerKey, str], int] = OrderedDict()
+        #: told ``(key, task_id, conversation_id)`` when a conversation is bound to a task
+        self.binder: Callable[[CallerKey, str, str], None] | None = None
+
+    # --- loading and checks ---------------------------------------------------------------
+
+    def _emit(self, actor: Actor, event_type: str, data: dict[str, Any]) -> None:
+        self.bus.publish(actor.key, event_type, data, now_ms())
+
+    async def _conversation(self, actor: Actor, params: dict[str, Any]) -> Record:
+        cid = req_str(params, "conversationId")
+        record = await self.store.get(actor.key, cid, "conversation", cid)
+        if record is None:
+            raise ConversationNotFoundError(f"no conversation {cid!r}", conversationId=cid)
+        return record
+
+    @staticmethod
+    def _open(conv: Record) -> None:
+        if conv.data["status"] in CLOSED_STATUSES:
+            raise ConversationClosedError(
+                f"conversation {conv.conversation_id!r} is {conv.data['status']}",
+                conversationId=conv.conversation_id,
+            )
+
+    async def _member(self, actor: Actor, conv: Record, pid: str | None = None) -> Record:
+        pid = pid or actor.participant_id
+        record = await self.store.get(actor.key, conv.conversation_id, "participant", pid)
+        if record is None or record.data["leftAt"] is not None:
+            raise NotAParticipantError(
+                f"{pid!r} is not a participant of {conv.conversation_id!r}",
+                conversationId=conv.conversation_id,
+                participantId=pid,
+            )
+        return record
+
+    @staticmethod
+    def _allowed(member: Record, permission: str) -> None:
+        if not member.data["permissions"].get(permission):
+            raise MailPermissionDeniedError(
+                f"participant {member.record_id!r} lacks {permission}", permission=permission
+            )
+
+    async def _lookup(self, actor: Actor, conv: Record, kind: RecordKind, rid: str) -> Record:
+        record = await self.store.get(actor.key, conv.conversation_id, kind, rid)
+        if record is not None:
+            return record
+        if kind == "turn":
+            raise TurnNotFoundError(f"no turn {rid!r}", turnId=rid)
+        raise ThreadNotFoundError(f"no thread {rid!r}", threadId=rid)
+
+    async def _put(
+        self, actor: Actor, conv: Record, kind: RecordKind, rid: str, data: Any, seq: int
+    ) -> Record:
+        record = Record(
+            conversation_id=conv.conversation_id,
+            kind=kind,
+            record_id=rid,
+            seq=seq,
+            task_id=conv.task_id,
+            data=dict(data),
+        )
+        await self.store.put(actor.key, record)
+        return record
+
+    async def _touch(self, actor: Actor, conv: Record) -> None:
+        conv.data["updatedAt"] = now_ms()
+        await self.store.put(actor.key, conv)
+
+    def _lock(self, actor: Actor, conv: Record) -> asyncio.Lock:
+        return self._locks.setdefault((actor.key, conv.conversation_id), asyncio.Lock())
+
+    async def _next_seq(self, actor: Actor, conv: Record, kind: RecordKind) -> int:
+        return await self.store.max_seq(actor.key, conv.conversation_id, kind) + 1
+
+    async def _last_turn(self, key: CallerKey, conversation_id: str) -> int:
+        """The seq of the conversation's newest turn (kept in memory once read: every turn
+        of this process is written under the conversation's lock, which the caller holds)."""
+        known = self._turn_seqs.get((key, conversation_id))
+        if known is not None:
+            self._turn_seqs.move_to_end((key, conversation_id))
+            return known
+        seq = await self.store.max_seq(key, conversation_id, "turn")
+        self._noted_turn(key, conversation_id, seq)
+        return seq
+
+    async def _members_of(self, key: CallerKey, conversation_id: str) -> tuple[frozenset[str], int]:
+        known = self._members.get((key, conversation_id))
+        if known is None:
+            people = await self.store.list_records(key, "participant", conversation_id)
+            known = (
+                frozenset(r.record_id for r in people),
+                max((r.seq for r in people), default=0),
+            )
+            if len(self._members) >= _CACHED:
+                self._members.clear()
+            self._members[(key, conversation_id)] = known
+        return known
+
+    def _noted_turn(self, key: CallerKey, conversation_id: str, seq: int) -> None:
+        self._turn_seqs[(key, conversation_id)] = seq
+        self._turn_seqs.move_to_end((key, conversation_id))
+        while len(self._turn_seqs) > _CACHED:
+            self._turn_seqs.popitem(last=False)
+
+    async def _add_participant(
+        self, actor: Actor, conv: Record, pid: str, role: Any, permissions: Any
+    ) -> Participant:
+        if role not in ROLES:
+            raise InvalidParamsError(f"role must be one of {ROLES}", field="role")
+        if permissions is not None and not isinstance(permissions, dict):
+            raise InvalidParamsError("permissions must be an object", field="permissions")
+        self._members.pop((actor.key, conv.conversation_id), None)
+        after = await self.store.max_seq(actor.key, conv.conversation_id, "turn")
+        seq = await self._next_seq(actor, conv, "participant")
+        record = self._participant_record(conv, pid, seq, after, role, permissions)
+        await self.store.put(actor.key, record)
+        participant = participant_of(record)
+        self._emit(
+            actor,
+            "mail.participant.joined",
+            {"conversationId": conv.conversation_id, "participant": participant},
+        )
+        return participant
+
+    @staticmethod
+    def _participant_record(
+        conv: Record,
+        pid: str,
+        seq: int,
+        joined_after_turn: int,
+        role: Any = "worker",
+        permissions: Any = None,
+    ) -> Record:
+        """The stored row of a new participant (``joinedAfterTurn``: how many turns the
+        conversation had, for ``historyAccess: from-join``)."""
+        participant = Participant(
+            id=pid,
+            role=role,
+            permissions=default_permissions(role, permissions),
+            joinedAt=now_ms(),
+            leftAt=None,
+        )
+        return Record(
+            conversation_id=conv.conversation_id,
+            kind="participant",
+            record_id=pid,
+            seq=seq,
+            task_id=conv.task_id,
+            data={**participant, "joinedAfterTurn": joined_after_turn},
+        )
+
+    # --- turns (shared) ----------------------------------------------------------------------------
+
+    @staticmethod
+    def _check_turn_params(params: Any) -> None:
+        if not isinstance(params, dict):
+            raise InvalidParamsError("a turn must be an object")
+        content_type = req_str(params, "contentType")
+        if not is_valid_content_type(content_type):
+            raise InvalidContentTypeError(
+                f"content type {content_type!r} is neither well-known nor x-*",
+                contentType=content_type,
+            )
+        if "content" not in params:
+            raise InvalidParamsError("content is required", field="content")
+        visibility = params.get("visibility") or {"type": "all"}
+        if visibility.get("type") not in ("all", "participants", "role", "private"):
+            raise InvalidParamsError("visibility.type is unknown", field="visibility")
+
+    async def record_turn(
+        self,
+        actor: Actor,
+        conv: Record,
+        params: dict[str, Any],
+        source: dict[str, Any] | None = None,
+    ) -> Turn:
+        """Store a turn of ``actor`` (params as ``mail/turn``'s, checked) and emit
+        ``mail.turn.added``. Raises 10006/10007 for an unknown ``inReplyTo``/``threadId``."""
+        for name, kind in (("inReplyTo", "turn"), ("threadId", "thread")):
+            ref = opt_str(params, name)
+            if ref is not None:
+                await self._lookup(actor, conv, cast(RecordKind, kind), ref)
+        async with self._lock(actor, conv):
+            seq = await self._last_turn(actor.key, conv.conversation_id) + 1
+            turn = self._new_turn(conv, actor.participant_id, params, source)
+            await self._put(actor, conv, "turn", turn["id"], turn, seq)
+            self._noted_turn(actor.key, conv.conversation_id, seq)
+        self._emit(actor, "mail.turn.added", {"conversationId": conv.conversation_id, "turn": turn})
+        return turn
+
+    @staticmethod
+    def _new_turn(
+        conv: Record, author: str, params: dict[str, Any], source: dict[str, Any] | None
+    ) -> Turn:
+        return Turn(
+            id=new_id("turn"),
+            conversationId=conv.conversation_id,
+            participantId=author,
+            timestamp=now_ms(),
+            contentType=params["contentType"],
+            content=params["content"],
+            threadId=params.get("threadId"),
+            inReplyTo=params.get("inReplyTo"),
+            visibility=cast(Any, params.get("visibility") or {"type": "all"}),
+            source=cast(Any, source or {"type": "explicit"}),
+            metadata=params.get("metadata") or {},
+            status="recorded",
+        )
+
+    async def _visible_turns(self, actor: Actor, conv: Record, member: Record) -> list[Record]:
+        self._allowed(member, "canObserve")
+        viewer = participant_of(member)
+        joined = int(member.data.get("joinedAfterTurn", 0))
+        rows = await self.store.list_records(actor.key, "turn", conv.conversation_id)
+        return [r for r in rows if access.visible(cast(Turn, r.data), r.seq, viewer, joined)]
+
+
+def participant_of(record: Record) -> Participant:
+    data = {k: v for k, v in record.data.items() if k != "joinedAfterTurn"}
+    return cast(Participant, data)

@@ -1,0 +1,198 @@
+"""The SQLite and PostgreSQL conversation stores: the ``conversation_records`` table of
+the task store's own database, reached through the task store's connection (its thread
+for SQLite, its pool for PostgreSQL), so that a conversation lives and goes (``mail
+db-prune``) with its task."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from mail.conversations.store import ConversationStore, Record, RecordKind
+from mail.db.store import CallerKey, dumps, loads
+
+if TYPE_CHECKING:
+    from mail.db import PostgresStore, SQLiteStore
+
+__all__ = ["PostgresConversationStore", "SQLiteConversationStore", "conversation_store_for"]
+
+_COLUMNS = "conversation_id, kind, record_id, seq, task_id, data"
+_KEY = "swarm_name = ? AND caller_role = ? AND caller_id = ?"
+# the SQL is assembled from constants only, never from values
+_SQLITE = {
+    "put": f"""INSERT INTO conversation_records (swarm_name, caller_role, caller_id,
+        {_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (swarm_name, caller_role, caller_id, conversation_id, kind, record_id)
+        DO UPDATE SET seq = excluded.seq, task_id = excluded.task_id, data = excluded.data""",
+    "get": f"""SELECT {_COLUMNS} FROM conversation_records WHERE {_KEY}
+        AND conversation_id = ? AND kind = ? AND record_id = ?""",
+    "list": f"""SELECT {_COLUMNS} FROM conversation_records WHERE {_KEY} AND kind = ?
+        ORDER BY seq, record_id""",
+    "list_in": f"""SELECT {_COLUMNS} FROM conversation_records WHERE {_KEY} AND kind = ?
+        AND conversation_id = ? ORDER BY seq, record_id""",
+    "max_seq": f"""SELECT COALESCE(MAX(seq), 0) FROM conversation_records WHERE {_KEY}
+        AND conversation_id = ? AND kind = ?""",
+    "bound_to": f"""SELECT {_COLUMNS} FROM conversation_records WHERE {_KEY}
+        AND task_id = ? AND kind = 'conversation' ORDER BY seq, record_id""",
+}
+
+
+def _numbered(sql: str) -> str:
+    """``sql`` with PostgreSQL's ``$n`` placeholders and its JSON column read as text."""
+    parts = sql.split("?")
+    out = parts[0]
+    for n, part in enumerate(parts[1:], start=1):
+        out += f"${n}" + part
+    return out.replace("task_id, data FROM", "task_id, data::text FROM")
+
+
+_POSTGRES = {name: _numbered(sql) for name, sql in _SQLITE.items()}
+_POSTGRES["put"] = _POSTGRES["put"].replace("$9)", "$9::jsonb)")
+
+
+def _key(key: CallerKey) -> tuple[str, str, str]:
+    return (key.swarm, key.role, key.id)
+
+
+def _params(key: CallerKey, r: Record) -> tuple[Any, ...]:
+    return (*_key(key), r.conversation_id, r.kind, r.record_id, r.seq, r.task_id, dumps(r.data))
+
+
+def _record(row: Any) -> Record:
+    return Record(
+        conversation_id=row[0],
+        kind=row[1],
+        record_id=row[2],
+        seq=int(row[3]),
+        task_id=row[4],
+        data=loads(row[5]),
+    )
+
+
+class SQLiteConversationStore(ConversationStore):
+    """Conversation records in the file of a :class:`~mail.db.SQLiteStore` (open it
+    first; its migrations create the table)."""
+
+    backend = "sqlite"
+
+    def __init__(self, tasks: SQLiteStore) -> None:
+        self._tasks = tasks
+
+    async def _rows(self, op: str, sql: str, args: tuple[Any, ...]) -> list[Any]:
+        def fetch(conn: sqlite3.Connection) -> list[Any]:
+            return conn.execute(sql, args).fetchall()
+
+        return await self._tasks.run(f"conversations.{op}", fetch)
+
+    async def put(self, key: CallerKey, record: Record) -> None:
+        params = _params(key, record)  # encoded before the first await
+        await self._rows("put", _SQLITE["put"], params)
+
+    async def put_many(self, key: CallerKey, records: Sequence[Record]) -> None:
+        params = [_params(key, record) for record in records]  # encoded before the first await
+
+        def write(conn: sqlite3.Connection) -> None:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany(_SQLITE["put"], params)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+
+        if params:
+            await self._tasks.run("conversations.put_many", write)
+
+    async def get(
+        self, key: CallerKey, conversation_id: str, kind: RecordKind, record_id: str
+    ) -> Record | None:
+        args = (*_key(key), conversation_id, kind, record_id)
+        rows = await self._rows("get", _SQLITE["get"], args)
+        return _record(rows[0]) if rows else None
+
+    async def list_records(
+        self, key: CallerKey, kind: RecordKind, conversation_id: str | None = None
+    ) -> list[Record]:
+        if conversation_id is None:
+            rows = await self._rows("list", _SQLITE["list"], (*_key(key), kind))
+        else:
+            args = (*_key(key), kind, conversation_id)
+            rows = await self._rows("list", _SQLITE["list_in"], args)
+        return [_record(row) for row in rows]
+
+    async def max_seq(self, key: CallerKey, conversation_id: str, kind: RecordKind) -> int:
+        rows = await self._rows("max_seq", _SQLITE["max_seq"], (*_key(key), conversation_id, kind))
+        return int(rows[0][0])
+
+    async def bound_to(self, key: CallerKey, task_id: str) -> list[Record]:
+        rows = await self._rows("bound_to", _SQLITE["bound_to"], (*_key(key), task_id))
+        return [_record(row) for row in rows]
+
+
+class PostgresConversationStore(ConversationStore):
+    """Conversation records in the database of a :class:`~mail.db.PostgresStore` (open
+    it first; its migrations create the table)."""
+
+    backend = "postgres"
+
+    def __init__(self, tasks: PostgresStore) -> None:
+        self._tasks = tasks
+
+    async def _fetch(self, op: str, sql: str, *args: Any) -> list[Any]:
+        pool = self._tasks.pool(f"conversations.{op}")
+        with self._tasks.reported(f"conversations.{op}"):
+            rows: list[Any] = await pool.fetch(sql, *args)
+            return rows
+
+    async def put(self, key: CallerKey, record: Record) -> None:
+        await self._fetch("put", _POSTGRES["put"], *_params(key, record))
+
+    async def put_many(self, key: CallerKey, records: Sequence[Record]) -> None:
+        params = [_params(key, record) for record in records]
+        if not params:
+            return
+        pool = self._tasks.pool("conversations.put_many")
+        with self._tasks.reported("conversations.put_many"):
+            async with pool.acquire() as conn, conn.transaction():
+                await conn.executemany(_POSTGRES["put"], params)
+
+    async def get(
+        self, key: CallerKey, conversation_id: str, kind: RecordKind, record_id: str
+    ) -> Record | None:
+        args = (*_key(key), conversation_id, kind, record_id)
+        rows = await self._fetch("get", _POSTGRES["get"], *args)
+        return _record(rows[0]) if rows else None
+
+    async def list_records(
+        self, key: CallerKey, kind: RecordKind, conversation_id: str | None = None
+    ) -> list[Record]:
+        if conversation_id is None:
+            rows = await self._fetch("list", _POSTGRES["list"], *_key(key), kind)
+        else:
+            args = (*_key(key), kind, conversation_id)
+            rows = await self._fetch("list", _POSTGRES["list_in"], *args)
+        return [_record(row) for row in rows]
+
+    async def max_seq(self, key: CallerKey, conversation_id: str, kind: RecordKind) -> int:
+        args = (*_key(key), conversation_id, kind)
+        rows = await self._fetch("max_seq", _POSTGRES["max_seq"], *args)
+        return int(rows[0][0])
+
+    async def bound_to(self, key: CallerKey, task_id: str) -> list[Record]:
+        rows = await self._fetch("bound_to", _POSTGRES["bound_to"], *_key(key), task_id)
+        return [_record(row) for row in rows]
+
+
+def conversation_store_for(tasks: object | None) -> ConversationStore:
+    """The conversation store living in the database of the (open) task store ``tasks``:
+    SQLite or PostgreSQL; in memory for a memory store or none."""
+    from mail.conversations.store import MemoryConversationStore  # noqa: PLC0415
+    from mail.db import PostgresStore, SQLiteStore  # noqa: PLC0415
+
+    if isinstance(tasks, SQLiteStore):
+        return SQLiteConversationStore(tasks)
+    if isinstance(tasks, PostgresStore):
+        return PostgresConversationStore(tasks)
+    return MemoryConversationStore()

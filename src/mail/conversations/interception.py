@@ -1,0 +1,222 @@
+"""Interception: the messages delivered in a task, and its tool calls, recorded as turns of
+the conversations bound to the task.
+
+A conversation is bound to a task by ``mail/create`` with ``taskId``. The
+:class:`Interceptor` watches each caller's runtime (:meth:`MAILRuntime.observe_events
+<mail.core.runtime.MAILRuntime.observe_events>`): for a task no conversation is bound to
+it does one dictionary lookup per event and nothing else. For a bound task, each
+``new_message`` event becomes a ``text`` turn with ``source {type: "intercepted",
+messageId}`` (the MAIL message id) and each ``tool_call`` event an ``x-tool-call`` turn;
+the turns are queued and written by one background task, so that interception never
+blocks nor fails a delivery (a closed or vanished conversation, a failing store: the
+turn is skipped, the failure logged). ``map/send`` with ``meta.mail`` records the one
+message it sends (:meth:`Interceptor.expect`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from mail.core.events import EventName
+from mail.db.store import CallerKey
+
+if TYPE_CHECKING:
+    from mail.conversations._turns import Intercepted
+    from mail.conversations.service import ConversationService
+    from mail.core.events import EventLog, MAILEvent
+    from mail.core.runtime import MAILRuntime
+
+__all__ = ["Interceptor"]
+
+logger = logging.getLogger("mail.server")
+
+_AGENT = re.compile(r"^agent (\S+) called ")
+_Task = tuple[CallerKey, str]
+
+
+@dataclass(slots=True, kw_only=True)
+class _Pending:
+    """A turn to record: ``author`` said ``params`` in conversation ``conversation_id``."""
+
+    key: CallerKey
+    conversation_id: str
+    author: str
+    params: dict[str, Any]
+    source: dict[str, Any]
+
+
+def _message_turn(
+    event: MAILEvent, meta: dict[str, Any] | None
+) -> tuple[str, dict[str, Any], dict[str, Any]] | None:
+    full = event.extra_data.get("full_message")
+    if not isinstance(full, dict) or not isinstance(full.get("message"), dict):
+        return None
+    message = full["message"]
+    sender = message.get("sender") or {}
+    author = f"{sender.get('address_type', 'agent')}:{sender.get('address', '?')}"
+    params: dict[str, Any] = {
+        "contentType": "text",
+        "content": {"text": message.get("body", ""), "subject": message.get("subject")},
+        "metadata": {
+            "taskId": event.task_id,
+            "eventSeq": event.seq,
+            "msgType": full.get("msg_type"),
+        },
+    }
+    for name in ("threadId", "inReplyTo", "visibility"):
+        if meta and meta.get(name) is not None:
+            params[name] = meta[name]
+    return author, params, {"type": "intercepted", "messageId": str(full.get("id"))}
+
+
+def _tool_turn(event: MAILEvent) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    extra = event.extra_data
+    found = _AGENT.match(event.description or "")
+    author = f"agent:{found.group(1)}" if found else "agent:?"
+    content = {
+        "toolName": extra.get("tool_name"),
+        "toolArgs": extra.get("tool_args"),
+        "toolCallId": extra.get("tool_call_id"),
+    }
+    if extra.get("reasoning"):
+        content["reasoning"] = extra["reasoning"]
+    params = {
+        "contentType": "x-tool-call",
+        "content": content,
+        "metadata": {"taskId": event.task_id, "eventSeq": event.seq},
+    }
+    return author, params, {"type": "intercepted"}
+
+
+class Interceptor:
+    """Records the turns of bound tasks through ``service``; :meth:`start` its writer,
+    :meth:`close` it (the queued turns are written first). The writer waits ``interval``
+    seconds after a turn is queued and writes every turn queued by then, one store write
+    per conversation."""
+
+    def __init__(self, service: ConversationService, *, interval: float = 0.02) -> None:
+        self.service = service
+        #: seconds the writer waits after the first queued turn, gathering a batch
+        self.interval = interval
+        service.binder = self.bind
+        self._bound: dict[_Task, list[str]] = {}
+        self._expected: dict[_Task, list[tuple[str, dict[str, Any]]]] = {}
+        self._seen: dict[_Task, int] = {}
+        self._queue: asyncio.Queue[_Pending | None] = asyncio.Queue()
+        self._writer: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self._writer is None:
+            self._writer = asyncio.get_running_loop().create_task(
+                self._write(), name="mail-map-interception"
+            )
+
+    async def close(self) -> None:
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            self._queue.put_nowait(None)
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(writer), timeout=5.0)
+            writer.cancel()
+
+    async def attach(self, runtime: MAILRuntime, key: CallerKey) -> None:
+        """Watch ``runtime`` (the caller ``key``'s) and bind its stored conversations."""
+        for record in await self.service.store.list_records(key, "conversation"):
+            if record.task_id is not None:
+                self.bind(key, record.task_id, record.conversation_id)
+        runtime.observe_events(lambda log: self.events_added(key, log))
+
+    def bind(self, key: CallerKey, task_id: str, conversation_id: str) -> None:
+        """Record the turns of ``task_id`` in ``conversation_id`` from now on."""
+        bound = self._bound.setdefault((key, task_id), [])
+        if conversation_id not in bound:
+            bound.append(conversation_id)
+
+    def bound(self, key: CallerKey, task_id: str) -> list[str]:
+        return list(self._bound.get((key, task_id), ()))
+
+    def expect(
+        self, key: CallerKey, task_id: str, conversation_id: str, meta: dict[str, Any]
+    ) -> None:
+        """Record the next message a caller sends into ``task_id`` (``map/send``)."""
+        self._expected.setdefault((key, task_id), []).append((conversation_id, meta))
+
+    def forget(self, key: CallerKey, task_id: str) -> None:
+        """Drop what :meth:`expect` waits for in ``task_id`` (the send is over)."""
+        self._expected.pop((key, task_id), None)
+
+    def events_added(self, key: CallerKey, log: EventLog) -> None:
+        """The observer of a runtime: cheap when nothing is bound to the task."""
+        task = (key, log.task_id)
+        if task not in self._bound and task not in self._expected:
+            return
+        seen = self._seen.get(task, log.last_seq - 1)
+        for event in log.since(seen):
+            self._event(task, event)
+        self._seen[task] = log.last_seq
+
+    def _event(self, task: _Task, event: MAILEvent) -> None:
+        key = task[0]
+        if event.event == EventName.NEW_MESSAGE:
+            expected = self._expected.get(task)
+            meta: dict[str, Any] | None = None
+            sender = (event.extra_data.get("full_message") or {}).get("message", {}).get("sender")
+            by_caller = isinstance(sender, dict) and sender.get("address_type") in ("user", "admin")
+            targets = list(self._bound.get(task, ()))
+            if expected and by_caller:
+                cid, meta = expected.pop(0)
+                if not expected:
+                    del self._expected[task]
+                if cid not in targets:
+                    targets.append(cid)
+            turn = _message_turn(event, meta)
+        elif event.event == EventName.TOOL_CALL:
+            targets, turn = list(self._bound.get(task, ())), _tool_turn(event)
+        else:
+            return
+        if turn is None:
+            return
+        author, params, source = turn
+        for cid in targets:
+            self._queue.put_nowait(
+                _Pending(key=key, conversation_id=cid, author=author, params=params, source=source)
+            )
+
+    async def drain(self) -> None:
+        """Wait until the turns queued so far are written (or skipped)."""
+        await self._queue.join()
+
+    async def _write(self) -> None:
+        """Write what is queued, a batch at a time: the turns of one conversation that
+        wait together go in one store write."""
+        while True:
+            first = await self._queue.get()
+            if first is not None and self.interval > 0:
+                await asyncio.sleep(self.interval)  # let the turns of a burst gather
+            batch = [first]
+            while not self._queue.empty():
+                batch.append(self._queue.get_nowait())
+            try:
+                await self._write_batch([p for p in batch if p is not None])
+            finally:
+                for _ in batch:
+                    self._queue.task_done()
+            if None in batch:
+                return
+
+    async def _write_batch(self, batch: list[_Pending]) -> None:
+        groups: dict[tuple[CallerKey, str], list[Intercepted]] = {}
+        for p in batch:
+            groups.setdefault((p.key, p.conversation_id), []).append((p.author, p.params, p.source))
+        for (key, conversation_id), items in groups.items():
+            try:
+                await self.service.intercept(key, conversation_id, items)
+            except Exception:  # interception never fails a delivery: the turns are lost
+                logger.exception(
+                    "recording %d intercepted turns in %s failed", len(items), conversation_id
+                )

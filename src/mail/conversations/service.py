@@ -1,0 +1,298 @@
+"""The 13 ``mail/*`` methods over a :class:`~mail.conversations.store.ConversationStore`.
+
+Each method takes the acting participant (:class:`Actor`: the caller's store key and its
+participant id) and the request's ``params`` (the seed's camelCase object), checks them,
+and returns the result object (shapes in ``docs/map-mail.md``). Failures raise the
+:mod:`mail.conversations.errors` family (10000-10010, or
+:class:`~mail.conversations._access.InvalidParamsError`, -32602). Every change emits its
+``mail.*`` event on the :class:`~mail.conversations.events.EventBus`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from mail.conversations import _access as access
+from mail.conversations._access import InvalidParamsError, opt_int, opt_str, req_str
+from mail.conversations._base import DEFAULT_LIMIT, MAX_LIMIT, Actor, new_id, participant_of
+from mail.conversations._turns import TurnMethods
+from mail.conversations.errors import (
+    ConversationNotFoundError,
+    MailNotEnabledError,
+    MailPermissionDeniedError,
+    ParticipantAlreadyJoinedError,
+    ParticipantNotFoundError,
+)
+from mail.conversations.models import (
+    CONVERSATION_TYPES,
+    Conversation,
+    Participant,
+    now_ms,
+)
+from mail.conversations.store import Record
+
+__all__ = ["METHODS", "Actor", "ConversationService"]
+#: the ``mail/*`` methods, by JSON-RPC name: the :class:`ConversationService` method
+METHODS: dict[str, str] = {
+    "mail/create": "create",
+    "mail/get": "get",
+    "mail/list": "list_conversations",
+    "mail/close": "close",
+    "mail/join": "join",
+    "mail/leave": "leave",
+    "mail/invite": "invite",
+    "mail/turn": "turn",
+    "mail/turns/list": "turns_list",
+    "mail/thread/create": "thread_create",
+    "mail/thread/list": "thread_list",
+    "mail/summary": "summary",
+    "mail/replay": "replay",
+}
+
+
+class ConversationService(TurnMethods):
+    """MAP Mail over a conversation store (see :class:`~mail.conversations._base.ServiceBase`
+    for the arguments)."""
+
+    async def call(self, method: str, actor: Actor, params: dict[str, Any]) -> dict[str, Any]:
+        """Run the ``mail/*`` ``method``; raises ``KeyError`` for an unknown one."""
+        handler: Callable[[Actor, dict[str, Any]], Awaitable[dict[str, Any]]] = getattr(
+            self, METHODS[method]
+        )
+        if not self.enabled:
+            raise MailNotEnabledError("MAP Mail is not enabled on this server")
+        return await handler(actor, params)
+
+    # --- conversations --------------------------------------------------------------------
+
+    async def create(self, actor: Actor, params: dict[str, Any]) -> dict[str, Any]:
+        """``mail/create``: a new active conversation; the caller joins as initiator."""
+        kind = params.get("type", "mixed")
+        if kind not in CONVERSATION_TYPES:
+            raise InvalidParamsError(f"type must be one of {CONVERSATION_TYPES}", field="type")
+        metadata = params.get("metadata") or {}
+        if not isinstance(metadata, dict):
+            raise InvalidParamsError("metadata must be an object", field="metadata")
+        now = now_ms()
+        cid = new_id("conv")
+        data = Conversation(
+            id=cid,
+            type=kind,
+            status="active",
+            subject=opt_str(params, "subject"),
+            parentConversationId=opt_str(params, "parentConversationId"),
+            parentTurnId=opt_str(params, "parentTurnId"),
+            taskId=opt_str(params, "taskId"),
+            metadata=metadata,
+            createdBy=actor.participant_id,
+            createdAt=now,
+            updatedAt=now,
+        )
+        await self._check_parents(actor, data)
+        initial = params.get("initialTurn")
+        if initial is not None:
+            self._check_turn_params(initial)
+        conv = Record(
+            conversation_id=cid,
+            kind="conversation",
+            record_id=cid,
+            seq=now,
+            task_id=data["taskId"],
+            data=dict(data),
+        )
+        await self.store.put(actor.key, conv)
+        if data["taskId"] is not None and self.binder is not None:
+            self.binder(actor.key, data["taskId"], cid)
+        self._emit(
+            actor,
+            "mail.created",
+            {
+                "conversationId": cid,
+                "type": kind,
+                "subject": data["subject"],
+                "createdBy": actor.participant_id,
+            },
+        )
+        me = await self._add_participant(actor, conv, actor.participant_id, "initiator", None)
+        for other in params.get("initialParticipants") or []:
+            if isinstance(other, dict) and other.get("id") != actor.participant_id:
+                await self._add_participant(
+                    actor,
+                    conv,
+                    str(other.get("id")),
+                    other.get("role", "worker"),
+                    other.get("permissions"),
+                )
+        result: dict[str, Any] = {"conversation": conv.data, "participant": me}
+        if initial is not None:
+            result["initialTurn"] = await self.record_turn(actor, conv, initial)
+        return result
+
+    async def _check_parents(self, actor: Actor, data: Conversation) -> None:
+        parent = data["parentConversationId"]
+        if parent is None:
+            return
+        found = await self.store.get(actor.key, parent, "conversation", parent)
+        if found is None:
+            raise ConversationNotFoundError(f"no conversation {parent!r}", conversationId=parent)
+        turn = data["parentTurnId"]
+        if turn is not None:
+            await self._lookup(actor, found, "turn", turn)
+
+    async def get(self, actor: Actor, params: dict[str, Any]) -> dict[str, Any]:
+        """``mail/get``: the conversation, with the ``include``d parts."""
+        conv = await self._conversation(actor, params)
+        member = await self._member(actor, conv)
+        include = params.get("include") or {}
+        result: dict[str, Any] = {"conversation": conv.data}
+        if include.get("participants"):
+            result["participants"] = await self._participants(actor, conv)
+        if include.get("threads"):
+            threads = await self.store.list_records(actor.key, "thread", conv.conversation_id)
+            result["threads"] = [t.data for t in threads]
+        turns = await self._visible_turns(actor, conv, member)
+        recent = opt_int(include, "recentTurns")
+        if recent:
+            result["recentTurns"] = [t.data for t in turns[-recent:]]
+        if include.get("stats"):
+            result["stats"] = {
+                "turnCount": len(turns),
+                "participantCount": len(await self._participants(actor, conv)),
+                "lastTurnAt": turns[-1].data["timestamp"] if turns else None,
+            }
+        return result
+
+    async def _participants(self, actor: Actor, conv: Record) -> list[Participant]:
+        rows = await self.store.list_records(actor.key, "participant", conv.conversation_id)
+        return [participant_of(r) for r in rows if r.data["leftAt"] is None]
+
+    async def list_conversations(self, actor: Actor, params: dict[str, Any]) -> dict[str, Any]:
+        """``mail/list``: the caller's conversations, oldest first, ``limit`` per page."""
+        filter_ = params.get("filter") or {}
+        limit = min(opt_int(params, "limit", minimum=1) or DEFAULT_LIMIT, MAX_LIMIT)
+        after = access.decode_cursor(params.get("cursor"))
+        rows = await self.store.list_records(actor.key, "conversation")
+        if after is not None:
+            rows = [r for r in rows if [r.seq, r.record_id] > after]
+        picked: list[Record] = []
+        for row in rows:
+            if len(picked) > limit:
+                break
+            if await self._listed(actor, row, filter_):
+                picked.append(row)
+        page, more = picked[:limit], len(picked) > limit
+        cursor = access.encode_cursor([page[-1].seq, page[-1].record_id]) if more else None
+        return {"conversations": [r.data for r in page], "nextCursor": cursor}
+
+    async def _listed(self, actor: Actor, row: Record, filter_: dict[str, Any]) -> bool:
+        if filter_.get("type") and row.data["type"] not in filter_["type"]:
+            return False
+        if filter_.get("status") and row.data["status"] not in filter_["status"]:
+            return False
+        pid = filter_.get("participantId")
+        if pid is None:
+            return True
+        member = await self.store.get(actor.key, row.conversation_id, "participant", str(pid))
+        return member is not None and member.data["leftAt"] is None
+
+    async def close(self, actor: Actor, params: dict[str, Any]) -> dict[str, Any]:
+        """``mail/close``: status ``completed``; only the initiator or a moderator."""
+        conv = await self._conversation(actor, params)
+        self._open(conv)
+        member = await self._member(actor, conv)
+        if member.data["role"] not in ("initiator", "moderator"):
+            raise MailPermissionDeniedError(
+                "only the initiator or a moderator may close", permission="close"
+            )
+        reason = opt_str(params, "reason")
+        conv.data.update(status="completed", closedBy=actor.participant_id)
+        if reason is not None:
+            conv.data["closeReason"] = reason
+        await self._touch(actor, conv)
+        self._emit(
+            actor,
+            "mail.closed",
+            {
+                "conversationId": conv.conversation_id,
+                "closedBy": actor.participant_id,
+                "reason": reason,
+            },
+        )
+        return {"conversation": conv.data}
+
+    # --- participants ---------------------------------------------------------------------
+
+    async def join(self, actor: Actor, params: dict[str, Any]) -> dict[str, Any]:
+        """``mail/join``: the caller joins (again); ``catchUp`` returns recent history."""
+        conv = await self._conversation(actor, params)
+        self._open(conv)
+        found = await self.store.get(
+            actor.key, conv.conversation_id, "participant", actor.participant_id
+        )
+        if found is not None and found.data["leftAt"] is None:
+            raise ParticipantAlreadyJoinedError(
+                f"{actor.participant_id!r} already joined", participantId=actor.participant_id
+            )
+        role = params.get("role", "worker")
+        participant = await self._add_participant(actor, conv, actor.participant_id, role, None)
+        result: dict[str, Any] = {"conversation": conv.data, "participant": participant}
+        catch_up = params.get("catchUp")
+        if isinstance(catch_up, dict):
+            member = await self._member(actor, conv)
+            turns = [t.data for t in await self._visible_turns(actor, conv, member)]
+            since = opt_int(catch_up, "from")
+            if since is not None:
+                turns = [t for t in turns if t["timestamp"] >= since]
+            limit = opt_int(catch_up, "limit", minimum=1) or DEFAULT_LIMIT
+            result["history"] = turns[-limit:]
+            if catch_up.get("includeSummary"):
+                result["summary"] = (await self.summary(actor, params))["summary"]
+        return result
+
+    async def leave(self, actor: Actor, params: dict[str, Any]) -> dict[str, Any]:
+        """``mail/leave``: the caller leaves (or removes ``participantId``: ``canRemove``)."""
+        conv = await self._conversation(actor, params)
+        member = await self._member(actor, conv)
+        pid = opt_str(params, "participantId") or actor.participant_id
+        if pid != actor.participant_id:
+            self._allowed(member, "canRemove")
+            gone = await self.store.get(actor.key, conv.conversation_id, "participant", pid)
+            if gone is None or gone.data["leftAt"] is not None:
+                raise ParticipantNotFoundError(f"no participant {pid!r}", participantId=pid)
+            member = gone
+        reason = opt_str(params, "reason")
+        self._members.pop((actor.key, conv.conversation_id), None)
+        member.data["leftAt"] = now_ms()
+        await self.store.put(actor.key, member)
+        self._emit(
+            actor,
+            "mail.participant.left",
+            {"conversationId": conv.conversation_id, "participantId": pid, "reason": reason},
+        )
+        return {
+            "conversationId": conv.conversation_id,
+            "participantId": pid,
+            "leftAt": member.data["leftAt"],
+        }
+
+    async def invite(self, actor: Actor, params: dict[str, Any]) -> dict[str, Any]:
+        """``mail/invite``: add a participant (``canInvite``)."""
+        conv = await self._conversation(actor, params)
+        self._open(conv)
+        self._allowed(await self._member(actor, conv), "canInvite")
+        invited = params.get("participant")
+        if not isinstance(invited, dict):
+            raise InvalidParamsError("participant must be an object", field="participant")
+        pid = req_str(invited, "id")
+        found = await self.store.get(actor.key, conv.conversation_id, "participant", pid)
+        if found is not None and found.data["leftAt"] is None:
+            raise ParticipantAlreadyJoinedError(f"{pid!r} already joined", participantId=pid)
+        participant = await self._add_participant(
+            actor, conv, pid, invited.get("role", "worker"), invited.get("permissions")
+        )
+        return {
+            "conversationId": conv.conversation_id,
+            "participant": participant,
+            "message": opt_str(params, "message"),
+        }

@@ -1,0 +1,181 @@
+"""``POST /map`` against a real server: JSON-RPC framing, map/connect, every mail/* method,
+mail off (10010) and a restart on the same SQLite data directory (C1, C3, C5, C27)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from tests.db.conftest import postgres_admin_url, postgres_url
+from tests.server.conftest import KEYS, Running, Start, make_config
+
+__all__ = ["postgres_admin_url", "postgres_url"]  # the fixtures the restart test uses
+
+from mail.conversations import METHODS
+from mail.server import create_app
+from mail.testing import StaticAuth
+from mail.testing.server import serve
+
+
+async def rpc(client: httpx.AsyncClient, method: str, params: Any = None, id: Any = 1) -> Any:
+    body: dict[str, Any] = {"jsonrpc": "2.0", "id": id, "method": method}
+    if params is not None:
+        body["params"] = params
+    response = await client.post("/map", json=body)
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert answer["jsonrpc"] == "2.0" and answer["id"] == id
+    return answer
+
+
+async def test_connect_announces_mail(offline: Running) -> None:  # C5
+    user = await offline.user()
+    answer = await rpc(user, "map/connect", {"capabilities": {"mail": {"canCreate": True}}})
+    mail = answer["result"]["capabilities"]["mail"]
+    assert mail == {
+        "enabled": True,
+        "canCreate": True,
+        "canJoin": True,
+        "canInvite": True,
+        "canViewHistory": True,
+        "canCreateThreads": True,
+    }
+
+
+async def test_mail_off_answers_10010_and_hides_the_capability(
+    start: Start, tmp_path: Path
+) -> None:  # C27
+    running = await start(make_config(tmp_path, map={"enabled": False}))
+    user = await running.user()
+    answer = await rpc(user, "map/connect", {})
+    assert "mail" not in answer["result"]["capabilities"]
+    for method in METHODS:
+        error = (await rpc(user, method, {"conversationId": "c"}))["error"]
+        assert error["code"] == 10010, method
+
+
+async def test_every_mail_method_is_handled(offline: Running) -> None:  # C3
+    user = await offline.user()
+    created = (
+        await rpc(
+            user,
+            "mail/create",
+            {
+                "type": "user-session",
+                "initialTurn": {"contentType": "text", "content": {"text": "hello"}},
+            },
+        )
+    )["result"]
+    cid, turn = created["conversation"]["id"], created["initialTurn"]["id"]
+    thread = (await rpc(user, "mail/thread/create", {"conversationId": cid, "rootTurnId": turn}))[
+        "result"
+    ]["thread"]
+    params: dict[str, dict[str, Any]] = {
+        "mail/create": {},
+        "mail/get": {"conversationId": cid, "include": {"participants": True}},
+        "mail/list": {"limit": 5},
+        "mail/invite": {"conversationId": cid, "participant": {"id": "agent:w"}},
+        "mail/turn": {"conversationId": cid, "contentType": "x-tool-call", "content": {}},
+        "mail/turns/list": {"conversationId": cid},
+        "mail/thread/create": {
+            "conversationId": cid,
+            "rootTurnId": turn,
+            "parentThreadId": thread["id"],
+        },
+        "mail/thread/list": {"conversationId": cid},
+        "mail/summary": {"conversationId": cid},
+        "mail/replay": {"conversationId": cid, "fromTurnId": turn},
+        "mail/leave": {"conversationId": cid},
+        "mail/join": {"conversationId": cid, "role": "initiator"},
+        "mail/close": {"conversationId": cid, "reason": "done"},
+    }
+    assert set(params) == set(METHODS)
+    for method, p in params.items():
+        answer = await rpc(user, method, p)
+        assert "result" in answer, (method, answer)
+    got = (await rpc(user, "mail/get", {"conversationId": cid}))["result"]
+    assert got["conversation"]["status"] == "completed"
+
+
+async def test_json_rpc_errors(offline: Running) -> None:
+    user = await offline.user()
+    parse = (await user.post("/map", content=b"{not json")).json()
+    assert parse == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32700, "message": "parse error: the body is not JSON"},
+    }
+    assert (await user.post("/map", json={"id": 3})).json()["error"]["code"] == -32600
+    assert (await user.post("/map", json=[])).json()["error"]["code"] == -32600
+    assert (await rpc(user, "map/nope", {}))["error"]["code"] == -32601
+    bad = await user.post(
+        "/map", json={"jsonrpc": "2.0", "id": 4, "method": "mail/get", "params": [1]}
+    )
+    assert bad.json()["error"]["code"] == -32602
+    missing = (await rpc(user, "mail/get", {"conversationId": "conv-x"}))["error"]
+    assert missing["code"] == 10000 and missing["data"]["name"] == "CONVERSATION_NOT_FOUND"
+    anon = await offline.anon()
+    refused = await anon.post("/map", json={"jsonrpc": "2.0", "id": 1, "method": "map/connect"})
+    assert refused.status_code == 401 and "detail" in refused.json()
+
+
+async def test_batches_answer_each_request_but_notifications(offline: Running) -> None:
+    user = await offline.user()
+    batch = [
+        {"jsonrpc": "2.0", "id": "a", "method": "map/connect"},
+        {"jsonrpc": "2.0", "method": "mail/list"},  # a notification: no answer
+        {"jsonrpc": "2.0", "id": "b", "method": "mail/nope"},
+        5,
+    ]
+    answers = (await user.post("/map", json=batch)).json()
+    assert [a["id"] for a in answers] == ["a", "b", None]
+    assert "result" in answers[0]
+    assert [a["error"]["code"] for a in answers[1:]] == [-32601, -32600]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+async def test_conversations_survive_a_restart(
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest
+) -> None:  # C1
+    database = None
+    if backend == "postgres":  # skipped, with the reason, without MAIL_TEST_POSTGRES_URL
+        database = {"url": request.getfixturevalue("postgres_url")}
+    config = make_config(tmp_path, database=database)
+    auth = StaticAuth(KEYS)
+    headers = {"Authorization": "Bearer user-key"}
+
+    async def client(url: str) -> httpx.AsyncClient:
+        return httpx.AsyncClient(base_url=url, headers=headers)
+
+    async with serve(create_app(config, authenticator=auth)) as url, await client(url) as c:
+        cid = (await rpc(c, "mail/create", {"subject": "kept"}))["result"]["conversation"]["id"]
+        turn = (
+            await rpc(
+                c,
+                "mail/turn",
+                {"conversationId": cid, "contentType": "text", "content": {"text": "still here"}},
+            )
+        )["result"]["turn"]
+        await rpc(c, "mail/thread/create", {"conversationId": cid, "rootTurnId": turn["id"]})
+    async with serve(create_app(config, authenticator=auth)) as url, await client(url) as c:
+        got = (
+            await rpc(
+                c,
+                "mail/get",
+                {"conversationId": cid, "include": {"threads": True, "participants": True}},
+            )
+        )["result"]
+        assert got["conversation"]["subject"] == "kept"
+        assert [t["rootTurnId"] for t in got["threads"]] == [turn["id"]]
+        turns = (await rpc(c, "mail/turns/list", {"conversationId": cid}))["result"]["turns"]
+        assert turns == [turn]
+
+
+async def test_an_oversized_body_is_413_with_detail(start: Start, tmp_path: Path) -> None:
+    running = await start(make_config(tmp_path, max_body_bytes=2048))
+    user = await running.user()
+    big = {"jsonrpc": "2.0", "id": 1, "method": "mail/create", "params": {"subject": "x" * 4096}}
+    response = await user.post("/map", json=big)
+    assert response.status_code == 413 and "detail" in response.json()
