@@ -26,7 +26,8 @@ def configured(
         f'[database]\nsqlite_path = "{tmp_path / "v136.db"}"\n', encoding="utf-8"
     )
     if request.param == "postgres":
-        monkeypatch.setenv("DATABASE_URL", os.environ["MAIL_TEST_POSTGRES_URL"])
+        # the session's own test database, never the admin database the variable names
+        monkeypatch.setenv("DATABASE_URL", request.getfixturevalue("postgres_url"))
     else:
         monkeypatch.delenv("DATABASE_URL", raising=False)
     return str(request.param)
