@@ -53,14 +53,7 @@ from mail.core.actions import ActionCore, ActionOverrideFunction
 from mail.core.agents import AgentCore
 from mail.core.events import EventLog, EventName, MAILEvent
 from mail.core.message import MAILInterswarmMessage, MAILMessage, format_task_contributor
-from mail.core.tasks import (
-    ListenerTee,
-    MAILTask,
-    TaskState,
-    TaskTable,
-    closing_event,
-    short_title,
-)
+from mail.core.tasks import MAILTask, TaskState, TaskTable, closing_event, short_title
 from mail.db.store import CallerKey, TaskStore
 from mail.errors import InvalidMessageError, TaskNotFoundError, TaskStateError
 
@@ -223,15 +216,8 @@ class MAILRuntime(V136RuntimeMethods):
 
     def observe_events(self, observer: Callable[[EventLog], None]) -> None:
         """Call ``observer(log)`` each time a task's log gets a stored event, from now on
-        (after the store recorder is told; MAP Mail's interception). ``observer`` runs on
-        every append: it must be cheap, and what it raises is logged, never raised."""
-        listener = self.tasks.listener
-        tee = listener if isinstance(listener, ListenerTee) else ListenerTee(listener)
-        tee.observers.append(observer)
-        self.tasks.listener = tee
-        for task in self.tasks:
-            task.listener = tee
-            task.log.listener = tee
+        (:meth:`TaskTable.observe`; MAP Mail's interception)."""
+        self.tasks.observe(observer)
 
     async def restore(self) -> int:
         """Load the stored tasks (none without a store); returns how many were loaded.

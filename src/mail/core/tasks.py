@@ -262,6 +262,19 @@ class TaskTable:
         self._tasks: dict[str, MAILTask] = {}
         self._finished: OrderedDict[str, float] = OrderedDict()
 
+    def observe(self, observer: Callable[[EventLog], None]) -> None:
+        """Call ``observer(log)`` each time a task's log gets a stored event, from now on,
+        after the listener is told. ``observer`` runs on every append: it must be cheap,
+        and what it raises is logged, never raised."""
+        tee = (
+            self.listener if isinstance(self.listener, ListenerTee) else ListenerTee(self.listener)
+        )
+        tee.observers.append(observer)
+        self.listener = tee
+        for task in self:
+            task.listener = tee
+            task.log.listener = tee
+
     def __contains__(self, task_id: object) -> bool:
         return task_id in self._tasks
 
