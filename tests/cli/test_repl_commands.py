@@ -47,6 +47,8 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "task-get": ("tg", "task-g"),
     "cancel": ("tc", "task-cancel"),
     "task-events": ("te",),
+    "conversations": ("convs",),
+    "conversation": ("conv",),
     "help": ("?",),
     "exit": ("quit",),
 }
@@ -402,3 +404,28 @@ async def test_cancel_a_running_task(start: Any, make_repl: MakeRepl) -> None:
     again = await say(repl, "tc t-repl")
     assert "error: cancel: HTTP 409" in again
     assert "already cancelled" in again
+
+
+# --- MAP Mail conversations ----------------------------------------------------------------
+
+
+async def test_conversations_and_one_conversation(
+    live_server: LiveServer, make_repl: MakeRepl
+) -> None:
+    repl = make_repl(live_server.url, live_server.user_key)
+    created = await repl.client.mail_create(
+        subject="repl-release",
+        initialTurn={"contentType": "text", "content": {"text": "From the REPL?"}},
+    )
+    cid = str(created["conversation"]["id"])
+
+    listing = await say(repl, "convs -n 500")
+    shown = await say(repl, f"conversation {cid}")
+    missing = await say(repl, "conv conv-nope")
+
+    (row,) = [line for line in listing.splitlines() if line.startswith(cid)]
+    assert "active" in row and row.rstrip().endswith("repl-release")
+    assert f"conversation: {cid}" in shown
+    assert "participants: user:" in shown
+    assert "text: From the REPL?" in shown
+    assert "10000" in missing  # CONVERSATION_NOT_FOUND, reported, the REPL goes on

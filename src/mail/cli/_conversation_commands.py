@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from mail.cli._oneshot_commands import _failed_request, _say, _target, _with_client
@@ -12,7 +13,13 @@ from mail.cli._oneshot_commands import _failed_request, _say, _target, _with_cli
 if TYPE_CHECKING:
     from mail.client import MAILClient
 
-__all__ = ["run_conversation", "run_conversations"]
+__all__ = [
+    "conversation_lines",
+    "fetch_conversation",
+    "listing_lines",
+    "run_conversation",
+    "run_conversations",
+]
 
 
 def _when(ms: Any) -> str:
@@ -40,20 +47,29 @@ def run_conversations(args: argparse.Namespace) -> int:
     if args.json:
         _say(json.dumps(page, indent=2, ensure_ascii=False))
         return 0
-    if not page["conversations"]:
-        _say("no conversations")
+    for line in listing_lines(page, more="mail conversations --cursor"):
+        _say(line)
+    return 0
+
+
+def listing_lines(page: Mapping[str, Any], *, more: str) -> list[str]:
+    """The lines of a ``mail/list`` page: one per conversation, then ``more: <more> CURSOR``
+    when there is a next page."""
+    lines = [] if page["conversations"] else ["no conversations"]
     for conv in page["conversations"]:
         task = f"  task {conv['taskId']}" if conv.get("taskId") else ""
-        _say(
+        lines.append(
             f"{conv['id']}  {conv['status']:<9}  {conv['type']:<12}  "
             f"{_when(conv.get('createdAt'))}  {conv.get('subject') or ''}{task}"
         )
     if page.get("nextCursor"):
-        _say(f"more: mail conversations --cursor {page['nextCursor']}")
-    return 0
+        lines.append(f"more: {more} {page['nextCursor']}")
+    return lines
 
 
-async def _everything(client: MAILClient, cid: str) -> dict[str, Any]:
+async def fetch_conversation(client: MAILClient, cid: str) -> dict[str, Any]:
+    """``mail/get`` of ``cid`` with its participants, threads and stats, plus ``turns``:
+    every turn the caller may read, in order. Raises what the client raises."""
     got = dict(
         await client.mail_get(
             conversationId=cid, include={"participants": True, "threads": True, "stats": True}
@@ -91,27 +107,37 @@ def run_conversation(args: argparse.Namespace) -> int:
     if isinstance(target, int):
         return target
     try:
-        got = _with_client(target, lambda c: _everything(c, args.conversation_id))
+        got = _with_client(target, lambda c: fetch_conversation(c, args.conversation_id))
     except MAILClientError as e:
         return _failed_request("conversation", e)
     if args.json:
         _say(json.dumps(got, indent=2, ensure_ascii=False))
         return 0
+    for line in conversation_lines(got):
+        _say(line)
+    return 0
+
+
+def conversation_lines(got: dict[str, Any]) -> list[str]:
+    """What :func:`fetch_conversation` found, as lines: the conversation, its participants,
+    threads and turns."""
     conv = got["conversation"]
-    _say(
-        f"conversation: {conv['id']}\nstatus:       {conv['status']}\n"
-        f"subject:      {conv.get('subject') or ''}\ntask:         {conv.get('taskId') or ''}"
-    )
-    _say("participants: " + ", ".join(f"{p['id']} ({p['role']})" for p in got["participants"]))
-    for thread in got["threads"]:
-        _say(
-            f"thread {thread['id']} at {thread['rootTurnId']} (depth {thread['depth']}): "
-            f"{thread.get('subject') or ''}"
-        )
+    lines = [
+        f"conversation: {conv['id']}",
+        f"status:       {conv['status']}",
+        f"subject:      {conv.get('subject') or ''}",
+        f"task:         {conv.get('taskId') or ''}",
+        "participants: " + ", ".join(f"{p['id']} ({p['role']})" for p in got["participants"]),
+    ]
+    lines += [
+        f"thread {thread['id']} at {thread['rootTurnId']} (depth {thread['depth']}): "
+        f"{thread.get('subject') or ''}"
+        for thread in got["threads"]
+    ]
     for turn in got["turns"]:
         where = f" [{turn['threadId']}]" if turn.get("threadId") else ""
-        _say(
+        lines.append(
             f"{_when(turn['timestamp'])}  {turn['participantId']}{where}  "
             f"{turn['contentType']}: {_turn_text(turn)}"
         )
-    return 0
+    return lines

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from mail.cli import _render as render
+from mail.cli._conversation_commands import conversation_lines, fetch_conversation, listing_lines
 from mail.cli._repl import BackgroundLoop, Repl
 
 if TYPE_CHECKING:
@@ -32,8 +33,8 @@ RESUME_CHOICES = ("user_response", "breakpoint_tool_call")
 ORDER = (
     "ping", "health", "health-update", "login", "logout", "whoami", "status", "message",
     "message-stream", "task-events", "message-interswarm", "swarms-get", "swarm-register",
-    "swarm-dump", "swarm-load-from-json", "responses", "tasks-get", "task-get", "cancel", "help",
-    "exit",
+    "swarm-dump", "swarm-load-from-json", "responses", "tasks-get", "task-get", "cancel",
+    "conversations", "conversation", "help", "exit",
 )  # fmt: skip
 
 
@@ -288,6 +289,25 @@ class _Commands:
         result = await self.client.cancel_task(a.task_id)
         self.say(f"task {result['task_id']}: {result['status']}")
 
+    async def conversations(self, a: argparse.Namespace) -> None:
+        params: dict[str, Any] = {"limit": a.limit}
+        if a.cursor:
+            params["cursor"] = a.cursor
+        page = await self.client.mail_list(**params)
+        if a.verbose:
+            return render.print_json(self.console, page)
+        for line in listing_lines(page, more="conversations --cursor"):
+            self.say(line)
+        return None
+
+    async def conversation(self, a: argparse.Namespace) -> None:
+        got = await fetch_conversation(self.client, a.conversation_id)
+        if a.verbose:
+            return render.print_json(self.console, got)
+        for line in conversation_lines(got):
+            self.say(line)
+        return None
+
     async def help(self, a: argparse.Namespace) -> None:
         self.repl.help(a.command)
 
@@ -302,6 +322,7 @@ def define(repl: Repl) -> None:
     _define_messages(repl, c)
     _define_swarms(repl, c)
     _define_tasks(repl, c)
+    _define_conversations(repl, c)
     repl.commands.sort(key=lambda command: ORDER.index(command.name))
 
 
@@ -448,6 +469,18 @@ def _define_swarms(repl: Repl, c: _Commands) -> None:
         metavar="JSON",
         help="one swarms.json object, or @FILE",
     )
+    _verbose(p)
+
+
+def _define_conversations(repl: Repl, c: _Commands) -> None:
+    p = repl.add("conversations", ("convs",), "your MAP Mail conversations", c.conversations)
+    p.add_argument("-n", "--limit", type=int, default=50, help="conversations per page")
+    p.add_argument("--cursor", metavar="CURSOR", help="the next page, as the last one said")
+    _verbose(p)
+    p = repl.add(
+        "conversation", ("conv",), "a conversation: participants, threads, turns", c.conversation
+    )
+    p.add_argument("conversation_id", metavar="ID")
     _verbose(p)
 
 
