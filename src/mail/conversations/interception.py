@@ -95,13 +95,15 @@ def _tool_turn(event: MAILEvent) -> tuple[str, dict[str, Any], dict[str, Any]]:
 
 class Interceptor:
     """Records the turns of bound tasks through ``service``; :meth:`start` its writer,
-    :meth:`close` it (the queued turns are written first). The writer waits ``interval``
-    seconds after a turn is queued and writes every turn queued by then, one store write
-    per conversation."""
+    :meth:`close` it (the queued turns are written first). The writer writes every turn
+    queued by then, one store write per conversation, as soon as its last write ended
+    (the turns that arrive during a write go together in the next), or, with
+    ``interval`` > 0, that many seconds after the first turn of a batch is queued."""
 
-    def __init__(self, service: ConversationService, *, interval: float = 0.02) -> None:
+    def __init__(self, service: ConversationService, *, interval: float = 0.0) -> None:
         self.service = service
-        #: seconds the writer waits after the first queued turn, gathering a batch
+        #: seconds the writer waits after the first queued turn, gathering a batch (0:
+        #: none; a write in progress gathers the next batch by itself)
         self.interval = interval
         service.binder = self.bind
         self._bound: dict[_Task, list[str]] = {}
