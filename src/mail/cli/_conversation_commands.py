@@ -5,29 +5,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from mail.cli._conversations_render import conversation_lines, fetch_conversation, listing_lines
 from mail.cli._oneshot_commands import _failed_request, _say, _target, _with_client
 
-if TYPE_CHECKING:
-    from mail.client import MAILClient
-
-__all__ = [
-    "conversation_lines",
-    "fetch_conversation",
-    "listing_lines",
-    "run_conversation",
-    "run_conversations",
-]
-
-
-def _when(ms: Any) -> str:
-    from datetime import UTC, datetime  # noqa: PLC0415
-
-    if not isinstance(ms, int):
-        return ""
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
+__all__ = ["run_conversation", "run_conversations"]
 
 
 def run_conversations(args: argparse.Namespace) -> int:
@@ -52,53 +35,6 @@ def run_conversations(args: argparse.Namespace) -> int:
     return 0
 
 
-def listing_lines(page: Mapping[str, Any], *, more: str) -> list[str]:
-    """The lines of a ``mail/list`` page: one per conversation, then ``more: <more> CURSOR``
-    when there is a next page."""
-    lines = [] if page["conversations"] else ["no conversations"]
-    for conv in page["conversations"]:
-        task = f"  task {conv['taskId']}" if conv.get("taskId") else ""
-        lines.append(
-            f"{conv['id']}  {conv['status']:<9}  {conv['type']:<12}  "
-            f"{_when(conv.get('createdAt'))}  {conv.get('subject') or ''}{task}"
-        )
-    if page.get("nextCursor"):
-        lines.append(f"more: {more} {page['nextCursor']}")
-    return lines
-
-
-async def fetch_conversation(client: MAILClient, cid: str) -> dict[str, Any]:
-    """``mail/get`` of ``cid`` with its participants, threads and stats, plus ``turns``:
-    every turn the caller may read, in order. Raises what the client raises."""
-    got = dict(
-        await client.mail_get(
-            conversationId=cid, include={"participants": True, "threads": True, "stats": True}
-        )
-    )
-    turns: list[dict[str, Any]] = []
-    cursor: str | None = None
-    while True:
-        params: dict[str, Any] = {"conversationId": cid, "limit": 500}
-        if cursor:
-            params["cursor"] = cursor
-        page = await client.mail_turns_list(**params)
-        turns += page["turns"]
-        cursor = page["nextCursor"]
-        if cursor is None:
-            break
-    got["turns"] = turns
-    return got
-
-
-def _turn_text(turn: dict[str, Any]) -> str:
-    content = turn.get("content")
-    if isinstance(content, dict) and isinstance(content.get("text"), str):
-        return str(content["text"])
-    if turn.get("contentType") == "x-tool-call" and isinstance(content, dict):
-        return f"{content.get('toolName')}({json.dumps(content.get('toolArgs'))})"
-    return json.dumps(content, ensure_ascii=False)
-
-
 def run_conversation(args: argparse.Namespace) -> int:
     """``mail conversation ID``: the conversation, its participants, threads and turns."""
     from mail.errors import MAILClientError  # noqa: PLC0415
@@ -116,28 +52,3 @@ def run_conversation(args: argparse.Namespace) -> int:
     for line in conversation_lines(got):
         _say(line)
     return 0
-
-
-def conversation_lines(got: dict[str, Any]) -> list[str]:
-    """What :func:`fetch_conversation` found, as lines: the conversation, its participants,
-    threads and turns."""
-    conv = got["conversation"]
-    lines = [
-        f"conversation: {conv['id']}",
-        f"status:       {conv['status']}",
-        f"subject:      {conv.get('subject') or ''}",
-        f"task:         {conv.get('taskId') or ''}",
-        "participants: " + ", ".join(f"{p['id']} ({p['role']})" for p in got["participants"]),
-    ]
-    lines += [
-        f"thread {thread['id']} at {thread['rootTurnId']} (depth {thread['depth']}): "
-        f"{thread.get('subject') or ''}"
-        for thread in got["threads"]
-    ]
-    for turn in got["turns"]:
-        where = f" [{turn['threadId']}]" if turn.get("threadId") else ""
-        lines.append(
-            f"{_when(turn['timestamp'])}  {turn['participantId']}{where}  "
-            f"{turn['contentType']}: {_turn_text(turn)}"
-        )
-    return lines

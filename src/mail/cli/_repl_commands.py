@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from mail.cli import _render as render
-from mail.cli._conversation_commands import conversation_lines, fetch_conversation, listing_lines
+from mail.cli._conversations_render import conversation_lines, fetch_conversation, listing_lines
 from mail.cli._repl import BackgroundLoop, Repl
 
 if TYPE_CHECKING:
