@@ -11,9 +11,8 @@ they would make the guard check the proxy instead of the target.
 from __future__ import annotations
 
 import ssl
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
-from contextlib import contextmanager
-from typing import Any, cast
+from collections.abc import Iterable
+from typing import Any
 
 import httpcore
 import httpx
@@ -23,31 +22,6 @@ from mail.net._guard import AddressPolicy, AddrInfo, resolve, resolve_sync
 __all__ = ["guarded_async_client", "guarded_async_client2", "guarded_client"]
 
 _CONNECT_ERRORS = (httpcore.ConnectError, httpcore.ConnectTimeout)
-# httpcore's errors as the async client raises them (the types httpx's own transport uses)
-_HTTPX_ERRORS: dict[type[Exception], type[httpx.TransportError]] = {
-    httpcore.ConnectTimeout: httpx.ConnectTimeout,
-    httpcore.ReadTimeout: httpx.ReadTimeout,
-    httpcore.WriteTimeout: httpx.WriteTimeout,
-    httpcore.PoolTimeout: httpx.PoolTimeout,
-    httpcore.TimeoutException: httpx.TimeoutException,
-    httpcore.ConnectError: httpx.ConnectError,
-    httpcore.ReadError: httpx.ReadError,
-    httpcore.WriteError: httpx.WriteError,
-    httpcore.NetworkError: httpx.NetworkError,
-    httpcore.RemoteProtocolError: httpx.RemoteProtocolError,
-    httpcore.LocalProtocolError: httpx.LocalProtocolError,
-    httpcore.ProtocolError: httpx.ProtocolError,
-    httpcore.UnsupportedProtocol: httpx.UnsupportedProtocol,
-}
-
-
-@contextmanager
-def _httpx_errors() -> Iterator[None]:
-    try:
-        yield
-    except tuple(_HTTPX_ERRORS) as e:
-        mapped = next(_HTTPX_ERRORS[kind] for kind in type(e).__mro__ if kind in _HTTPX_ERRORS)
-        raise mapped(str(e)) from e
 
 
 def _addresses(infos: Iterable[AddrInfo]) -> list[str]:
@@ -122,90 +96,13 @@ class _AsyncGuardedBackend(httpcore.AsyncNetworkBackend):
         await self._inner.sleep(seconds)
 
 
-class _Body(httpx.SyncByteStream):
-    def __init__(self, stream: Iterable[bytes]) -> None:
-        self._stream = stream
-
-    def __iter__(self) -> Iterator[bytes]:
-        yield from self._stream
-
-    def close(self) -> None:
-        close = getattr(self._stream, "close", None)
-        if close is not None:
-            close()
-
-
-class _AsyncBody(httpx.AsyncByteStream):
-    def __init__(self, stream: AsyncIterable[bytes]) -> None:
-        self._stream = stream
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        with _httpx_errors():
-            async for chunk in self._stream:
-                yield chunk
-
-    async def aclose(self) -> None:
-        aclose = getattr(self._stream, "aclose", None)
-        if aclose is not None:
-            await aclose()
-
-
-def _core_request(request: httpx.Request, content: Any) -> httpcore.Request:
-    return httpcore.Request(
-        method=request.method,
-        url=httpcore.URL(
-            scheme=request.url.raw_scheme,
-            host=request.url.raw_host,
-            port=request.url.port,
-            target=request.url.raw_path,
-        ),
-        headers=request.headers.raw,
-        content=content,
-        extensions=request.extensions,
-    )
-
-
-def _response(response: httpcore.Response, stream: Any) -> httpx.Response:
-    return httpx.Response(
-        status_code=response.status,
-        headers=response.headers,
-        stream=stream,
-        extensions=response.extensions,
-    )
-
-
-class _GuardedTransport(httpx.BaseTransport):
-    def __init__(self, policy: AddressPolicy) -> None:
-        self._pool = httpcore.ConnectionPool(
-            ssl_context=ssl.create_default_context(), network_backend=_GuardedBackend(policy)
-        )
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        assert isinstance(request.stream, httpx.SyncByteStream)  # noqa: S101  # a sync client's
-        response = self._pool.handle_request(_core_request(request, request.stream))
-        assert isinstance(response.stream, Iterable)  # noqa: S101  # a sync pool's
-        return _response(response, _Body(response.stream))
-
-    def close(self) -> None:
-        self._pool.close()
-
-
-class _AsyncGuardedTransport(httpx.AsyncBaseTransport):
-    def __init__(self, policy: AddressPolicy) -> None:
-        self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=ssl.create_default_context(),
-            network_backend=_AsyncGuardedBackend(policy, httpcore.AnyIOBackend()),
-        )
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        assert isinstance(request.stream, httpx.AsyncByteStream)  # noqa: S101  # an async client's
-        with _httpx_errors():
-            response = await self._pool.handle_async_request(_core_request(request, request.stream))
-        assert isinstance(response.stream, AsyncIterable)  # noqa: S101  # an async pool's
-        return _response(response, _AsyncBody(response.stream))
-
-    async def aclose(self) -> None:
-        await self._pool.aclose()
+def _guarded(transport: Any, pool: Any) -> Any:
+    """``transport`` (httpx's own, or its fork's) with its connection pool replaced by
+    ``pool``, whose network backend is a guarded one: httpx takes no network backend, so
+    the pool it would have built is swapped for one that does. The transport keeps
+    mapping ``httpcore`` errors to ``httpx`` ones."""
+    transport._pool = pool  # the one place httpx's pool is set
+    return transport
 
 
 def guarded_client(policy: AddressPolicy, *, timeout: float) -> httpx.Client:
@@ -213,13 +110,35 @@ def guarded_client(policy: AddressPolicy, *, timeout: float) -> httpx.Client:
 
     It follows no redirect (the caller checks each one) and ignores proxy variables. A
     refused address raises :class:`~mail.errors.AddressRefusedError` from the request;
-    connection failures raise ``httpcore`` errors (``httpcore.ConnectError``, ...).
+    connection failures raise ``httpx`` errors (``httpx.ConnectError``, ...).
     """
+    pool = httpcore.ConnectionPool(
+        ssl_context=ssl.create_default_context(), network_backend=_GuardedBackend(policy)
+    )
     return httpx.Client(
-        transport=_GuardedTransport(policy),
+        transport=_guarded(httpx.HTTPTransport(trust_env=False), pool),
         timeout=timeout,
         follow_redirects=False,
         trust_env=False,
+    )
+
+
+def _guarded_async(
+    httpx_module: Any, httpcore_module: Any, policy: AddressPolicy, **client: Any
+) -> Any:
+    """An async client of ``httpx_module`` (``httpx`` or ``httpx2``) over a pool of
+    ``httpcore_module`` whose connections go through :class:`_AsyncGuardedBackend`."""
+    backend = _AsyncGuardedBackend(
+        policy,
+        httpcore_module.AnyIOBackend(),
+        (httpcore_module.ConnectError, httpcore_module.ConnectTimeout),
+    )
+    pool = httpcore_module.AsyncConnectionPool(
+        ssl_context=ssl.create_default_context(), network_backend=backend
+    )
+    transport = _guarded(httpx_module.AsyncHTTPTransport(trust_env=False), pool)
+    return httpx_module.AsyncClient(
+        transport=transport, follow_redirects=False, trust_env=False, **client
     )
 
 
@@ -232,12 +151,8 @@ def guarded_async_client(policy: AddressPolicy, *, timeout: float) -> httpx.Asyn
     :class:`~mail.errors.AddressRefusedError` from the request; connection failures raise
     ``httpx`` errors (``httpx.ConnectError``, ``httpx.ConnectTimeout``, ...).
     """
-    return httpx.AsyncClient(
-        transport=_AsyncGuardedTransport(policy),
-        timeout=timeout,
-        follow_redirects=False,
-        trust_env=False,
-    )
+    client: httpx.AsyncClient = _guarded_async(httpx, httpcore, policy, timeout=timeout)
+    return client
 
 
 def guarded_async_client2(
@@ -250,23 +165,4 @@ def guarded_async_client2(
     import httpcore2  # noqa: PLC0415  # installed with the mcp extra
     import httpx2  # noqa: PLC0415
 
-    transport = httpx2.AsyncHTTPTransport(trust_env=False)
-    # httpx2 takes no network backend: its pool is replaced by one built on the guard
-    transport._pool = httpcore2.AsyncConnectionPool(
-        ssl_context=ssl.create_default_context(),
-        network_backend=cast(
-            "httpcore2.AsyncNetworkBackend",  # duck-typed: httpcore2's interface is httpcore's
-            _AsyncGuardedBackend(
-                policy,
-                httpcore2.AnyIOBackend(),
-                (httpcore2.ConnectError, httpcore2.ConnectTimeout),
-            ),
-        ),
-    )
-    return httpx2.AsyncClient(
-        transport=transport,
-        timeout=timeout,
-        follow_redirects=False,
-        trust_env=False,
-        headers=headers,
-    )
+    return _guarded_async(httpx2, httpcore2, policy, timeout=timeout, headers=headers)

@@ -101,18 +101,13 @@ def _get(
     max_bytes: int,
     deadline: float,
 ) -> bytes:
-    import httpcore  # noqa: PLC0415  # only url:: fetches need them
-    import httpx  # noqa: PLC0415
+    import httpx  # noqa: PLC0415  # only url:: fetches need it
 
     from mail.net._guard_httpx import guarded_client  # noqa: PLC0415
 
     failures = (
         httpx.HTTPError,
         httpx.InvalidURL,
-        httpcore.TimeoutException,
-        httpcore.NetworkError,
-        httpcore.ProtocolError,
-        httpcore.UnsupportedProtocol,
         OSError,
         ValueError,
     )
