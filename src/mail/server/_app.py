@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import functools
 import gc
 import json
 import logging
@@ -13,7 +12,6 @@ import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from http import HTTPStatus
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, HTTPException, Request
@@ -39,7 +37,6 @@ from mail.net import (
     InterswarmRouter,
     RouterSettings,
     SessionSource,
-    SwarmRegistry,
 )
 from mail.server import (
     _routes_core,
@@ -51,6 +48,12 @@ from mail.server import (
     _routes_tasks,
 )
 from mail.server._cluster import Cluster, preflight
+from mail.server._cluster_setup import (
+    authenticator_for,
+    follow_cluster,
+    open_cluster,
+    registry_class,
+)
 from mail.server._cors import ConfiguredCORS
 from mail.server._deps import check_gates
 from mail.server._listen import check_port, recorded
@@ -300,7 +303,7 @@ def create_app(
         state.loop = asyncio.get_running_loop()
         app.state.mail = state
         try:
-            await _open_cluster(state)
+            await open_cluster(state)
             await state.registry.load()
         except BaseException:
             # close what _start opened (the HTTP session); the unread file stays as it is
@@ -316,7 +319,7 @@ def create_app(
             await state.close(save_registry=False)
             raise
         state.registry.start_health_checks()
-        _follow_cluster(state)
+        follow_cluster(state)
         idle = state.config.server.idle_runtime_seconds
         state.spawn(
             every(min(60.0, idle), lambda: state.swarms.evict_idle(idle), "evict-idle"),
@@ -385,7 +388,7 @@ def _start(
     base_url = config.server.advertised_url
     cluster = Cluster(config, base_url) if config.server.cluster.enabled else None
     if authenticator is None and cluster is not None:
-        authenticator = _cluster_authenticator(config, cluster)
+        authenticator = authenticator_for(config, cluster)
     if authenticator is None:
         authenticator, banner = build_authenticator(config.auth)
         if banner:
@@ -403,7 +406,7 @@ def _start(
             where="[server.interswarm]",
         ),
     )
-    registry = _registry(cluster)(  # its entry's version is the protocol's (CONTRACT 8.5)
+    registry = registry_class(cluster)(  # its entry's version is the protocol's (CONTRACT 8.5)
         template.name,
         base_url,
         swarm.registry if cluster is None else None,
@@ -433,45 +436,6 @@ def _start(
         ),
         session=session,
     )
-
-
-def _cluster_authenticator(config: MAILConfig, cluster: Cluster) -> Authenticator | None:
-    """Cluster mode's shared keys, unless auth is remote (the service is shared already)."""
-    if config.auth.mode == "remote":
-        return None
-    from mail.server._cluster_auth import ClusterAuth  # noqa: PLC0415
-
-    return ClusterAuth(cluster, Path(config.auth.credentials_file))
-
-
-def _registry(cluster: Cluster | None) -> Callable[..., SwarmRegistry]:
-    if cluster is None:
-        return SwarmRegistry
-    from mail.server._cluster_registry import SharedSwarmRegistry  # noqa: PLC0415
-
-    return functools.partial(SharedSwarmRegistry, cluster=cluster)
-
-
-async def _open_cluster(state: ServerState) -> None:
-    """Cluster mode: connect to Redis and PostgreSQL, and seed the shared keys."""
-    if state.cluster is None:
-        return
-    await state.cluster.open()
-    from mail.server._cluster_auth import ClusterAuth  # noqa: PLC0415
-
-    if isinstance(state.authenticator, ClusterAuth):
-        await state.authenticator.seed()
-
-
-def _follow_cluster(state: ServerState) -> None:
-    """Cluster mode: the heartbeat and the registry's updates, owned by the state."""
-    if state.cluster is None:
-        return
-    from mail.server._cluster_registry import SharedSwarmRegistry  # noqa: PLC0415
-
-    state.spawn(state.cluster.run(), "mail-cluster-heartbeat")
-    if isinstance(state.registry, SharedSwarmRegistry):
-        state.spawn(state.registry.follow(), "mail-cluster-registry")
 
 
 async def _open_store(state: ServerState) -> None:

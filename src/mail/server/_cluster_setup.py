@@ -1,0 +1,59 @@
+"""How cluster mode changes a server's parts: its authenticator, its registry, and what
+the lifespan opens and runs (:mod:`mail.server._cluster` is the connection itself)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mail.net import SwarmRegistry
+
+if TYPE_CHECKING:
+    from mail.config import MAILConfig
+    from mail.server._cluster import Cluster
+    from mail.server._state import ServerState
+    from mail.server.auth import Authenticator
+
+__all__ = ["authenticator_for", "follow_cluster", "open_cluster", "registry_class"]
+
+
+def authenticator_for(config: MAILConfig, cluster: Cluster) -> Authenticator | None:
+    """Cluster mode's shared keys, unless auth is remote (the service is shared already)."""
+    if config.auth.mode == "remote":
+        return None
+    from mail.server._cluster_auth import ClusterAuth  # noqa: PLC0415
+
+    return ClusterAuth(cluster, Path(config.auth.credentials_file))
+
+
+def registry_class(cluster: Cluster | None) -> Callable[..., SwarmRegistry]:
+    """The registry of the server: one shared through PostgreSQL in cluster mode."""
+    if cluster is None:
+        return SwarmRegistry
+    from mail.server._cluster_registry import SharedSwarmRegistry  # noqa: PLC0415
+
+    return functools.partial(SharedSwarmRegistry, cluster=cluster)
+
+
+async def open_cluster(state: ServerState) -> None:
+    """Cluster mode: connect to Redis and PostgreSQL, and seed the shared keys."""
+    if state.cluster is None:
+        return
+    await state.cluster.open()
+    from mail.server._cluster_auth import ClusterAuth  # noqa: PLC0415
+
+    if isinstance(state.authenticator, ClusterAuth):
+        await state.authenticator.seed()
+
+
+def follow_cluster(state: ServerState) -> None:
+    """Cluster mode: the heartbeat and the registry's updates, owned by the state."""
+    if state.cluster is None:
+        return
+    from mail.server._cluster_registry import SharedSwarmRegistry  # noqa: PLC0415
+
+    state.spawn(state.cluster.run(), "mail-cluster-heartbeat")
+    if isinstance(state.registry, SharedSwarmRegistry):
+        state.spawn(state.registry.follow(), "mail-cluster-registry")
