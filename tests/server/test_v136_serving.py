@@ -27,15 +27,19 @@ run_server_with_template(template, int(sys.argv[2]), "127.0.0.1", 5, False,
 """
 
 
-def test_run_server_with_template_serves_the_template(tmp_path: Path) -> None:
+def _serve_and_ask(
+    tmp_path: Path, script: str, args: list[str], env: dict[str, str] | None = None
+) -> tuple[str, str]:
+    """Run ``script`` (which serves the offline swarm on the port it is given after
+    swarms.json), ask it 6*7 as a user, stop it; returns (swarm name, server output)."""
     cwd, data = tmp_path / "cwd", tmp_path / "data"
     cwd.mkdir()
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     swarms = MAIL_TOML.parent / "swarms.json"
-    command = [sys.executable, "-c", SCRIPT, str(swarms), str(port), str(MAIL_TOML)]
+    command = [sys.executable, "-c", script, str(swarms), str(port), *args]
     log = tmp_path / "server.log"
-    with _running(command, cwd, clean_env(data), log) as process:
+    with _running(command, cwd, clean_env(data) | (env or {}), log) as process:
         wait_healthy(url, process)
         credentials = json.loads((data / "credentials.json").read_text(encoding="utf-8"))
         user_key = next(k["key"] for k in credentials["keys"] if k["role"] == "user")
@@ -46,13 +50,18 @@ def test_run_server_with_template_serves_the_template(tmp_path: Path) -> None:
                 json={"body": "what is 6*7?"},
                 headers={"Authorization": f"Bearer {user_key}"},
             )
-        assert root["swarm"]["name"] == "from-python"
         assert answer.status_code == 200, answer.text
         assert "42" in answer.json()["response"]
         status = _stop(process)
     output = log.read_text(encoding="utf-8", errors="replace")
     assert status == 0, output[-2000:]
     assert "Traceback" not in output
+    return root["swarm"]["name"], output
+
+
+def test_run_server_with_template_serves_the_template(tmp_path: Path) -> None:
+    name, _output = _serve_and_ask(tmp_path, SCRIPT, [str(MAIL_TOML)])
+    assert name == "from-python"
 
 
 START_SERVER_SCRIPT = """
@@ -69,30 +78,7 @@ template.start_server(int(sys.argv[2]), "127.0.0.1", launch_ui=True,
 def test_template_start_server_serves_the_template(tmp_path: Path) -> None:
     # v1.3.6's MAILSwarmTemplate.start_server: the UI flags are accepted (and logged),
     # server_url is the advertised base URL.
-    cwd, data = tmp_path / "cwd", tmp_path / "data"
-    cwd.mkdir()
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    swarms = MAIL_TOML.parent / "swarms.json"
-    command = [sys.executable, "-c", START_SERVER_SCRIPT, str(swarms), str(port)]
-    env = clean_env(data) | {"MAIL_CONFIG_PATH": str(MAIL_TOML)}
-    log = tmp_path / "server.log"
-    with _running(command, cwd, env, log) as process:
-        wait_healthy(url, process)
-        credentials = json.loads((data / "credentials.json").read_text(encoding="utf-8"))
-        user_key = next(k["key"] for k in credentials["keys"] if k["role"] == "user")
-        with httpx.Client(base_url=url, timeout=10) as client:
-            root = client.get("/").json()
-            answer = client.post(
-                "/message",
-                json={"body": "what is 6*7?"},
-                headers={"Authorization": f"Bearer {user_key}"},
-            )
-        assert root["swarm"]["name"] == "started"
-        assert answer.status_code == 200, answer.text
-        assert "42" in answer.json()["response"]
-        status = _stop(process)
-    output = log.read_text(encoding="utf-8", errors="replace")
-    assert status == 0, output[-2000:]
+    env = {"MAIL_CONFIG_PATH": str(MAIL_TOML)}
+    name, output = _serve_and_ask(tmp_path, START_SERVER_SCRIPT, [], env)
+    assert name == "started"
     assert "launch_ui, ui_port and ui_path are ignored" in output
-    assert "Traceback" not in output
