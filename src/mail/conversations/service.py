@@ -168,11 +168,22 @@ class ConversationService(TurnMethods):
         return [participant_of(r) for r in rows if r.data["leftAt"] is None]
 
     async def list_conversations(self, actor: Actor, params: dict[str, Any]) -> dict[str, Any]:
-        """``mail/list``: the caller's conversations, oldest first, ``limit`` per page."""
+        """``mail/list``: the caller's conversations, oldest first, ``limit`` per page
+        (``filter.taskId``, our extension: only those bound to that task)."""
         filter_ = params.get("filter") or {}
+        if not isinstance(filter_, dict):
+            raise InvalidParamsError("filter must be an object", field="filter")
+        task_id = filter_.get("taskId")  # our extension: the conversations bound to a task
+        if task_id is not None and (not isinstance(task_id, str) or not task_id):
+            raise InvalidParamsError(
+                "filter.taskId must be a non-empty string", field="filter.taskId"
+            )
         limit = min(opt_int(params, "limit", minimum=1) or DEFAULT_LIMIT, MAX_LIMIT)
         after = access.decode_cursor(params.get("cursor"))
-        rows = await self.store.list_records(actor.key, "conversation")
+        if task_id is not None:
+            rows = await self.store.bound_to(actor.key, task_id)
+        else:
+            rows = await self.store.list_records(actor.key, "conversation")
         if after is not None:
             rows = [r for r in rows if [r.seq, r.record_id] > after]
         picked: list[Record] = []

@@ -1,0 +1,67 @@
+"""``mail/list`` with ``filter.taskId`` (our extension, used by the web UI to find a task's
+conversation) against a real server: only the caller's conversations bound to that task,
+oldest first, paged; a bad value is -32602."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from tests.server.conftest import Running
+from tests.server.test_map_rpc import rpc
+
+
+async def create(client: httpx.AsyncClient, **params: Any) -> str:
+    answer = await rpc(client, "mail/create", params)
+    cid: str = answer["result"]["conversation"]["id"]
+    return cid
+
+
+async def listed(client: httpx.AsyncClient, **params: Any) -> dict[str, Any]:
+    answer = await rpc(client, "mail/list", params)
+    assert "result" in answer, answer
+    result: dict[str, Any] = answer["result"]
+    return result
+
+
+async def test_filter_task_id_lists_the_conversations_bound_to_that_task(
+    offline: Running,
+) -> None:
+    user, other = await offline.user(), await offline.user2()
+    first = await create(user, subject="first", taskId="task-a")
+    await create(user, subject="unbound")
+    await create(user, subject="elsewhere", taskId="task-b")
+    second = await create(user, subject="second", taskId="task-a")
+    await create(other, subject="not yours", taskId="task-a")
+
+    found = await listed(user, filter={"taskId": "task-a"})
+    assert [c["id"] for c in found["conversations"]] == [first, second]
+    assert {c["taskId"] for c in found["conversations"]} == {"task-a"}
+    assert found["nextCursor"] is None
+    assert (await listed(user, filter={"taskId": "task-none"}))["conversations"] == []
+    assert len((await listed(user))["conversations"]) == 4  # without the filter: all of u1's
+
+    # paged, and combined with the seed's filters
+    page = await listed(user, filter={"taskId": "task-a"}, limit=1)
+    assert [c["id"] for c in page["conversations"]] == [first]
+    rest = await listed(user, filter={"taskId": "task-a"}, limit=1, cursor=page["nextCursor"])
+    assert [c["id"] for c in rest["conversations"]] == [second]
+    assert rest["nextCursor"] is None
+    await rpc(user, "mail/close", {"conversationId": first})
+    active = await listed(user, filter={"taskId": "task-a", "status": ["active"]})
+    assert [c["id"] for c in active["conversations"]] == [second]
+
+
+async def test_a_bad_task_id_filter_is_invalid_params(offline: Running) -> None:
+    user = await offline.user()
+    for bad in ({"taskId": 5}, {"taskId": ""}):
+        error = (await rpc(user, "mail/list", {"filter": bad}))["error"]
+        assert error["code"] == -32602
+        assert error["message"] == "filter.taskId must be a non-empty string"
+    error = (await rpc(user, "mail/list", {"filter": ["taskId"]}))["error"]
+    assert error == {
+        "code": -32602,
+        "message": "filter must be an object",
+        "data": error["data"],
+    }
+    assert error["data"]["field"] == "filter"
