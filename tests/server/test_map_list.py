@@ -1,14 +1,19 @@
 """``mail/list`` with ``filter.taskId`` (our extension, used by the web UI to find a task's
 conversation) against a real server: only the caller's conversations bound to that task,
-oldest first, paged; a bad value is -32602."""
+oldest first, paged, on each conversation store; a bad value is -32602."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import httpx
-from tests.server.conftest import Running
+import pytest
+from tests.db.conftest import postgres_admin_url, postgres_url
+from tests.server.conftest import Running, Start, make_config
 from tests.server.test_map_rpc import rpc
+
+__all__ = ["postgres_admin_url", "postgres_url"]  # the fixtures the postgres case uses
 
 
 async def create(client: httpx.AsyncClient, **params: Any) -> str:
@@ -24,10 +29,15 @@ async def listed(client: httpx.AsyncClient, **params: Any) -> dict[str, Any]:
     return result
 
 
+@pytest.mark.parametrize("backend", ["memory", "sqlite", "postgres"])
 async def test_filter_task_id_lists_the_conversations_bound_to_that_task(
-    offline: Running,
+    start: Start, tmp_path: Path, backend: str, request: pytest.FixtureRequest
 ) -> None:
-    user, other = await offline.user(), await offline.user2()
+    database: dict[str, Any] | None = {"persist": False} if backend == "memory" else None
+    if backend == "postgres":  # skipped, with the reason, without MAIL_TEST_POSTGRES_URL
+        database = {"url": request.getfixturevalue("postgres_url")}
+    running = await start(make_config(tmp_path, database=database))
+    user, other = await running.user(), await running.user2()
     first = await create(user, subject="first", taskId="task-a")
     await create(user, subject="unbound")
     await create(user, subject="elsewhere", taskId="task-b")
