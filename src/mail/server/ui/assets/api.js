@@ -118,9 +118,102 @@ async function readEvents(response, onEvent) {
   return closing;
 }
 
+// --- MAP Mail: JSON-RPC on POST /map, map/event notifications on GET /map/events ----------
+
+/** A JSON-RPC error answered by POST /map: code (10010: MAP Mail is off), message, data. */
+export class MapError extends Error {
+  constructor(code, message, data) {
+    super(`${code}: ${message}`);
+    this.code = code;
+    this.data = data;
+  }
+}
+export const MAIL_NOT_ENABLED = 10010;
+
+let rpcId = 0;
+async function rpc(method, params = {}) {
+  const answer = await json("POST", "/map", { jsonrpc: "2.0", id: ++rpcId, method, params });
+  if (answer.error) throw new MapError(answer.error.code, answer.error.message, answer.error.data);
+  return answer.result;
+}
+
+/** End a subscription; keepalive lets it go out while the page unloads. */
+function unsubscribe(subscriptionId, keepalive = false) {
+  const body = JSON.stringify({ jsonrpc: "2.0", method: "map/unsubscribe", params: { subscriptionId } });
+  fetch("/map", { method: "POST", keepalive, headers: headers({ "Content-Type": "application/json" }), body })
+    .catch(() => { /* the server ends it when it stops */ });
+}
+
+/** Every page of a paged mail/* method's `name` list. */
+async function allPages(method, params, name) {
+  const out = [];
+  let cursor;
+  do {
+    const page = await rpc(method, cursor ? { ...params, cursor } : params);
+    out.push(...page[name]);
+    cursor = page.nextCursor;
+  } while (cursor);
+  return out;
+}
+
+const map = {
+  /** Whether the server offers MAP Mail to this caller (false on any failure). */
+  async mailEnabled() {
+    if (session.keyless) return false; // /map needs a key
+    try { return Boolean((await rpc("map/connect")).capabilities?.mail?.enabled); } catch { return false; }
+  },
+
+  /** The (oldest) conversation bound to the task, or null: mail/list's filter.taskId. */
+  async taskConversation(taskId) {
+    const found = await rpc("mail/list", { filter: { taskId }, limit: 1 });
+    return found.conversations[0] ?? null;
+  },
+
+  /** mail/get with the participants and threads: {conversation, participants, threads}. */
+  conversation: (conversationId) => rpc("mail/get", { conversationId, include: { participants: true, threads: true } }),
+
+  /** The turns the caller sees, in order; only those after fromTurnId when given. */
+  turns(conversationId, fromTurnId) {
+    const params = { conversationId, limit: 1000 };
+    if (fromTurnId) params.fromTurnId = fromTurnId;
+    return allPages("mail/replay", params, "turns");
+  },
+
+  /**
+   * Follow a conversation's mail.* events: map/subscribe, then GET /map/events; onEvent gets
+   * each {id, type, timestamp, data}. onOpen() runs after each subscription (events from then
+   * on are kept for the stream), so it can catch up on what a dropped stream missed. Ends
+   * (and unsubscribes) when the signal aborts or the page goes away.
+   */
+  async follow(conversationId, onEvent, { signal, onOpen, retries = 5 } = {}) {
+    for (let attempt = 0; !signal?.aborted; attempt++) {
+      let sub = null;
+      const leave = () => unsubscribe(sub.subscriptionId, true);
+      try {
+        sub = await rpc("map/subscribe", { filter: { mail: { conversationId } } });
+        addEventListener("pagehide", leave);
+        await onOpen?.();
+        const response = await fetch(sub.events, { headers: headers({ Accept: "text/event-stream" }), signal });
+        if (!response.ok) throw await failure(response);
+        attempt = 0;
+        await readEvents(response, (e) => { if (e.data?.params?.event) onEvent(e.data.params.event); });
+      } catch (e) {
+        if (signal?.aborted) return;
+        if (e instanceof MapError || (e instanceof ApiError && e.status !== 0) || attempt >= retries) throw e;
+      } finally {
+        removeEventListener("pagehide", leave);
+        if (sub) unsubscribe(sub.subscriptionId);
+      }
+      if (signal?.aborted) return;
+      await new Promise((resolve) => setTimeout(resolve, 500 * (attempt + 1)));
+    }
+  },
+};
+
 // --- the routes ------------------------------------------------------------------------
 
 export const api = {
+  map,
   root: () => json("GET", "/"),
   whoami: () => (session.keyless
     ? Promise.resolve({ id: "ui-dev-user", role: "user", keyless: true })

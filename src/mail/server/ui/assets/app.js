@@ -2,6 +2,7 @@
 import { api, session } from "./api.js";
 import { store } from "./store.js";
 import { mountChat } from "./views/chat.js";
+import { mountConversation } from "./views/conversation.js";
 import { mountFederation } from "./views/federation.js";
 import { mountGraph } from "./views/graph.js";
 import { mountHistory } from "./views/history.js";
@@ -48,6 +49,7 @@ async function openTask(taskId) {
 
 const chat = mountChat($("#view-chat"), { session });
 const graph = mountGraph($("#view-graph"));
+const conversation = mountConversation($("#view-timeline")); // above the task's events
 mountTimeline($("#view-timeline"));
 const history = mountHistory($("#view-history"), { openTask });
 const federation = mountFederation($("#view-federation"));
@@ -99,6 +101,7 @@ async function enter() {
   $("#logout").hidden = false;
   $("#identity").textContent = `${store.me.id} (${store.me.role})`;
   $('.tab[data-view="federation"]').hidden = store.me.role !== "admin";
+  conversation.connect();
   try {
     const [root, agents] = await Promise.all([api.root(), api.agents()]);
     store.swarm = root.swarm;
