@@ -233,6 +233,8 @@ def test_debug_mode_offers_the_keyless_identity(page: Page, tmp_path: Path) -> N
         "MAIL_LOG_LEVEL": "WARNING",
     }
     process, server = start_server("offline", OFFLINE, env, data)
+    requested: list[str] = []
+    page.on("request", lambda request: requested.append(request.url))
     try:
         page.goto(f"{server.url}/ui")
         page.click("#keyless-button")
@@ -242,8 +244,13 @@ def test_debug_mode_offers_the_keyless_identity(page: Page, tmp_path: Path) -> N
         expect(page.locator("#stop")).to_be_hidden()  # cancel needs a key
         page.click(".tab[data-view=history]")
         expect(page.locator(".task-open").first).to_contain_text("What is 3 + 4?")
+        page.locator(".task-open").first.click()
+        expect(page.locator("#timeline > li").last).to_have_attribute("data-kind", "task_complete")
+        expect(page.locator("#conversation, #conversation-none")).to_have_count(2)
+        expect(page.locator("#conversation:visible, #conversation-none:visible")).to_have_count(0)
     finally:
         stop(process)
+    assert [u for u in requested if "/map" in u] == []  # /map needs a key: never asked
     assert "MAIL swarm viewer: " + server.url + "/ui" in server.output()
 
 
