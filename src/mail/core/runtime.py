@@ -219,10 +219,11 @@ class MAILRuntime(V136RuntimeMethods):
         (:meth:`TaskTable.observe`; MAP Mail's interception)."""
         self.tasks.observe(observer)
 
-    async def restore(self) -> int:
+    async def restore(self, only: Collection[str] | None = None) -> int:
         """Load the stored tasks (none without a store); returns how many were loaded.
 
-        Tasks that were running when the process stopped come back ``interrupted``.
+        Tasks that were running when the process stopped come back ``interrupted``;
+        with ``only``, just those tasks load, running ones as they were (fail-over).
         """
         if self.store is None:
             return 0
@@ -233,6 +234,7 @@ class MAILRuntime(V136RuntimeMethods):
             histories=self.agent_histories,
             system=self.system,
             next_seq=self.scheduler.next_seq,
+            only=only,
         )
 
     async def persisted(self) -> None:
