@@ -395,6 +395,7 @@ def test_doctor_lists_the_three_replicas(cluster: Cluster, tmp_path: Path) -> No
     for replica in cluster.replicas:
         assert replica.id in line
         assert replica.url in line
+    assert "✓ leases: no task leases held" in out, out
 
 
 def _heartbeat(redis_url: str, replica_id: str) -> bytes | None:

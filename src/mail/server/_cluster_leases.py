@@ -25,7 +25,7 @@ from typing import Any
 from mail.db.store import CallerKey
 from mail.errors import StorageError
 
-__all__ = ["Claimed", "Leases", "Taken"]
+__all__ = ["Claimed", "Leases", "Taken", "lease_survey"]
 
 logger = logging.getLogger("mail.server.cluster")
 
@@ -55,8 +55,9 @@ _CLAIM = """UPDATE cluster_task_leases AS l
     WHERE l.swarm_name = e.swarm_name AND l.caller_role = e.caller_role
       AND l.caller_id = e.caller_id AND l.task_id = e.task_id
     RETURNING l.swarm_name, l.caller_role, l.caller_id, l.task_id, l.gen, e.was, l.checkpoint"""
-_HELD = """SELECT owner, count(*) AS n FROM cluster_task_leases
-    WHERE expires_at >= now() GROUP BY owner ORDER BY owner"""
+_SURVEY = """SELECT owner, count(*) FILTER (WHERE expires_at >= now()) AS live,
+    count(*) FILTER (WHERE expires_at < now()) AS expired
+    FROM cluster_task_leases WHERE swarm_name = $1 GROUP BY owner ORDER BY owner"""
 
 _Held = tuple[CallerKey, str]
 
@@ -209,7 +210,18 @@ class Leases:
             )
         return claimed
 
-    async def per_replica(self) -> dict[str, int]:
-        """Live leases per replica (``mail doctor``)."""
-        rows = await self._pool.fetch(_HELD)
-        return {str(r["owner"]): int(r["n"]) for r in rows}
+
+async def lease_survey(dsn: str, swarm: str) -> dict[str, tuple[int, int]]:
+    """Per replica, its live and its expired leases on tasks of ``swarm`` (``mail
+    doctor``). Raises :class:`StorageError` when the database cannot be read."""
+    import asyncpg  # type: ignore[import-untyped]  # noqa: PLC0415  # only in cluster mode
+
+    try:
+        conn = await asyncpg.connect(dsn, timeout=5)
+        try:
+            rows = await conn.fetch(_SURVEY, swarm)
+        finally:
+            await conn.close()
+    except (OSError, asyncpg.PostgresError) as e:
+        raise StorageError(f"cannot read the task leases: {e}") from e
+    return {str(r["owner"]): (int(r["live"]), int(r["expired"])) for r in rows}
