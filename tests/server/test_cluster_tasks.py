@@ -50,6 +50,9 @@ TASKS = 50
 class Cluster:
     replicas: list[Replica]
     key: str
+    env: dict[str, str]
+    root: Path
+    swarms: Path
 
 
 def _swarms_file(root: Path) -> Path:
@@ -97,7 +100,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             trust_env=False,
         )
         assert created.status_code == 201, created.text
-        yield Cluster(replicas, created.json()["key"])
+        yield Cluster(replicas, created.json()["key"], env, root, swarms)
     finally:
         for replica in replicas:
             stop(replica.process)
@@ -367,6 +370,58 @@ def test_a_new_task_with_a_taken_id_is_refused_on_another_replica(cluster: Clust
 # --- fail-over ------------------------------------------------------------------------------
 
 
+async def _stream_until_cut(replica: Replica, key: str, seen: Seen, started: asyncio.Event) -> None:
+    body = {"body": f"job {seen.task_id}", "task_id": seen.task_id, "stream": True}
+    try:
+        async with (
+            _client(replica, key) as client,
+            client.stream("POST", "/message", json=body) as response,
+        ):
+            await _read(response, seen, started)
+    except (httpx.TransportError, httpx.StreamError):
+        pass  # the replica went away: the client reconnects elsewhere
+
+
+async def _rest_from(replica: Replica, key: str, seen: Seen) -> None:
+    """Reconnect to ``replica`` with the last event id seen; add what comes to ``seen``."""
+    if seen.final is not None:
+        return
+    rest = Seen()
+    await _events(replica, key, seen.task_id, seen.events[-1][0], rest)
+    seen.events += rest.events
+    seen.final, seen.final_event = rest.final, rest.final_event
+
+
+def test_a_replica_stopped_with_sigterm_leaves_its_tasks_to_the_others(cluster: Cluster) -> None:
+    a, b, c = cluster.replicas
+    count = 10
+
+    async def scenario() -> list[Seen]:
+        started = [asyncio.Event() for _ in range(count)]
+        seen = [Seen(task_id=f"g-{n}-{uuid.uuid4().hex[:6]}") for n in range(count)]
+        streams = [
+            asyncio.create_task(_stream_until_cut(c, cluster.key, seen[n], started[n]))
+            for n in range(count)
+        ]
+        await asyncio.wait_for(asyncio.gather(*(e.wait() for e in started)), 30)
+        c.process.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(asyncio.gather(*streams), 60)
+        rests = [_rest_from((a, b)[n % 2], cluster.key, seen[n]) for n in range(count)]
+        await asyncio.wait_for(asyncio.gather(*rests), 60)
+        return seen
+
+    seen = asyncio.run(scenario())
+    assert c.process.wait(timeout=30) == -signal.SIGTERM  # a clean stop, as uvicorn's
+    for one in seen:
+        assert _contiguous([i for i, _ in one.events]), (one.task_id, one.events)
+        assert one.final_event == "task_complete", (one.task_id, one.events, one.final)
+        assert one.final is not None and one.final["status"] == "completed"
+    # C comes back under the same id and serves again
+    cluster.replicas[2] = _start("c", cluster.env, cluster.root, cluster.swarms, "slow")
+    health = httpx.get(f"{cluster.replicas[2].url}/health", trust_env=False).json()
+    assert health["replica_id"] == c.id
+
+
 def test_killing_the_replica_running_50_tasks_hands_them_to_the_others(cluster: Cluster) -> None:
     a, b, c = cluster.replicas
 
@@ -374,34 +429,17 @@ def test_killing_the_replica_running_50_tasks_hands_them_to_the_others(cluster: 
         started = [asyncio.Event() for _ in range(TASKS)]
         seen = [Seen(task_id=f"f-{n}-{uuid.uuid4().hex[:6]}") for n in range(TASKS)]
 
-        async def stream(n: int) -> None:
-            body = {"body": f"job {n}", "task_id": seen[n].task_id, "stream": True}
-            try:
-                async with (
-                    _client(a, cluster.key) as client,
-                    client.stream("POST", "/message", json=body) as response,
-                ):
-                    await _read(response, seen[n], started[n])
-            except (httpx.TransportError, httpx.StreamError):
-                pass  # A was killed: the client reconnects below
-
-        streams = [asyncio.create_task(stream(n)) for n in range(TASKS)]
+        streams = [
+            asyncio.create_task(_stream_until_cut(a, cluster.key, seen[n], started[n]))
+            for n in range(TASKS)
+        ]
         await asyncio.wait_for(asyncio.gather(*(e.wait() for e in started)), 60)
         a.process.send_signal(signal.SIGKILL)
         killed = time.monotonic()
         await asyncio.wait_for(asyncio.gather(*streams), 30)
 
-        async def reconnect(n: int) -> None:
-            if seen[n].final is not None:
-                return
-            replica = (b, c)[n % 2]
-            last = seen[n].events[-1][0]
-            rest = Seen()
-            await _events(replica, cluster.key, seen[n].task_id, last, rest)
-            seen[n].events += rest.events
-            seen[n].final, seen[n].final_event = rest.final, rest.final_event
-
-        await asyncio.wait_for(asyncio.gather(*(reconnect(n) for n in range(TASKS))), 60)
+        rests = [_rest_from((b, c)[n % 2], cluster.key, seen[n]) for n in range(TASKS)]
+        await asyncio.wait_for(asyncio.gather(*rests), 60)
         return seen, time.monotonic() - killed
 
     seen, took = asyncio.run(scenario())

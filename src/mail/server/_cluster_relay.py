@@ -22,8 +22,10 @@ import asyncio
 import hashlib
 import json
 import logging
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from fastapi import HTTPException
@@ -48,6 +50,8 @@ _STREAM_TTL = 86_400
 _REPLY_TTL = 120
 #: How long a hand-over waits for the owner's answer.
 HAND_OVER_TIMEOUT = 30.0
+#: Blocking reads wait at most this long at a time (less than the client's socket timeout).
+_BLOCK_MS = 1000
 
 #: ``handle(kind, request) -> answer`` runs a handed-over request on the owner.
 Handler = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
@@ -85,6 +89,28 @@ def _event(task_id: str, fields: dict[str, str]) -> MAILEvent:
         timestamp=data.get("timestamp"),
         seq=int(fields["seq"]),
     )
+
+
+@dataclass(slots=True)
+class _Cursor:
+    """Where a follower is: the last sequence number sent, the last stream entry read."""
+
+    seq: int
+    mark: str
+    ended: bool = False
+
+    def stored(self, events: list[MAILEvent]) -> list[MAILEvent]:
+        """``events`` (stored ones, in order) to send, the cursor moved past them; the
+        stored ``task_complete`` events are left out (the closing event ends a turn)."""
+        if events:
+            self.seq = events[-1].seq or self.seq
+        return [e for e in events if e.event != EventName.TASK_COMPLETE]
+
+
+def _closing(task: MAILTask) -> MAILEvent:
+    """The closing event of the task's last turn."""
+    body = task.response["message"]["body"] if task.response is not None else ""
+    return closing_event(task, body)
 
 
 class Relay:
@@ -131,8 +157,7 @@ class Relay:
                 for event in log.since(first - 1)[: last - first + 1]:
                     pipe.xadd(stream, _fields(event), maxlen=STREAM_MAXLEN, approximate=True)
             if task is not None and not task.is_running:
-                body = task.response["message"]["body"] if task.response is not None else ""
-                end = {**_fields(closing_event(task, body)), "end": str(task.state)}
+                end = {**_fields(_closing(task)), "end": str(task.state)}
                 pipe.xadd(stream, end, maxlen=STREAM_MAXLEN, approximate=True)
                 if task.state is not TaskState.WAITING_BREAKPOINT:
                     finals.append(task)
@@ -152,64 +177,106 @@ class Relay:
         load: Loader,
         *,
         ping: float,
-        stored_ends: bool = False,
         started: bool = False,
     ) -> AsyncIterator[MAILEvent]:
         """The task's events after ``after``: stored ones, then live ones from its stream
-        until its turn ends, then the closing event (``ping`` events meanwhile).
+        until its turn ends, then the closing event (stored ``task_complete`` events are
+        left out: the closing event ends the turn). After ``ping`` seconds of silence, the
+        store is read again (a replica that died may have stored what it did not
+        publish), then a ``ping`` is sent.
 
         ``started``: a turn was started after ``after`` on another replica (a handed-over
         request); the store's copy ends the stream only once it holds that turn."""
         stream = stream_key(key, task_id)
-        newest = await self._redis.xrevrange(stream, count=1)
+        try:
+            newest = await self._redis.xrevrange(stream, count=1)
+        except redis_errors() as e:  # the stream ends: the client reconnects
+            logger.warning("following task %s: Redis failed: %s", task_id, e)
+            return
         mark = newest[0][0] if newest else "0-0"
+
+        def over(task: MAILTask) -> bool:
+            return not task.is_running and not (started and task.log.last_seq <= after)
+
         task = await load(key, task_id)
         if task is None:
             return
-        cursor = after
-        for event in task.log.since(after):
-            cursor = event.seq or cursor
-            if stored_ends or event.event != EventName.TASK_COMPLETE:
-                yield event
-        if not task.is_running and not (started and task.log.last_seq <= after):
-            body = task.response["message"]["body"] if task.response is not None else ""
-            yield closing_event(task, body)
-            return
-        async for event in self._live(key, task_id, stream, mark, cursor, load, ping):
-            if stored_ends or event.event != EventName.TASK_COMPLETE or event.seq is None:
-                yield event
+        at = _Cursor(seq=after, mark=mark)
+        quiet = time.monotonic()
+        while not at.ended:
+            if task is not None:  # read from the store: what it has after the cursor
+                for event in at.stored(task.log.since(at.seq)):
+                    yield event
+                if over(task):
+                    yield _closing(task)
+                    return
+                task = None
+            entries = await self._read(stream, at.mark, task_id)
+            if entries:
+                quiet = time.monotonic()
+                async for event in self._entries(entries, at, key, task_id, load):
+                    yield event
+            elif time.monotonic() - quiet >= ping:
+                quiet = time.monotonic()
+                task = await load(key, task_id)
+                yield MAILEvent.ping(task_id)
 
-    async def _live(
+    async def _entries(
         self,
+        entries: list[tuple[str, Any]],
+        at: _Cursor,
         key: CallerKey,
         task_id: str,
-        stream: str,
-        mark: str,
-        cursor: int,
         load: Loader,
-        ping: float,
     ) -> AsyncIterator[MAILEvent]:
-        """The stream's events after entry ``mark`` and sequence number ``cursor`` (gaps
-        filled from the store), up to and with the closing event."""
-        while True:
-            entries = await self._redis.xread({stream: mark}, count=200, block=int(ping * 1000))
-            if not entries:
-                yield MAILEvent.ping(task_id)
-                continue
-            for entry_id, fields in entries[0][1]:
-                mark = entry_id
-                if "end" in fields:
-                    yield _event(task_id, fields)
-                    return
-                seq = int(fields["seq"])
-                if seq <= cursor:
-                    continue
-                if seq > cursor + 1:  # published late or lost: the store has them
-                    again = await load(key, task_id)
-                    for event in again.log.since(cursor)[: seq - cursor - 1] if again else []:
-                        yield event
-                cursor = seq
+        """The events of stream ``entries`` after ``at`` (gaps filled from the store),
+        up to and with a closing one (``at.ended`` then)."""
+        for entry_id, fields in entries:
+            at.mark = entry_id
+            if "end" in fields:
+                at.ended = True
                 yield _event(task_id, fields)
+                return
+            seq = int(fields["seq"])
+            if seq <= at.seq:
+                continue
+            if seq > at.seq + 1:  # published late or lost: the store has them
+                again = await load(key, task_id)
+                for event in at.stored(
+                    again.log.since(at.seq)[: seq - at.seq - 1] if again else []
+                ):
+                    yield event
+            at.seq = seq
+            if fields["event"] != EventName.TASK_COMPLETE:
+                yield _event(task_id, fields)
+
+    async def _read(self, stream: str, mark: str, task_id: str) -> list[tuple[str, Any]]:
+        """The stream's entries after ``mark`` (waiting a second at most); none while
+        Redis fails (retried a second later)."""
+        try:  # blocking less than the client's socket timeout
+            entries = await self._redis.xread({stream: mark}, count=200, block=_BLOCK_MS)
+        except redis_errors() as e:
+            logger.warning("following task %s: Redis failed, retrying: %s", task_id, e)
+            await asyncio.sleep(1.0)
+            return []
+        return list(entries[0][1]) if entries else []
+
+    async def publish_end(self, key: CallerKey, task: MAILTask) -> None:
+        """Publish the closing event of a task that is not running (a task taken over
+        finished: its replica may have died before it published the end)."""
+        stream = stream_key(key, task.task_id)
+        end = {**_fields(_closing(task)), "end": str(task.state)}
+        await self._redis.xadd(stream, end, maxlen=STREAM_MAXLEN, approximate=True)
+
+    async def drain(self) -> None:
+        """Publish what is still queued (the replica stops: its runtimes wrote their last
+        changes after the publisher was cancelled)."""
+        while not self._outbox.empty():
+            key, done = self._outbox.get_nowait()
+            try:
+                await self._publish(key, done)
+            except redis_errors() as e:
+                logger.warning("replica %s: publishing events failed: %s", self.replica_id, e)
 
     # --- handing requests over ------------------------------------------------------------
 
@@ -220,9 +287,12 @@ class Relay:
         raised as the HTTP error it would have answered; 503 when it does not answer."""
         reply = f"mail:reply:{uuid.uuid4().hex}"
         message = json.dumps({"kind": kind, "reply": reply, "request": request})
+        deadline = time.monotonic() + timeout
+        answer = None
         try:
             await self._redis.rpush(_inbox(owner), message)
-            answer = await self._redis.blpop([reply], timeout=timeout)
+            while answer is None and time.monotonic() < deadline:
+                answer = await self._redis.blpop([reply], timeout=_BLOCK_MS / 1000)
         except redis_errors() as e:
             raise HTTPException(503, f"cannot reach the replica running this task: {e}") from e
         if answer is None:
@@ -241,7 +311,7 @@ class Relay:
         running: set[asyncio.Task[None]] = set()
         while True:
             try:
-                item = await self._redis.blpop([_inbox(self.replica_id)], timeout=1)
+                item = await self._redis.blpop([_inbox(self.replica_id)], timeout=_BLOCK_MS / 1000)
             except redis_errors() as e:
                 logger.warning("replica %s: reading its inbox failed: %s", self.replica_id, e)
                 await asyncio.sleep(1.0)

@@ -119,6 +119,7 @@ class ClusterTasks:
         """A new runtime of this replica: its streams show committed events only, and
         what it commits is published."""
         runtime.tasks.gated = True
+        runtime.hand_over = True  # a replica that stops leaves its tasks to the others
         if runtime.recorder is not None:
             runtime.recorder.on_commit = lambda done: self.relay.committed(key, done)
 
@@ -359,6 +360,17 @@ class ClusterTasks:
         if gen is not None:
             await self.leases.release(key, task.task_id, gen)
 
+    async def stopped(self) -> None:
+        """The runtimes are shut down, their tasks stored: the leases this replica held
+        expire now, so that the others take its running tasks over at once."""
+        await self.relay.drain()
+        try:
+            await self.leases.expire_own()
+        except Exception as e:  # noqa: BLE001  # they run out by themselves anyway
+            logger.warning("replica %s: could not give its leases up: %s", self.replica_id, e)
+        else:
+            logger.info("replica %s gave its task leases up", self.replica_id)
+
     async def run(self, status: Callable[[MAILError], int]) -> None:
         """Publish, serve handed-over requests, renew and claim leases, until cancelled."""
         await self.leases.expire_own()  # an earlier process of this replica is gone
@@ -421,4 +433,6 @@ class ClusterTasks:
         elif outcome != "interrupted" and (  # an interrupted one is freed once stored
             task is None or (task.completed and task.state is not TaskState.WAITING_BREAKPOINT)
         ):
+            if task is not None:  # its followers may wait for an end never published
+                await self.relay.publish_end(claimed.key, task)
             await self.leases.release(claimed.key, claimed.task_id, claimed.gen)

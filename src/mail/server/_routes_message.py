@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import Response
 
+from mail.core.events import MAILEvent
 from mail.core.message import new_task_id
 from mail.core.tasks import turn_status
 from mail.server._deps import AdminOrUser, AppState, UICaller
 from mail.server._routing import StrictJSONRoute
-from mail.server._shutdown import shutting_down, unless_closing
+from mail.server._shutdown import handed_over, shutting_down, unless_closing
 from mail.server._sse import event_response, sse_object
 from mail.server._state import ServerState
 from mail.server.auth import Caller
@@ -71,14 +73,13 @@ async def send_message(
             events = await swarm.submit_message_stream(
                 message, timeout, request.resume_from, ping_interval=state.ping_interval, **kwargs
             )
-            first = await anext(events)
-            return event_response(events, first, closing=state.closing, task_id=task_id)
+            return await task_stream(state, events, task_id)
         answered, result = await unless_closing(
             swarm.submit_message(message, timeout, show_events, request.resume_from, **kwargs),
             state.closing,
         )
         if result is None or not answered:
-            return shutting_down(task_id)
+            return handed_over(task_id) if state.cluster_tasks else shutting_down(task_id)
         final, log = result
     task = swarm.get_task_by_id(task_id)
     return {
@@ -87,6 +88,20 @@ async def send_message(
         "task_id": task_id,
         "status": turn_status(task) if task is not None else "completed",
     }
+
+
+async def task_stream(
+    state: ServerState, events: AsyncIterator[MAILEvent], task_id: str
+) -> Response:
+    """The stream of a task's turn (its first event fetched now, so that setup failures
+    are HTTP errors). When the server stops, a single server ends it with a final
+    ``task_error`` saying how to resume; a replica just ends it (the task goes on on
+    another replica, where the client follows it with ``Last-Event-ID``)."""
+    first = await anext(events)
+    final = state.cluster_tasks is None
+    return event_response(
+        events, first, closing=state.closing, task_id=task_id, final_on_stop=final
+    )
 
 
 async def answer_from_elsewhere(
@@ -103,8 +118,7 @@ async def answer_from_elsewhere(
     assert state.cluster_tasks is not None  # noqa: S101
     events = state.cluster_tasks.follow(caller, task_id, start, started=True)
     if stream:
-        first = await anext(events)
-        return event_response(events, first, closing=state.closing, task_id=task_id)
+        return await task_stream(state, events, task_id)
     final: dict[str, Any] = {}
     async for event in events:
         if event.seq is None and event.payload is not None and "response" in event.payload:

@@ -352,6 +352,8 @@ class ServerState:
         await asyncio.gather(*tasks, return_exceptions=True)
         self.map_events.close()
         await self.swarms.shutdown()
+        if self.cluster_tasks is not None:
+            await self.cluster_tasks.stopped()
         if self.interceptor is not None:
             await self.interceptor.close()
         for template in (self.template, *self.replaced):
