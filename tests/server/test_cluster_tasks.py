@@ -5,10 +5,12 @@ Three real replicas on one PostgreSQL database and Redis (as ``test_cluster.py``
 a swarm whose entrypoint takes a second per turn, as an LLM would, and answers by itself
 (no action: such a turn can be run again). Requests go to a different replica each: a task
 created on A is streamed from B and followed up on C; a follow-up of a task A is running,
-sent to B, is handed to A; a cancel sent to C stops a task A runs. Last, A is killed with
-SIGKILL while 50 clients stream its tasks: B and C take them over and every client,
-reconnecting to B or C with ``Last-Event-ID``, gets the rest of its events, without a gap
-or a duplicate, up to the answer.
+sent to B, is handed to A; a breakpoint paused on A is answered through B; a cancel sent
+to C stops a task A runs. C, stopped with SIGTERM while its clients stream, leaves its
+tasks to A and B and comes back under the same id. Last, A is killed with SIGKILL while
+50 clients stream its tasks: B and C take them over and every client, reconnecting to B or
+C with ``Last-Event-ID``, gets the rest of its events, without a gap or a duplicate, up to
+the answer.
 """
 
 from __future__ import annotations
