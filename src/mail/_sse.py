@@ -85,6 +85,7 @@ async def _framed(
     first: MAILEvent | None,
     signals: tuple[Signal, ...] = (),
     task_id: str = "",
+    final_on_stop: bool = True,
 ) -> AsyncIterator[ServerSentEvent]:
     stop = asyncio.ensure_future(first_of(signals)) if signals else None
     pending: asyncio.Future[MAILEvent | None] | None = None
@@ -97,6 +98,8 @@ async def _framed(
             else:
                 pending = asyncio.ensure_future(anext(events, None))
                 await asyncio.wait({pending, stop}, return_when=asyncio.FIRST_COMPLETED)
+                if not pending.done() and not final_on_stop:
+                    return  # the server is stopping: the stream just ends
                 if not pending.done():
                     # the server is stopping: the client is told so, and how to resume
                     detail = shutting_down_detail(task_id)
@@ -125,6 +128,7 @@ def event_response(
     *,
     closing: Signal | None = None,
     task_id: str | None = None,
+    final_on_stop: bool = True,
 ) -> EventSourceResponse:
     """A ``text/event-stream`` response over ``events`` (``first`` already fetched).
 
@@ -132,7 +136,8 @@ def event_response(
     the reader: nothing of the stream outlives the connection. With a ``task_id``, the
     stream of that task ends with a final ``task_error`` event that says how to resume the
     task when the server stops: on uvicorn's exit (sse-starlette's notice), or sooner when
-    ``closing`` is set.
+    ``closing`` is set; without ``final_on_stop`` it just ends then (cluster mode: the task
+    goes on on another replica, where the client follows it with ``Last-Event-ID``).
     """
     if task_id is None:
         return EventSourceResponse(_framed(events, first), headers=SSE_HEADERS, ping=0, sep=CRLF)
@@ -141,7 +146,7 @@ def event_response(
     farewell = anyio.Event()
     signals: tuple[Signal, ...] = (farewell,) if closing is None else (farewell, closing)
     return EventSourceResponse(
-        _framed(events, first, signals, task_id),
+        _framed(events, first, signals, task_id, final_on_stop),
         headers=SSE_HEADERS,
         ping=0,
         sep=CRLF,

@@ -205,7 +205,8 @@ async def test_migrations_change_only_what_v1_can_live_with(v1: tuple[str, V1Ser
         "4",
         "5",
         "6",
-    }  # 5, 6: new tables only (cluster, MAP Mail)
+        "7",
+    }  # 5, 6, 7: new tables only (cluster keys and registry, MAP Mail, task leases)
     nullable = {
         (row["table_name"], row["column_name"]): row["is_nullable"]
         for row in await conn.fetch(
@@ -344,7 +345,7 @@ async def test_db_migrate_upgrades_from_v1_only_when_told_and_confirmed(
 
     assert await asyncio.to_thread(migrate) == 0
     assert "shared with v1.3.6" in capsys.readouterr().out
-    assert await versions() == {"1", "4", "5", "6"}  # 5, 6: new tables only (cluster, MAP Mail)
+    assert await versions() == {"1", "4", "5", "6", "7"}  # 5-7: new tables only
     found = await check_store(DatabaseConfig(url=url))
     assert found.status == "ok" and "--upgrade-from-v1" in found.message
 
@@ -353,11 +354,11 @@ async def test_db_migrate_upgrades_from_v1_only_when_told_and_confirmed(
     captured = capsys.readouterr()
     assert "DELETED" in captured.out  # it said what it would change
     assert "confirm with --yes" in captured.err
-    assert await versions() == {"1", "4", "5", "6"}  # 5, 6: new tables only (cluster, MAP Mail)
+    assert await versions() == {"1", "4", "5", "6", "7"}  # 5-7: new tables only
 
     assert await asyncio.to_thread(migrate, "--upgrade-from-v1", "--yes") == 0
     assert "applied 2, 3" in capsys.readouterr().out
-    assert await versions() == {"1", "2", "3", "4", "5", "6"}
+    assert await versions() == {"1", "2", "3", "4", "5", "6", "7"}
     assert await server.conn.fetchval("SELECT count(*) FROM agent_histories") == 1
 
     assert await asyncio.to_thread(migrate, "--upgrade-from-v1") == 0

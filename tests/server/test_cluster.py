@@ -39,8 +39,8 @@ READY_WITHIN = 30.0
 SEEN_WITHIN = 10.0
 
 
-def _server_command(port: int) -> list[str]:
-    server = [sys.executable, "-m", "mail.cli", "server", "-n", SWARM, "-s", str(SWARMS)]
+def _server_command(port: int, swarms: Path = SWARMS, swarm: str = SWARM) -> list[str]:
+    server = [sys.executable, "-m", "mail.cli", "server", "-n", swarm, "-s", str(swarms)]
     return [*server, "-p", str(port), "-H", "127.0.0.1"]
 
 
@@ -189,9 +189,11 @@ def _healthy(url: str) -> bool:
         return False
 
 
-def _start(name: str, env: dict[str, str], root: Path) -> Replica:
+def _start(
+    name: str, env: dict[str, str], root: Path, swarms: Path = SWARMS, swarm: str = SWARM
+) -> Replica:
     data = root / name
-    data.mkdir(parents=True)
+    data.mkdir(parents=True, exist_ok=True)
     port = free_port()
     replica_env = env | {
         "MAIL_DATA_DIR": str(data),
@@ -201,7 +203,11 @@ def _start(name: str, env: dict[str, str], root: Path) -> Replica:
     log = root / f"{name}.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
-            _server_command(port), cwd=data, env=replica_env, stdout=out, stderr=subprocess.STDOUT
+            _server_command(port, swarms, swarm),
+            cwd=data,
+            env=replica_env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
         )
     replica = Replica(
         replica_env["MAIL_REPLICA_ID"], f"http://127.0.0.1:{port}", data, log, process
@@ -389,6 +395,7 @@ def test_doctor_lists_the_three_replicas(cluster: Cluster, tmp_path: Path) -> No
     for replica in cluster.replicas:
         assert replica.id in line
         assert replica.url in line
+    assert "✓ leases: no task leases held" in out, out
 
 
 def _heartbeat(redis_url: str, replica_id: str) -> bytes | None:

@@ -41,7 +41,34 @@ def check_cluster(config: MAILConfig) -> list[Finding]:
         return [*findings, ("redis", "fail", message, fix)]
     findings.append(("redis", "ok", f"Redis {version} answers", ""))
     findings.append(_replicas(replicas, cluster.lease_seconds))
+    if config.database.url and config.database.backend == "postgres":
+        findings.append(_leases(config.database.url, config.server.swarm.name))
     return findings
+
+
+def _leases(dsn: str, swarm: str) -> Finding:
+    """The task leases per replica: live ones, and expired ones waiting to be taken over."""
+    from mail.errors import StorageError  # noqa: PLC0415
+    from mail.server._cluster_leases import lease_survey  # noqa: PLC0415
+
+    try:
+        held = asyncio.run(asyncio.wait_for(lease_survey(dsn, swarm), _TIMEOUT))
+    except (StorageError, TimeoutError) as e:
+        return ("leases", "warn", str(e) or "the database did not answer in time", "")
+    if not held:
+        return ("leases", "ok", "no task leases held (no unfinished task runs)", "")
+    parts = [
+        f"{owner}: {live} live" + (f", {old} expired" if old else "")
+        for owner, (live, old) in held.items()
+    ]
+    expired = sum(old for _, old in held.values())
+    status: Literal["ok", "warn"] = "warn" if expired else "ok"
+    fix = (
+        "a live replica takes expired leases over within a third of lease_seconds"
+        if expired
+        else ""
+    )
+    return ("leases", status, "task leases per replica: " + "; ".join(parts), fix)
 
 
 def _replicas(replicas: list[dict[str, Any]], lease: float) -> Finding:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from mail.core._compact import Compactor, expand
@@ -46,9 +46,14 @@ from mail.db.store import (
 if TYPE_CHECKING:
     from mail.core.message import MAILMessage
 
-__all__ = ["StoreRecorder", "restore"]
+__all__ = ["Committed", "StoreRecorder", "restore"]
 
 logger = logging.getLogger("mail.runtime")
+
+
+#: What one write committed for one task: its log, the first and last sequence numbers of
+#: its events written (``None``: none) and the task when its record was written.
+Committed = tuple[EventLog, int | None, int | None, MAILTask | None]
 
 
 class StoreRecorder:
@@ -98,6 +103,10 @@ class StoreRecorder:
         self._writer: asyncio.Task[None] | None = None
         self._writing = asyncio.Lock()
         self._closed = False
+        #: called after each write with, per task written: its log, the first and last
+        #: sequence numbers of the events committed (``None`` for none) and the task when
+        #: its record was written (cluster mode publishes them)
+        self.on_commit: Callable[[list[Committed]], None] | None = None
 
     # --- what changed (cheap, synchronous) ------------------------------------------------
 
@@ -205,10 +214,13 @@ class StoreRecorder:
         """Write everything noted now; False (and :attr:`error` set) when some of it could
         not be stored (it is kept for the next write)."""
         async with self._writing:
+            records = dict(self._tasks)
             changes, logs = self._take()
             waiters, self._waiters = self._waiters, []
             try:
-                return await self._write(changes, logs)
+                ok = await self._write(changes, logs)
+                self._committed(changes, logs, records)
+                return ok
             finally:
                 for waiter in waiters:
                     if not waiter.done():
@@ -249,6 +261,26 @@ class StoreRecorder:
                     {"error": reason, "unsaved_records": _records(change)},
                 )
         return False
+
+    def _committed(
+        self, changes: list[TaskChanges], logs: dict[str, EventLog], records: dict[str, MAILTask]
+    ) -> None:
+        """Let followers of the committed events see them; tell :attr:`on_commit`."""
+        done: list[Committed] = []
+        for change in changes:
+            log = logs.get(change.task_id)
+            if log is None or change.task_id in self._retry:
+                continue  # not written: kept for the next try
+            first = last = None
+            if change.events:
+                first, last = change.events[0].seq, change.events[-1].seq
+                log.commit(last)
+            done.append((log, first, last, records.get(change.task_id)))
+        if done and self.on_commit is not None:
+            try:
+                self.on_commit(done)
+            except Exception:
+                logger.exception("publishing committed events failed")
 
     async def close(self) -> None:
         """Stop writing in the background, then write what is left (one more try when a
@@ -305,6 +337,8 @@ def _records(change: TaskChanges) -> int:
 
 # --- reading back ----------------------------------------------------------------------------
 
+#: Up to this many tasks are read one by one; more in one read of the caller's records.
+_FEW = 8
 _KEPT_STATES = frozenset({TaskState.RUNNING.value, TaskState.WAITING_BREAKPOINT.value})
 
 
@@ -324,17 +358,27 @@ async def restore(
     histories: dict[str, list[dict[str, Any]]],
     system: SystemMessages,
     next_seq: Callable[[], int],
+    only: Collection[str] | None = None,
 ) -> int:
     """Load the caller's stored tasks into ``tasks`` (skipping ids it already holds) and
     their agents' ``histories``; stashed messages get fresh queue numbers from ``next_seq``.
 
     Returns how many tasks were loaded. A task stored as running is marked interrupted,
-    with a ``task_interrupted`` event and a ``system`` error as its answer. Raises
-    :class:`mail.errors.StorageError`.
+    with a ``task_interrupted`` event and a ``system`` error as its answer, unless ``only``
+    is given: then only those tasks are loaded, finished or not, and a running one stays
+    running, with no turn (cluster mode's fail-over decides, :mod:`mail.core._failover`).
+    Raises :class:`mail.errors.StorageError`.
     """
     from mail.core.tools import AgentToolCall  # noqa: PLC0415  # pydantic model, only here
 
-    rows = _kept(await store.load_tasks(key), tasks.max_finished)
+    if only is None:
+        rows = _kept(await store.load_tasks(key), tasks.max_finished)
+    else:
+        wanted = set(only)
+        if len(wanted) > _FEW:  # one read of the caller's records
+            rows = [r for r in await store.load_tasks(key) if r.task_id in wanted]
+        else:
+            rows = [r for t in wanted if (r := await store.load_task(key, t)) is not None]
     rows = [r for r in rows if r.task_id not in tasks]
     details = await store.load_details(key, [r.task_id for r in rows])
     for row in rows:
@@ -376,6 +420,8 @@ async def restore(
             task.stash = [
                 (s.priority, next_seq(), cast("MAILMessage", s.message)) for s in stored.stash
             ]
+        if task.state is TaskState.RUNNING and only is not None:
+            continue  # the caller decides how it goes on
         if task.state is TaskState.RUNNING:
             reason = "the server stopped while this task was running"
             task.state = TaskState.INTERRUPTED

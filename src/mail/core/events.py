@@ -46,6 +46,8 @@ class EventName(StrEnum):
     TASK_COMPLETE_CALL_DUPLICATE = "task_complete_call_duplicate"
     TASK_COMPLETE = "task_complete"
     TASK_INTERRUPTED = "task_interrupted"
+    #: cluster mode: another replica took the task over and runs its turn again
+    TASK_TAKEN_OVER = "task_taken_over"
     STORAGE_ERROR = "storage_error"
     INTERSWARM_MESSAGE_SENT = "interswarm_message_sent"
     INTERSWARM_MESSAGE_RECEIVED = "interswarm_message_received"
@@ -152,6 +154,7 @@ class EventLog:
         "_events",
         "_first_seq",
         "_waiters",
+        "committed_seq",
         "followers",
         "listener",
         "live_readers",
@@ -177,6 +180,10 @@ class EventLog:
         self.listener = listener
         #: sequence number of the newest event handed to the store (loaded events are)
         self.stored_seq = self.last_seq
+        #: ``None``: followers see every event at once. A number (cluster mode): followers
+        #: see only the events up to it, those the store has committed (:meth:`commit`),
+        #: so that no reader is shown an event another replica could number again
+        self.committed_seq: int | None = None
 
     def __len__(self) -> int:
         return len(self._events)
@@ -195,6 +202,18 @@ class EventLog:
         if self._waiters:
             self._wake()
         return event
+
+    @property
+    def visible_seq(self) -> int:
+        """Sequence number of the newest event followers may see."""
+        return self.last_seq if self.committed_seq is None else self.committed_seq
+
+    def commit(self, seq: int) -> None:
+        """The store committed the events up to ``seq``: followers may see them."""
+        if self.committed_seq is not None and seq > self.committed_seq:
+            self.committed_seq = seq
+            if self._waiters:
+                self._wake()
 
     def _wake(self) -> None:
         waiters, self._waiters = self._waiters, []
@@ -232,7 +251,7 @@ class EventLog:
 
     async def wait(self, after: int, timeout: float | None = None) -> bool:
         """Wait until an event newer than ``after`` exists; ``False`` on timeout."""
-        if self.last_seq > after:
+        if self.visible_seq > after:
             return True
         # a future per reader: cancelling one reader touches no other
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -245,7 +264,7 @@ class EventLog:
         finally:
             if waiter in self._waiters:  # timed out or cancelled before an append
                 self._waiters.remove(waiter)
-        return self.last_seq > after
+        return self.visible_seq > after
 
     async def follow(
         self,
@@ -274,6 +293,8 @@ class EventLog:
         try:
             while True:
                 events = self.since(cursor)
+                if self.committed_seq is not None:
+                    events = events[: max(self.committed_seq - cursor, 0)]
                 if queue and events:  # stored events up to the ephemeral one come first
                     events = events[: max(queue[0][0] - cursor, 0)]
                 if events:
@@ -285,7 +306,7 @@ class EventLog:
                 if queue:
                     yield queue.popleft()[1]
                     continue
-                if until is not None and until():
+                if until is not None and until() and self.visible_seq == self.last_seq:
                     return
                 if not await self.wait(cursor, heartbeat) and not queue:
                     yield MAILEvent.ping(self.task_id)

@@ -14,10 +14,8 @@ Message flow::
 * **One turn at a time per agent and task**: a message for an agent that is mid-turn in
   the same task waits for that turn to end (in order of priority, so an interrupt goes
   first), so the agent's history stays consistent.
-* **Turns of a task**: each submission opens a turn that ends exactly once, with the
-  final answer (``task_complete``), a breakpoint pause, or a failure. Callers await that
-  turn (:meth:`MAILRuntime.submit_and_wait`) or stream its events
-  (:meth:`MAILRuntime.submit_and_stream`).
+* **Turns of a task**: each submission opens a turn that ends exactly once (an answer, a
+  breakpoint pause, a failure), awaited (``submit_and_wait``) or streamed (``submit_and_stream``).
 * **Events** of each task go to its append-only :class:`~mail.core.events.EventLog`.
 * **Other swarms**: a recipient ``agent@other-swarm`` is handed to the router
   (:class:`RemoteRouter`, e.g. ``mail.net.InterswarmRouter``), whose failures come back as
@@ -174,6 +172,8 @@ class MAILRuntime(V136RuntimeMethods):
         )
         self.runtime_log = EventLog("*")
         self.stopping = False
+        #: cluster mode: shutdown leaves running tasks running, for another replica to take
+        self.hand_over = False
         self.scheduler = Scheduler(
             tasks=self.tasks,
             agents=agents,
@@ -219,10 +219,11 @@ class MAILRuntime(V136RuntimeMethods):
         (:meth:`TaskTable.observe`; MAP Mail's interception)."""
         self.tasks.observe(observer)
 
-    async def restore(self) -> int:
+    async def restore(self, only: Collection[str] | None = None) -> int:
         """Load the stored tasks (none without a store); returns how many were loaded.
 
-        Tasks that were running when the process stopped come back ``interrupted``.
+        Tasks that were running when the process stopped come back ``interrupted``;
+        with ``only``, just those tasks load, running ones as they were (fail-over).
         """
         if self.store is None:
             return 0
@@ -233,6 +234,7 @@ class MAILRuntime(V136RuntimeMethods):
             histories=self.agent_histories,
             system=self.system,
             next_seq=self.scheduler.next_seq,
+            only=only,
         )
 
     async def persisted(self) -> None:
@@ -480,7 +482,7 @@ class MAILRuntime(V136RuntimeMethods):
     async def shutdown(self, timeout: float = 30.0) -> None:
         """Stop taking work, let running agent turns finish (up to ``timeout`` s), then stop.
 
-        Tasks still running afterwards end as cancelled, so nobody waits forever.
+        Tasks still running afterwards end as cancelled (unless :attr:`hand_over`).
         """
         if self.stopping:
             return
@@ -490,7 +492,7 @@ class MAILRuntime(V136RuntimeMethods):
             logger.warning("shutdown: cancelling agent turns still running after %.1fs", timeout)
             await self.scheduler.spawner.cancel_all()
         for task in self.tasks:
-            if task.is_running:
+            if task.is_running and not self.hand_over:
                 task.log.emit(
                     EventName.TASK_ERROR, "the runtime shut down before the task finished"
                 )

@@ -261,6 +261,8 @@ class TaskTable:
         self.on_evict = on_evict
         self._tasks: dict[str, MAILTask] = {}
         self._finished: OrderedDict[str, float] = OrderedDict()
+        #: cluster mode: followers of a task's log see only the events the store committed
+        self.gated = False
 
     def observe(self, observer: Callable[[EventLog], None]) -> None:
         """Call ``observer(log)`` each time a task's log gets a stored event, from now on,
@@ -304,6 +306,8 @@ class TaskTable:
         """Keep ``task``; with ``notify`` its listener is told (not for a task loaded back
         from the store)."""
         self._tasks[task.task_id] = task
+        if self.gated and task.log.committed_seq is None:
+            task.log.committed_seq = task.log.stored_seq
         if notify:
             task.changed()
         return task

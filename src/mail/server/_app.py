@@ -319,7 +319,7 @@ def create_app(
             await state.close(save_registry=False)
             raise
         state.registry.start_health_checks()
-        follow_cluster(state)
+        follow_cluster(state, _status)
         idle = state.config.server.idle_runtime_seconds
         state.spawn(
             every(min(60.0, idle), lambda: state.swarms.evict_idle(idle), "evict-idle"),

@@ -12,6 +12,7 @@ from mail.net import SwarmRegistry
 
 if TYPE_CHECKING:
     from mail.config import MAILConfig
+    from mail.errors import MAILError
     from mail.server._cluster import Cluster
     from mail.server._state import ServerState
     from mail.server.auth import Authenticator
@@ -48,12 +49,19 @@ async def open_cluster(state: ServerState) -> None:
         await state.authenticator.seed()
 
 
-def follow_cluster(state: ServerState) -> None:
-    """Cluster mode: the heartbeat and the registry's updates, owned by the state."""
+def follow_cluster(state: ServerState, status: Callable[[MAILError], int]) -> None:
+    """Cluster mode: the heartbeat, the registry's updates and the tasks among the replicas
+    (``status`` maps an error of a handed-over request to its HTTP status), owned by the
+    state. Call it once the task store is open."""
     if state.cluster is None:
         return
     from mail.server._cluster_registry import SharedSwarmRegistry  # noqa: PLC0415
+    from mail.server._cluster_tasks import ClusterTasks  # noqa: PLC0415
+    from mail.server._routes_interswarm import back_here, forward_here  # noqa: PLC0415
 
+    here = {"forward": forward_here, "back": back_here}
+    state.cluster_tasks = ClusterTasks(state, state.cluster, here)
+    state.spawn(state.cluster_tasks.run(status), "mail-cluster-tasks")
     state.spawn(state.cluster.run(), "mail-cluster-heartbeat")
     if isinstance(state.registry, SharedSwarmRegistry):
         state.spawn(state.registry.follow(), "mail-cluster-registry")

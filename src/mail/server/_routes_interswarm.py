@@ -41,6 +41,7 @@ from mail.core.message import (
     validate_message,
 )
 from mail.core.tasks import MAILTask
+from mail.db.store import CallerKey
 from mail.errors import (
     AuthenticationError,
     InvalidMessageError,
@@ -292,8 +293,33 @@ def _ack(state: ServerState, caller: Caller, task: MAILTask) -> dict[str, Any]:
 async def forward(
     state: AppState, caller: Agent, body: JSONBody[InterswarmEnvelope]
 ) -> dict[str, Any]:
+    if state.cluster_tasks is not None:  # the replica running the task takes it
+        keys = [state.cluster_tasks.key(caller)]
+        return await state.cluster_tasks.interswarm(caller, body.interswarm, "forward", keys)
+    return await forward_here(state, caller, body.interswarm)
+
+
+async def forward_here(
+    state: ServerState, caller: Caller, message: MAILInterswarmMessage
+) -> dict[str, Any]:
+    """Queue a forwarded message in the calling peer's runtime of this server."""
     swarm = await state.swarms.get(caller)
-    return _ack(state, caller, swarm.runtime.receive_interswarm(body.interswarm, "forward"))
+    return _ack(state, caller, swarm.runtime.receive_interswarm(message, "forward"))
+
+
+def _local_contributors(state: ServerState, message: MAILInterswarmMessage) -> list[CallerKey]:
+    """The runtimes (caller keys) of the task's contributors of this swarm, in order."""
+    local = state.registry.local_swarm_name
+    keys = []
+    for contributor in message["task_contributors"]:
+        role, caller_id, swarm_name = parse_task_contributor(contributor)
+        if swarm_name != local:
+            continue
+        if role not in _RUNTIME_ROLES:
+            raise InvalidMessageError(f"invalid role: {role}", field="task_contributors")
+        runtime_role = "swarm" if _RUNTIME_ROLES[role] == "agent" else role
+        keys.append(CallerKey(swarm=state.template.name, role=runtime_role, id=caller_id))
+    return keys
 
 
 def _contributor_swarm(state: ServerState, message: MAILInterswarmMessage) -> MAILSwarm:
@@ -321,8 +347,18 @@ def _contributor_swarm(state: ServerState, message: MAILInterswarmMessage) -> MA
 async def back(
     state: AppState, caller: Agent, body: JSONBody[InterswarmEnvelope]
 ) -> dict[str, Any]:
-    swarm = _contributor_swarm(state, body.interswarm)
-    return _ack(state, caller, swarm.runtime.receive_interswarm(body.interswarm, "back"))
+    if state.cluster_tasks is not None:  # the replica running the task takes it
+        keys = _local_contributors(state, body.interswarm)
+        return await state.cluster_tasks.interswarm(caller, body.interswarm, "back", keys)
+    return await back_here(state, caller, body.interswarm)
+
+
+async def back_here(
+    state: ServerState, caller: Caller, message: MAILInterswarmMessage
+) -> dict[str, Any]:
+    """Queue a returned message in the runtime of this server that holds its task."""
+    swarm = _contributor_swarm(state, message)
+    return _ack(state, caller, swarm.runtime.receive_interswarm(message, "back"))
 
 
 # --- proxy send (admin/user) --------------------------------------------------------------

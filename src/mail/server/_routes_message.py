@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import Response
 
+from mail.core.events import MAILEvent
 from mail.core.message import new_task_id
 from mail.core.tasks import turn_status
 from mail.server._deps import AdminOrUser, AppState, UICaller
 from mail.server._routing import StrictJSONRoute
-from mail.server._shutdown import shutting_down, unless_closing
+from mail.server._shutdown import handed_over, shutting_down, unless_closing
 from mail.server._sse import event_response, sse_object
 from mail.server._state import ServerState
 from mail.server.auth import Caller
@@ -40,30 +42,44 @@ async def send_message(
     (whose first event is fetched before answering, so setup failures are HTTP errors)."""
     task_id = request.task_id or new_task_id()
     kwargs = dict(request.kwargs)
-    common: dict[str, Any] = {
-        "subject": request.subject or "New Message",
-        "msg_type": request.msg_type,
-        "entrypoint": request.entrypoint,
-        "timeout": float(kwargs.pop("timeout", state.config.server.settings.task_timeout)),
-        "task_id": task_id,
-        "resume_from": request.resume_from,
-        **kwargs,
-    }
+    timeout = float(kwargs.pop("timeout", state.config.server.settings.task_timeout))
+    subject = request.subject or "New Message"
     stream = request.stream if request.stream is not None else stream_default
     show_events = request.show_events if request.show_events is not None else events_default
     # held: an idle-runtime sweep cannot shut the swarm down under this request
     async with state.swarms.hold(caller) as swarm:
-        if stream:
-            events = await swarm.post_message_events(
-                request.text, ping_interval=state.ping_interval, **common
+        message = swarm._user_message(
+            request.text, subject, request.msg_type, request.entrypoint, task_id
+        )
+        if state.cluster_tasks is not None:
+            asked = {
+                "body": request.text,
+                "subject": subject,
+                "msg_type": request.msg_type,
+                "entrypoint": request.entrypoint,
+                "task_id": task_id,
+                "resume_from": request.resume_from,
+                "kwargs": kwargs,
+                "timeout": timeout,
+            }
+            handed = await state.cluster_tasks.start_turn(
+                caller, swarm, message, request.resume_from, asked
             )
-            first = await anext(events)
-            return event_response(events, first, closing=state.closing, task_id=task_id)
+            if handed is not None:  # another replica runs the task
+                return await answer_from_elsewhere(
+                    state, caller, task_id, handed.start, stream=stream, show_events=show_events
+                )
+        if stream:
+            events = await swarm.submit_message_stream(
+                message, timeout, request.resume_from, ping_interval=state.ping_interval, **kwargs
+            )
+            return await task_stream(state, events, task_id)
         answered, result = await unless_closing(
-            swarm.post_message(request.text, show_events=show_events, **common), state.closing
+            swarm.submit_message(message, timeout, show_events, request.resume_from, **kwargs),
+            state.closing,
         )
         if result is None or not answered:
-            return shutting_down(task_id)
+            return handed_over(task_id) if state.cluster_tasks else shutting_down(task_id)
         final, log = result
     task = swarm.get_task_by_id(task_id)
     return {
@@ -71,6 +87,48 @@ async def send_message(
         "events": [sse_object(e) for e in log] if log is not None else None,
         "task_id": task_id,
         "status": turn_status(task) if task is not None else "completed",
+    }
+
+
+async def task_stream(
+    state: ServerState, events: AsyncIterator[MAILEvent], task_id: str
+) -> Response:
+    """The stream of a task's turn (its first event fetched now, so that setup failures
+    are HTTP errors). When the server stops, a single server ends it with a final
+    ``task_error`` saying how to resume; a replica just ends it (the task goes on on
+    another replica, where the client follows it with ``Last-Event-ID``)."""
+    first = await anext(events)
+    final = state.cluster_tasks is None
+    return event_response(
+        events, first, closing=state.closing, task_id=task_id, final_on_stop=final
+    )
+
+
+async def answer_from_elsewhere(
+    state: ServerState,
+    caller: Caller,
+    task_id: str,
+    start: int,
+    *,
+    stream: bool,
+    show_events: bool,
+) -> dict[str, Any] | Response:
+    """The answer of a turn another replica runs (cluster mode): its events from ``start``
+    as a stream, or its closing event's answer."""
+    assert state.cluster_tasks is not None  # noqa: S101
+    events = state.cluster_tasks.follow(caller, task_id, start, started=True)
+    if stream:
+        return await task_stream(state, events, task_id)
+    final: dict[str, Any] = {}
+    async for event in events:
+        if event.seq is None and event.payload is not None and "response" in event.payload:
+            final = event.payload
+    task = await state.cluster_tasks.view(caller, task_id) if show_events else None
+    return {
+        "response": final.get("response", ""),
+        "events": [sse_object(e) for e in task.log.all()] if task is not None else None,
+        "task_id": task_id,
+        "status": final.get("status", "completed"),
     }
 
 

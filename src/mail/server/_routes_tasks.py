@@ -62,9 +62,18 @@ def task_record(task: MAILTask, *, events: bool = True) -> dict[str, Any]:
     return record
 
 
-async def _task_of(state: ServerState, caller: Caller, task_id: str) -> tuple[MAILSwarm, MAILTask]:
-    """The caller's task; a finished one once the store has it as it is shown."""
+async def _task_of(state: ServerState, caller: Caller, task_id: str) -> MAILTask:
+    """The caller's task; a finished one once the store has it as it is shown (in cluster
+    mode, the store's copy when another replica runs it)."""
     # Another caller's task is reported exactly like an unknown one.
+    if state.cluster_tasks is not None:
+        return await state.cluster_tasks.view(caller, task_id)
+    return (await _local_task(state, caller, task_id))[1]
+
+
+async def _local_task(
+    state: ServerState, caller: Caller, task_id: str
+) -> tuple[MAILSwarm, MAILTask]:
     swarm = await state.swarms.resolve(caller)
     task = swarm.get_task_by_id(task_id) if swarm is not None else None
     if swarm is None or task is None:
@@ -99,10 +108,7 @@ async def list_tasks(
     events: bool = Query(True, description="false: leave out each task's events"),
 ) -> dict[str, Any]:
     after = _decode_cursor(cursor) if cursor is not None else None
-    swarm = await state.swarms.resolve(caller)
-    tasks = list(swarm.runtime.tasks) if swarm is not None else []
-    if swarm is not None:
-        await swarm.runtime.persisted()  # what is shown finished is stored
+    tasks = await _tasks_of(state, caller)
     if limit is None and cursor is None:
         return {t.task_id: task_record(t, events=events) for t in tasks}
     newest = sorted(tasks, key=_page_key, reverse=True)
@@ -114,6 +120,18 @@ async def list_tasks(
         "tasks": [task_record(t, events=events) for t in page],
         "next_cursor": _encode_cursor(_page_key(page[-1])) if more else None,
     }
+
+
+async def _tasks_of(state: ServerState, caller: Caller) -> list[MAILTask]:
+    """Every task of the caller (in cluster mode, the store's copies of those other
+    replicas run); what is shown finished is stored."""
+    if state.cluster_tasks is not None:
+        return await state.cluster_tasks.all_tasks(caller)
+    swarm = await state.swarms.resolve(caller)
+    if swarm is None:
+        return []
+    await swarm.runtime.persisted()
+    return list(swarm.runtime.tasks)
 
 
 def _page_key(task: MAILTask) -> tuple[str, str]:
@@ -149,7 +167,10 @@ def _decode_cursor(cursor: str) -> tuple[str, str]:
     ),
 )
 async def cancel_task(state: AppState, caller: AdminOrUser, task_id: TaskId) -> dict[str, Any]:
-    swarm, _ = await _task_of(state, caller, task_id)
+    if state.cluster_tasks is not None:
+        await state.cluster_tasks.cancel(caller, task_id)
+        return {"task_id": task_id, "status": "cancelled"}
+    swarm, _ = await _local_task(state, caller, task_id)
     await swarm.runtime.cancel_task(task_id)
     await swarm.runtime.persisted()  # the cancellation is stored before it is told
     return {"task_id": task_id, "status": "cancelled"}
@@ -169,7 +190,7 @@ async def get_task(
         task_id = body.task_id
     if task_id is None:
         raise InvalidMessageError("task_id is required")
-    return task_record((await _task_of(state, caller, task_id))[1])
+    return task_record(await _task_of(state, caller, task_id))
 
 
 async def _replay_then_follow(
@@ -200,7 +221,6 @@ async def task_events(
     after: int | None = Query(None, ge=0, description="Replay events after this sequence number"),
     last_event_id: str | None = Header(None),
 ) -> EventSourceResponse:
-    swarm, task = await _task_of(state, caller, task_id)
     cursor = after if after is not None else 0
     if after is None and last_event_id:
         if not last_event_id.isdigit():
@@ -208,6 +228,14 @@ async def task_events(
                 f"Last-Event-ID must be a sequence number, got {last_event_id!r}"
             )
         cursor = int(last_event_id)
+    if state.cluster_tasks is not None:
+        found = state.cluster_tasks.local(caller, task_id)
+        if found is None:
+            await state.cluster_tasks.view(caller, task_id)  # 404 before the stream starts
+            return event_response(state.cluster_tasks.follow(caller, task_id, cursor))
+        swarm, task = found
+    else:
+        swarm, task = await _local_task(state, caller, task_id)
     return event_response(_replay_then_follow(swarm, task, cursor, ping=state.ping_interval))
 
 
@@ -259,14 +287,13 @@ def _summary(task: MAILTask) -> dict[str, Any]:
 
 @router.get("/ui/tasks", summary="The caller's tasks, newest first")
 async def ui_tasks(state: AppState, caller: UICaller) -> list[dict[str, Any]]:
-    swarm = await state.swarms.resolve(caller)
-    tasks = sorted(swarm.runtime.tasks, key=lambda t: t.start_time, reverse=True) if swarm else []
+    tasks = sorted(await _tasks_of(state, caller), key=lambda t: t.start_time, reverse=True)
     return [_summary(t) for t in tasks]
 
 
 @router.get("/ui/task/{task_id}", summary="One task with its events")
 async def ui_task(state: AppState, caller: UICaller, task_id: TaskId) -> dict[str, Any]:
-    _, task = await _task_of(state, caller, task_id)
+    task = await _task_of(state, caller, task_id)
     record = _summary(task)
     del record["event_count"]
     record["events"] = [
@@ -282,7 +309,7 @@ async def ui_task_summary(
     task_id: TaskId,
     force_regen: bool = False,
 ) -> dict[str, Any]:
-    _, task = await _task_of(state, caller, task_id)
+    task = await _task_of(state, caller, task_id)
     if force_regen:
         task.title = None
     task.title = _title(task)

@@ -26,7 +26,15 @@ if TYPE_CHECKING:
 
     from mail.server._state import ServerState
 
-__all__ = ["Signal", "first_of", "serve", "shutting_down", "shutting_down_detail", "unless_closing"]
+__all__ = [
+    "Signal",
+    "first_of",
+    "handed_over",
+    "serve",
+    "shutting_down",
+    "shutting_down_detail",
+    "unless_closing",
+]
 
 T = TypeVar("T")
 #: uvicorn's exit status when the server could not start.
@@ -36,6 +44,17 @@ STARTUP_FAILURE = 3
 def shutting_down(task_id: str) -> JSONResponse:
     """``503 {"detail": ...}`` for a request whose task the shutdown cut short."""
     return JSONResponse({"detail": shutting_down_detail(task_id)}, status_code=503)
+
+
+def handed_over(task_id: str) -> JSONResponse:
+    """Cluster mode's ``503`` for a request whose replica stops while its task runs: the
+    task goes on on another replica."""
+    detail = (
+        f"this replica is stopping; task '{task_id}' goes on on another replica: read it "
+        f"with GET /task?task_id={task_id}, or follow it with GET /tasks/{task_id}/events, "
+        "from any replica"
+    )
+    return JSONResponse({"detail": detail}, status_code=503)
 
 
 async def unless_closing(work: Awaitable[T], *signals: Signal) -> tuple[bool, T | None]:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from mail.conversations.interception import Interceptor
     from mail.db import RetentionJob, TaskStore
     from mail.server._cluster import Cluster
+    from mail.server._cluster_tasks import ClusterTasks
     from mail.server.auth import Authenticator, AuthGate, Caller
 
 __all__ = ["CallerSwarms", "ServerState"]
@@ -167,11 +168,16 @@ class CallerSwarms:
             finished_task_ttl=settings.finished_task_ttl,
             store=state.store,
         )
+        key = CallerKey(swarm=state.template.name, role=role, id=caller.id)
         try:
             if state.interceptor is not None:
-                key = CallerKey(swarm=state.template.name, role=role, id=caller.id)
                 await state.interceptor.attach(swarm.runtime, key)
-            loaded = await swarm.runtime.restore()
+            if state.cluster_tasks is not None:
+                # a replica loads a task when it takes its lease, never at once
+                state.cluster_tasks.attach(swarm.runtime, key)
+                loaded = 0
+            else:
+                loaded = await swarm.runtime.restore()
         except BaseException:
             await swarm.runtime.shutdown(timeout=0.0)
             raise
@@ -288,6 +294,8 @@ class ServerState:
     store: TaskStore | None = None
     #: this replica's cluster (``[server.cluster] redis_url``); ``None``: a single server
     cluster: Cluster | None = None
+    #: cluster mode: the tasks among the replicas (leases, events, hand-overs, fail-over)
+    cluster_tasks: ClusterTasks | None = None
     #: MAP Mail's ``mail/*`` methods (``None`` until the lifespan opens the store)
     conversations: ConversationService | None = None
     #: records the turns of tasks bound to conversations (with :attr:`conversations`)
@@ -344,6 +352,8 @@ class ServerState:
         await asyncio.gather(*tasks, return_exceptions=True)
         self.map_events.close()
         await self.swarms.shutdown()
+        if self.cluster_tasks is not None:
+            await self.cluster_tasks.stopped()
         if self.interceptor is not None:
             await self.interceptor.close()
         for template in (self.template, *self.replaced):

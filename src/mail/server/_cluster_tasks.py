@@ -1,0 +1,438 @@
+"""Cluster mode: any replica answers any request about a task (docs/scaling.md).
+
+A task runs on one replica, the holder of its lease (:mod:`mail.server._cluster_leases`);
+a replica's runtimes keep only the tasks it holds as current. For the routes:
+
+* **starting a turn** (:meth:`ClusterTasks.start_turn`): a new task takes its lease here;
+  a follow-up or breakpoint answer takes the lease when it is free or expired (loading
+  the task from the store, :func:`~mail.core._failover.take_over`) and runs here, or, when
+  another replica holds it, is handed to that replica (:meth:`Relay.hand_over`) and
+  followed from here;
+* **reading** (:meth:`ClusterTasks.view`, :meth:`ClusterTasks.follow`): the local task
+  when this replica runs it, else the store's copy, then the live events of its stream;
+* **cancelling** (:meth:`ClusterTasks.cancel`): here or on the owner.
+
+:meth:`ClusterTasks.run` keeps the leases renewed, claims expired ones (fail-over),
+publishes committed events and serves the requests handed to this replica.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from fastapi import HTTPException
+
+from mail.core._failover import checkpoint, take_over
+from mail.core._recorder import restore
+from mail.core._system_messages import SystemMessages
+from mail.core.events import EventName, MAILEvent
+from mail.core.tasks import MAILTask, TaskState, TaskTable
+from mail.db.store import CallerKey
+from mail.errors import MAILError, StorageError, TaskNotFoundError, TaskStateError
+from mail.server._cluster import Cluster, redis_errors
+from mail.server._cluster_leases import Claimed, Leases
+from mail.server._cluster_relay import Relay
+from mail.server.auth import Caller
+
+if TYPE_CHECKING:
+    from contextlib import AbstractAsyncContextManager
+
+    from mail.api import MAILSwarm, MAILSwarmTemplate
+    from mail.config import MAILConfig
+    from mail.core._remote import Direction
+    from mail.core.message import MAILInterswarmMessage, MAILMessage
+    from mail.core.runtime import MAILRuntime
+    from mail.db import TaskStore
+
+__all__ = ["ClusterTasks", "Handed", "Here", "Server"]
+
+logger = logging.getLogger("mail.server.cluster")
+
+
+class _Swarms(Protocol):
+    def find(self, caller: Caller) -> MAILSwarm | None: ...
+    async def get(self, caller: Caller) -> MAILSwarm: ...
+    def hold(self, caller: Caller) -> AbstractAsyncContextManager[MAILSwarm]: ...
+
+
+class Server(Protocol):
+    """What this module uses of the server's state (:class:`~mail.server._state.ServerState`)."""
+
+    @property
+    def config(self) -> MAILConfig: ...
+    @property
+    def template(self) -> MAILSwarmTemplate: ...
+    @property
+    def swarms(self) -> _Swarms: ...
+    @property
+    def store(self) -> TaskStore | None: ...
+    @property
+    def ping_interval(self) -> float: ...
+
+
+#: ``here(state, caller, message)``: run an interswarm message on this replica (the routes'
+#: ``forward_here`` and ``back_here``)
+Here = Callable[[Any, Caller, "MAILInterswarmMessage"], Awaitable[dict[str, Any]]]
+
+
+class Handed:
+    """A turn another replica runs: where its events start (``start``), and who runs it."""
+
+    __slots__ = ("owner", "start")
+
+    def __init__(self, owner: str, start: int) -> None:
+        self.owner = owner
+        self.start = start
+
+
+def caller_of(key: CallerKey, api_key: str = "") -> Caller:
+    """The caller whose runtime is ``key`` (a peer swarm's runtime role is ``swarm``)."""
+    role = "agent" if key.role == "swarm" else key.role
+    return Caller(role=role, id=key.id, api_key=api_key)  # type: ignore[arg-type]
+
+
+class ClusterTasks:
+    """This replica's tasks among the cluster's (see the module)."""
+
+    def __init__(self, state: Server, cluster: Cluster, here: Mapping[str, Here]) -> None:
+        self.state = state
+        self._here = here
+        self.cluster = cluster
+        self.replica_id = cluster.replica_id
+        self.leases = Leases(
+            cluster.pool, cluster.replica_id, cluster.lease_seconds, state.template.name
+        )
+        self.relay = Relay(cluster)
+        self.relay.on_final = self._finished
+        self._system = SystemMessages(state.template.name)
+        self._watchers: set[asyncio.Task[None]] = set()
+
+    def key(self, caller: Caller) -> CallerKey:
+        role = "swarm" if caller.role == "agent" else caller.role
+        return CallerKey(swarm=self.state.template.name, role=role, id=caller.id)
+
+    def attach(self, runtime: MAILRuntime, key: CallerKey) -> None:
+        """A new runtime of this replica: its streams show committed events only, and
+        what it commits is published."""
+        runtime.tasks.gated = True
+        runtime.hand_over = True  # a replica that stops leaves its tasks to the others
+        if runtime.recorder is not None:
+            runtime.recorder.on_commit = lambda done: self.relay.committed(key, done)
+
+    # --- reading -----------------------------------------------------------------------------
+
+    def local(self, caller: Caller, task_id: str) -> tuple[MAILSwarm, MAILTask] | None:
+        """The caller's task when this replica runs it (holds its lease)."""
+        swarm = self.state.swarms.find(caller)
+        task = swarm.get_task_by_id(task_id) if swarm is not None else None
+        if swarm is None or task is None or not self.leases.holds(self.key(caller), task_id):
+            return None
+        return swarm, task
+
+    async def load(self, key: CallerKey, task_id: str) -> MAILTask | None:
+        """The task as the store has it (a copy: nothing it does is written)."""
+        return (await self._load(key, [task_id])).get(task_id)
+
+    async def _load(self, key: CallerKey, task_ids: list[str]) -> TaskTable:
+        assert self.state.store is not None  # noqa: S101  # cluster mode needs PostgreSQL
+        table = TaskTable()
+        await restore(
+            self.state.store,
+            key,
+            tasks=table,
+            histories={},
+            system=self._system,
+            next_seq=itertools.count().__next__,
+            only=task_ids,
+        )
+        return table
+
+    async def view(self, caller: Caller, task_id: str) -> MAILTask:
+        """The task: this replica's when it runs it, else the store's; raises
+        :class:`TaskNotFoundError`."""
+        found = self.local(caller, task_id)
+        if found is not None:
+            return found[1]
+        task = await self.load(self.key(caller), task_id)
+        if task is None:
+            raise TaskNotFoundError(task_id)
+        return task
+
+    async def all_tasks(self, caller: Caller) -> list[MAILTask]:
+        """Every task of the caller: those this replica runs, the store's copy of others."""
+        assert self.state.store is not None  # noqa: S101
+        key = self.key(caller)
+        swarm = self.state.swarms.find(caller)
+        if swarm is not None:
+            await swarm.runtime.persisted()
+        rows = await self.state.store.load_tasks(key)
+        table = await self._load(key, [r.task_id for r in rows])
+        mine = {t.task_id: t for t in swarm.runtime.tasks} if swarm is not None else {}
+        return [
+            mine[r.task_id] if r.task_id in mine and self.leases.holds(key, r.task_id) else t
+            for r in rows
+            if (t := table.get(r.task_id)) is not None
+        ]
+
+    def follow(
+        self, caller: Caller, task_id: str, after: int, *, started: bool = False
+    ) -> AsyncIterator[MAILEvent]:
+        """The events of a task another replica runs (or nobody): stored, then live
+        (``started``: of the turn a handed-over request started after ``after``)."""
+        return self.relay.follow(
+            self.key(caller),
+            task_id,
+            after,
+            self.load,
+            ping=self.state.ping_interval,
+            started=started,
+        )
+
+    # --- acting --------------------------------------------------------------------------------
+
+    async def acquire(self, caller: Caller, swarm: MAILSwarm, task_id: str) -> str | None:
+        """Make this replica the one running an existing task: ``None`` once it is (the
+        task loaded and current in ``swarm``), else the replica that holds it."""
+        key = self.key(caller)
+        taken = await self.leases.take(key, task_id)
+        if isinstance(taken, str):
+            return taken
+        if taken.held and swarm.get_task_by_id(task_id) is not None:
+            return None
+        outcome = await take_over(
+            swarm.runtime, task_id, taken.checkpoint, by=self.replica_id, was=taken.was or "?"
+        )
+        if outcome == "missing":
+            await self.leases.release(key, task_id, taken.gen)
+            raise TaskNotFoundError(task_id)
+        return None
+
+    async def start_turn(
+        self,
+        caller: Caller,
+        swarm: MAILSwarm,
+        message: MAILMessage,
+        resume_from: str | None,
+        request: dict[str, Any],
+    ) -> Handed | None:
+        """Before ``message`` is submitted: take the task's lease here (``None``: go on
+        here), or hand the request to the replica running the task (:class:`Handed`)."""
+        assert self.state.store is not None  # noqa: S101
+        key = self.key(caller)
+        task_id = message["message"]["task_id"]
+        if resume_from is None:
+            exists = TaskStateError(
+                f"task '{task_id}' already exists; to continue it, send resume_from='user_response'"
+            )
+            if await self.state.store.load_task(key, task_id) is not None:
+                raise exists
+            point = checkpoint(swarm.runtime, message, resume_from)
+            if isinstance(await self.leases.take(key, task_id, point), str):
+                raise exists
+            return None
+        owner = await self.acquire(caller, swarm, task_id)
+        if owner is not None:
+            handed = {
+                **request,
+                "role": caller.role,
+                "id": caller.id,
+                "api_key": caller.api_key,
+            }
+            answer = await self.relay.hand_over(owner, "message", handed)
+            return Handed(owner, int(answer["start"]))
+        point = checkpoint(swarm.runtime, message, resume_from)
+        await self.leases.take(key, task_id, point)
+        return None
+
+    async def cancel(self, caller: Caller, task_id: str) -> None:
+        """Cancel the task here or on the replica running it."""
+        found = self.local(caller, task_id)
+        if found is not None:
+            swarm, _ = found
+            await swarm.runtime.cancel_task(task_id)
+            await swarm.runtime.persisted()
+            return
+        owner = await self.leases.owner(self.key(caller), task_id)
+        if owner is None or owner == self.replica_id:
+            task = await self.view(caller, task_id)
+            raise TaskStateError(f"task '{task_id}' is already {task.state}")
+        await self.relay.hand_over(
+            owner, "cancel", {"role": caller.role, "id": caller.id, "task_id": task_id}
+        )
+
+    def watch_timeout(self, swarm: MAILSwarm, task_id: str, timeout: float) -> None:
+        """Fail the turn of a task run for another replica's request after ``timeout``."""
+        task = swarm.get_task_by_id(task_id)
+        if task is None:
+            return
+
+        async def watch() -> None:
+            try:
+                async with asyncio.timeout(timeout):
+                    await task.wait_turn()
+            except TimeoutError:
+                task.log.emit(EventName.TASK_ERROR, f"timeout for task '{task_id}'")
+                system = swarm.runtime.system
+                swarm.runtime.scheduler.finish(task, TaskState.FAILED, system.task_timeout(task_id))
+
+        job = asyncio.get_running_loop().create_task(watch(), name=f"mail-timeout:{task_id}")
+        self._watchers.add(job)
+        job.add_done_callback(self._watchers.discard)
+
+    async def interswarm(
+        self,
+        caller: Caller,
+        message: MAILInterswarmMessage,
+        direction: Direction,
+        keys: list[CallerKey],
+    ) -> dict[str, Any]:
+        """``/interswarm/forward`` or ``back`` from peer ``caller``, for the task of the
+        runtimes ``keys``: run here, or by the replica running the task."""
+        assert self.state.store is not None  # noqa: S101
+        task_id = message["payload"]["task_id"]
+        here = self._here[direction]
+        for key in keys:
+            if self.leases.holds(key, task_id):
+                return await here(self.state, caller, message)
+            owner = await self.leases.owner(key, task_id)
+            if owner is not None and owner != self.replica_id:
+                handed = {
+                    "role": caller.role,
+                    "id": caller.id,
+                    "api_key": caller.api_key,
+                    "direction": direction,
+                    "message": message,
+                    "keys": [[k.role, k.id] for k in keys],
+                }
+                return await self.relay.hand_over(owner, "interswarm", handed)
+        for key in keys:  # nobody runs it: this replica takes it
+            if await self.state.store.load_task(key, task_id) is not None:
+                contributor = caller_of(key)
+                async with self.state.swarms.hold(contributor) as swarm:
+                    if await self.acquire(contributor, swarm, task_id) is None:
+                        return await here(self.state, caller, message)
+                return await self.interswarm(caller, message, direction, keys)  # it moved
+        if direction == "forward" and keys:  # a new task here
+            await self.leases.take(keys[0], task_id)
+        return await here(self.state, caller, message)
+
+    async def handle(self, kind: str, request: dict[str, Any]) -> dict[str, Any]:
+        """Run a request another replica handed over (see :meth:`Relay.serve_inbox`)."""
+        caller = Caller(role=request["role"], id=request["id"], api_key=request.get("api_key", ""))
+        if kind == "cancel":
+            await self.cancel(caller, request["task_id"])
+            return {}
+        if kind == "interswarm":
+            name = self.state.template.name
+            keys = [CallerKey(swarm=name, role=r, id=i) for r, i in request["keys"]]
+            return await self.interswarm(caller, request["message"], request["direction"], keys)
+        if kind != "message":
+            raise HTTPException(400, f"unknown request kind {kind!r}")
+        task_id = request["task_id"]
+        async with self.state.swarms.hold(caller) as swarm:
+            message = swarm._user_message(
+                request["body"],
+                request["subject"],
+                request["msg_type"],
+                request["entrypoint"],
+                task_id,
+            )
+            owner = await self.acquire(caller, swarm, task_id)
+            if owner is not None:  # it moved meanwhile: the asking replica tries again
+                raise HTTPException(503, f"task '{task_id}' moved to replica {owner}; try again")
+            task = swarm.get_task_by_id(task_id)
+            start = task.log.last_seq if task is not None else 0
+            point = checkpoint(swarm.runtime, message, request["resume_from"])
+            await self.leases.take(self.key(caller), task_id, point)
+            await swarm.submit_message_nowait(message, request["resume_from"], **request["kwargs"])
+            self.watch_timeout(swarm, task_id, float(request["timeout"]))
+        return {"start": start}
+
+    # --- keeping leases, fail-over ----------------------------------------------------------
+
+    async def _finished(self, key: CallerKey, task: MAILTask) -> None:
+        """A task's turn ended in a final state, stored and published: free its lease."""
+        gen = self.leases.held.get((key, task.task_id))
+        if gen is not None:
+            await self.leases.release(key, task.task_id, gen)
+
+    async def stopped(self) -> None:
+        """The runtimes are shut down, their tasks stored: the leases this replica held
+        expire now, so that the others take its running tasks over at once."""
+        await self.relay.drain()
+        try:
+            await self.leases.expire_own()
+        except Exception as e:  # noqa: BLE001  # they run out by themselves anyway
+            logger.warning("replica %s: could not give its leases up: %s", self.replica_id, e)
+        else:
+            logger.info("replica %s gave its task leases up", self.replica_id)
+
+    async def run(self, status: Callable[[MAILError], int]) -> None:
+        """Publish, serve handed-over requests, renew and claim leases, until cancelled."""
+        await self.leases.expire_own()  # an earlier process of this replica is gone
+        async with asyncio.TaskGroup() as group:
+            group.create_task(self.relay.publish_forever())
+            group.create_task(self.relay.serve_inbox(self.handle, status))
+            group.create_task(self._maintain())
+
+    async def _maintain(self) -> None:
+        while True:
+            try:
+                await self.maintain()
+            except Exception as e:
+                if isinstance(e, (StorageError, *redis_errors())):
+                    logger.warning("replica %s: keeping leases failed: %s", self.replica_id, e)
+                else:
+                    logger.exception("replica %s: keeping leases failed", self.replica_id)
+            await asyncio.sleep(self.leases.lease_seconds / 3)
+
+    async def maintain(self) -> None:
+        """Renew this replica's leases, then take over the tasks whose leases ran out."""
+        for key, task_id in await self.leases.renew():
+            logger.error(
+                "replica %s lost the lease of task %s (%s:%s) to another replica",
+                self.replica_id,
+                task_id,
+                key.role,
+                key.id,
+            )
+        for claimed in await self.leases.claim_expired():
+            await self._take_over(claimed)
+
+    async def _take_over(self, claimed: Claimed) -> None:
+        caller = caller_of(claimed.key)
+        try:
+            swarm = await self.state.swarms.get(caller)
+            outcome = await take_over(
+                swarm.runtime,
+                claimed.task_id,
+                claimed.checkpoint,
+                by=self.replica_id,
+                was=claimed.was,
+            )
+        except Exception:
+            logger.exception("taking over task %s failed", claimed.task_id)
+            return
+        logger.warning(
+            "replica %s took over task %s of %s:%s from replica %s: %s",
+            self.replica_id,
+            claimed.task_id,
+            claimed.key.role,
+            claimed.key.id,
+            claimed.was,
+            outcome,
+        )
+        task = swarm.get_task_by_id(claimed.task_id)
+        if outcome == "rerun":
+            timeout = self.state.config.server.settings.task_timeout
+            self.watch_timeout(swarm, claimed.task_id, timeout)
+        elif outcome != "interrupted" and (  # an interrupted one is freed once stored
+            task is None or (task.completed and task.state is not TaskState.WAITING_BREAKPOINT)
+        ):
+            if task is not None:  # its followers may wait for an end never published
+                await self.relay.publish_end(claimed.key, task)
+            await self.leases.release(claimed.key, claimed.task_id, claimed.gen)

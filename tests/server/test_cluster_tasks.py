@@ -1,0 +1,456 @@
+"""Cluster mode, tasks: any replica answers any request about a task, and a dead
+replica's tasks go on elsewhere (issue 27, items 3 and 4).
+
+Three real replicas on one PostgreSQL database and Redis (as ``test_cluster.py``), with
+a swarm whose entrypoint takes a second per turn, as an LLM would, and answers by itself
+(no action: such a turn can be run again). Requests go to a different replica each: a task
+created on A is streamed from B and followed up on C; a follow-up of a task A is running,
+sent to B, is handed to A; a breakpoint paused on A is answered through B; a cancel sent
+to C stops a task A runs. C, stopped with SIGTERM while its clients stream, leaves its
+tasks to A and B and comes back under the same id. Last, A is killed with SIGKILL while
+50 clients stream its tasks: B and C take them over and every client, reconnecting to B or
+C with ``Last-Event-ID``, gets the rest of its events, without a gap or a duplicate, up to
+the answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+from tests._servers import clean_env, stop
+from tests.persistence.server_process import read_line
+from tests.server.test_cluster import (
+    REPO,
+    SWARMS,
+    Replica,
+    _admin,
+    _delete_heartbeats,
+    _postgres_admin_url,
+    _redis_url,
+    _start,
+)
+
+pytestmark = pytest.mark.timeout(180)
+
+LEASE = 3.0
+DELAY = 1.0
+TASKS = 50
+
+
+@dataclass
+class Cluster:
+    replicas: list[Replica]
+    key: str
+    env: dict[str, str]
+    root: Path
+    swarms: Path
+
+
+def _swarms_file(root: Path) -> Path:
+    """The offline swarm with a slow supervisor (``tests.server._slow_agents``), whose
+    weather forecasts the caller gives (a breakpoint tool)."""
+    swarms = json.loads(SWARMS.read_text(encoding="utf-8"))
+    offline = next(s for s in swarms if s["name"] == "offline")
+    offline = json.loads(json.dumps(offline))
+    offline["name"] = "slow"
+    supervisor = next(a for a in offline["agents"] if a["name"] == "supervisor")
+    supervisor["factory"] = "python::tests.server._slow_agents:SlowSupervisor"
+    supervisor["agent_params"] = {"delay": DELAY}
+    offline["breakpoint_tools"] = ["get_weather_forecast"]  # the caller answers forecasts
+    path = root / "swarms.json"
+    path.write_text(json.dumps([offline]), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    admin_url = _postgres_admin_url()
+    redis_url = _redis_url()
+    database = f"mail_test_{uuid.uuid4().hex}"
+    _admin(admin_url, f'CREATE DATABASE "{database}"')
+    tag = f"test-{uuid.uuid4().hex[:8]}"
+    env = clean_env() | {
+        "DATABASE_URL": urlsplit(admin_url)._replace(path=f"/{database}").geturl(),
+        "MAIL_REDIS_URL": redis_url,
+        "MAIL_LEASE_SECONDS": str(LEASE),
+        "MAIL_TEST_TAG": tag,
+        "PYTHONPATH": str(REPO),
+    }
+    root = tmp_path_factory.mktemp("cluster-tasks")
+    swarms = _swarms_file(root)
+    replicas: list[Replica] = []
+    try:
+        for name in ("a", "b", "c"):
+            replicas.append(_start(name, env, root, swarms, "slow"))
+        keys = json.loads((replicas[0].data / "credentials.json").read_text(encoding="utf-8"))
+        admin = next(k["key"] for k in keys["keys"] if k["role"] == "admin")
+        created = httpx.post(
+            f"{replicas[0].url}/keys",
+            json={"role": "user", "id": "carol"},
+            headers={"Authorization": f"Bearer {admin}"},
+            trust_env=False,
+        )
+        assert created.status_code == 201, created.text
+        yield Cluster(replicas, created.json()["key"], env, root, swarms)
+    finally:
+        for replica in replicas:
+            stop(replica.process)
+        _delete_heartbeats(redis_url, tag)
+        _admin(admin_url, f'DROP DATABASE "{database}" WITH (FORCE)')
+
+
+# --- a client that reads server-sent events ---------------------------------------------
+
+
+@dataclass
+class Seen:
+    """What one client received of one task: (id, event) of the stored events, the
+    closing event's data."""
+
+    task_id: str = ""
+    events: list[tuple[int, str]] = field(default_factory=list)
+    final: dict[str, Any] | None = None
+    final_event: str | None = None
+
+
+def _client(replica: Replica, key: str, timeout: float = 30.0) -> httpx.AsyncClient:
+    return httpx.AsyncClient(
+        base_url=replica.url,
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=timeout,
+        trust_env=False,
+    )
+
+
+async def _read(response: httpx.Response, seen: Seen, first: asyncio.Event | None = None) -> None:
+    frame: dict[str, Any] = {}
+    assert response.status_code == 200, await response.aread()
+    async for line in response.aiter_lines():
+        done = read_line(frame, line)
+        if done is None or done["event"] == "ping":
+            continue
+        seen.task_id = done["data"].get("task_id", seen.task_id)
+        if "id" in done:
+            seen.events.append((done["id"], done["event"]))
+            if first is not None:
+                first.set()
+        else:
+            seen.final, seen.final_event = done["data"], done["event"]
+
+
+async def _send(replica: Replica, key: str, body: dict[str, Any], seen: Seen) -> None:
+    async with (
+        _client(replica, key) as client,
+        client.stream("POST", "/message", json={**body, "stream": True}) as response,
+    ):
+        await _read(response, seen)
+
+
+async def _events(replica: Replica, key: str, task_id: str, after: int, seen: Seen) -> None:
+    headers = {"Last-Event-ID": str(after)}
+    async with (
+        _client(replica, key) as client,
+        client.stream("GET", f"/tasks/{task_id}/events", headers=headers) as response,
+    ):
+        await _read(response, seen)
+
+
+def _contiguous(ids: list[int], start: int = 1) -> bool:
+    return ids == list(range(start, start + len(ids)))
+
+
+# --- any replica answers ------------------------------------------------------------------
+
+
+def test_a_task_created_on_a_is_streamed_from_b_and_followed_up_on_c(cluster: Cluster) -> None:
+    a, b, c = cluster.replicas
+    task_id = f"t-{uuid.uuid4().hex[:8]}"
+
+    async def scenario() -> tuple[Seen, Seen, Seen]:
+        on_a, from_b = Seen(), Seen()
+        sending = asyncio.create_task(
+            _send(a, cluster.key, {"body": "hello there", "task_id": task_id}, on_a)
+        )
+        # B follows the task while A runs it: stored events, then live ones from Redis
+        await asyncio.sleep(0)  # the task starts first; B's reply waits for it if needed
+        following = asyncio.create_task(_follow_when_known(b, cluster.key, task_id, from_b))
+        await asyncio.wait_for(asyncio.gather(sending, following), 30)
+        again = Seen()
+        body = {"body": "and again", "task_id": task_id, "resume_from": "user_response"}
+        await asyncio.wait_for(_send(c, cluster.key, body, again), 30)
+        return on_a, from_b, again
+
+    on_a, from_b, again = asyncio.run(scenario())
+    assert on_a.final_event == "task_complete" and on_a.final is not None
+    assert on_a.final["status"] == "completed"
+    assert from_b.final == {**on_a.final, "timestamp": from_b.final["timestamp"]}  # type: ignore[index]
+    assert _contiguous([i for i, _ in on_a.events])
+    assert from_b.events == on_a.events  # every event, in order, no duplicate
+    # C took the free lease, loaded the task from the store and ran the follow-up
+    assert again.final_event == "task_complete", again
+    ids = [i for i, _ in again.events]
+    assert ids and ids[0] == on_a.events[-1][0] + 2  # after the stored task_complete
+    assert _contiguous(ids, ids[0])
+    record = httpx.get(
+        f"{a.url}/task",
+        params={"task_id": task_id},
+        headers={"Authorization": f"Bearer {cluster.key}"},
+        trust_env=False,
+    ).json()
+    assert record["state"] == "completed"
+    assert int(record["events"][-1]["id"]) >= ids[-1]
+
+
+async def _follow_when_known(replica: Replica, key: str, task_id: str, seen: Seen) -> None:
+    """Follow the task from ``replica`` as soon as the store knows it (404 before)."""
+    async with _client(replica, key) as client:
+        for _ in range(200):
+            async with client.stream("GET", f"/tasks/{task_id}/events") as response:
+                if response.status_code == 404:
+                    await response.aread()
+                    await asyncio.sleep(0.02)  # the task is not stored yet: ask again
+                    continue
+                await _read(response, seen)
+                return
+    raise AssertionError(f"task {task_id} never became known to {replica.id}")
+
+
+def test_a_follow_up_sent_to_b_while_a_runs_the_task_is_handed_to_a(cluster: Cluster) -> None:
+    a, b, _ = cluster.replicas
+    task_id = f"t-{uuid.uuid4().hex[:8]}"
+
+    async def scenario() -> tuple[Seen, Seen]:
+        first, on_a, via_b = asyncio.Event(), Seen(), Seen()
+
+        async def send_a() -> None:
+            async with (
+                _client(a, cluster.key) as client,
+                client.stream(
+                    "POST", "/message", json={"body": "first", "task_id": task_id, "stream": True}
+                ) as response,
+            ):
+                await _read(response, on_a, first)
+
+        sending = asyncio.create_task(send_a())
+        await asyncio.wait_for(first.wait(), 10)  # A runs the task (and holds its lease)
+        body = {"body": "second", "task_id": task_id, "resume_from": "user_response"}
+        async with _client(b, cluster.key) as client:
+            answer = await client.post("/message", json=body)
+        assert answer.status_code == 200, answer.text
+        via_b.final = answer.json()
+        await asyncio.wait_for(sending, 30)
+        return on_a, via_b
+
+    _, via_b = asyncio.run(scenario())
+    assert via_b.final is not None
+    assert via_b.final["task_id"] == task_id
+    assert via_b.final["status"] == "completed"
+    assert via_b.final["response"]
+    health = httpx.get(f"{a.url}/health", trust_env=False).json()
+    assert health["owned_tasks"] == 0  # finished: the lease is free again
+
+
+def test_a_cancel_sent_to_c_stops_the_task_a_runs(cluster: Cluster) -> None:
+    a, _, c = cluster.replicas
+    task_id = f"t-{uuid.uuid4().hex[:8]}"
+
+    async def scenario() -> tuple[Seen, httpx.Response]:
+        first, on_a = asyncio.Event(), Seen()
+
+        async def send_a() -> None:
+            async with (
+                _client(a, cluster.key) as client,
+                client.stream(
+                    "POST",
+                    "/message",
+                    json={"body": "long job", "task_id": task_id, "stream": True},
+                ) as response,
+            ):
+                await _read(response, on_a, first)
+
+        sending = asyncio.create_task(send_a())
+        await asyncio.wait_for(first.wait(), 10)
+        async with _client(c, cluster.key) as client:
+            cancelled = await client.post(f"/tasks/{task_id}/cancel")
+        await asyncio.wait_for(sending, 30)
+        return on_a, cancelled
+
+    on_a, cancelled = asyncio.run(scenario())
+    assert cancelled.status_code == 200, cancelled.text
+    assert cancelled.json() == {"task_id": task_id, "status": "cancelled"}
+    assert on_a.final_event == "task_error"
+    assert on_a.final is not None and on_a.final["status"] == "cancelled"
+    again = httpx.post(
+        f"{c.url}/tasks/{task_id}/cancel",
+        headers={"Authorization": f"Bearer {cluster.key}"},
+        trust_env=False,
+    )
+    assert again.status_code == 409, again.text
+    missing = httpx.post(
+        f"{c.url}/tasks/no-such-task/cancel",
+        headers={"Authorization": f"Bearer {cluster.key}"},
+        trust_env=False,
+    )
+    assert missing.status_code == 404
+
+
+def test_a_breakpoint_paused_on_a_is_answered_through_b(cluster: Cluster) -> None:
+    a, b, c = cluster.replicas
+    task_id = f"t-{uuid.uuid4().hex[:8]}"
+    headers = {"Authorization": f"Bearer {cluster.key}"}
+    paused = httpx.post(
+        f"{a.url}/message",
+        json={"body": "What is the weather in Paris?", "task_id": task_id},
+        headers=headers,
+        timeout=30,
+        trust_env=False,
+    )
+    assert paused.status_code == 200, paused.text
+    assert paused.json()["status"] == "waiting_breakpoint"
+    calls = json.loads(paused.json()["response"])
+    assert calls[0]["name"] == "get_weather_forecast"
+    record = httpx.get(
+        f"{c.url}/task", params={"task_id": task_id}, headers=headers, trust_env=False
+    ).json()
+    assert record["state"] == "waiting_breakpoint"  # C reads the store's copy
+    answered = httpx.post(
+        f"{b.url}/message",
+        json={
+            "task_id": task_id,
+            "resume_from": "breakpoint_tool_call",
+            "kwargs": {"breakpoint_tool_call_result": "Sunny, 21 C, light wind"},
+            "show_events": True,
+        },
+        headers=headers,
+        timeout=30,
+        trust_env=False,
+    )
+    assert answered.status_code == 200, answered.text
+    answer = answered.json()
+    assert answer["status"] == "completed"
+    assert "Sunny, 21 C" in answer["response"]
+    names = [e["event"] for e in answer["events"]]
+    assert "breakpoint_action_complete" in names
+    ids = [int(e["id"]) for e in answer["events"]]
+    assert _contiguous(ids)
+
+
+def test_a_new_task_with_a_taken_id_is_refused_on_another_replica(cluster: Cluster) -> None:
+    a, b, _ = cluster.replicas
+    task_id = f"t-{uuid.uuid4().hex[:8]}"
+    headers = {"Authorization": f"Bearer {cluster.key}"}
+    done = httpx.post(
+        f"{a.url}/message",
+        json={"body": "mine", "task_id": task_id},
+        headers=headers,
+        timeout=30,
+        trust_env=False,
+    )
+    assert done.status_code == 200, done.text
+    again = httpx.post(
+        f"{b.url}/message",
+        json={"body": "mine too", "task_id": task_id},
+        headers=headers,
+        timeout=30,
+        trust_env=False,
+    )
+    assert again.status_code == 409
+    assert "already exists" in again.json()["detail"]
+
+
+# --- fail-over ------------------------------------------------------------------------------
+
+
+async def _stream_until_cut(replica: Replica, key: str, seen: Seen, started: asyncio.Event) -> None:
+    body = {"body": f"job {seen.task_id}", "task_id": seen.task_id, "stream": True}
+    try:
+        async with (
+            _client(replica, key) as client,
+            client.stream("POST", "/message", json=body) as response,
+        ):
+            await _read(response, seen, started)
+    except (httpx.TransportError, httpx.StreamError):
+        pass  # the replica went away: the client reconnects elsewhere
+
+
+async def _rest_from(replica: Replica, key: str, seen: Seen) -> None:
+    """Reconnect to ``replica`` with the last event id seen; add what comes to ``seen``."""
+    if seen.final is not None:
+        return
+    rest = Seen()
+    await _events(replica, key, seen.task_id, seen.events[-1][0], rest)
+    seen.events += rest.events
+    seen.final, seen.final_event = rest.final, rest.final_event
+
+
+def test_a_replica_stopped_with_sigterm_leaves_its_tasks_to_the_others(cluster: Cluster) -> None:
+    a, b, c = cluster.replicas
+    count = 10
+
+    async def scenario() -> list[Seen]:
+        started = [asyncio.Event() for _ in range(count)]
+        seen = [Seen(task_id=f"g-{n}-{uuid.uuid4().hex[:6]}") for n in range(count)]
+        streams = [
+            asyncio.create_task(_stream_until_cut(c, cluster.key, seen[n], started[n]))
+            for n in range(count)
+        ]
+        await asyncio.wait_for(asyncio.gather(*(e.wait() for e in started)), 30)
+        c.process.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(asyncio.gather(*streams), 60)
+        rests = [_rest_from((a, b)[n % 2], cluster.key, seen[n]) for n in range(count)]
+        await asyncio.wait_for(asyncio.gather(*rests), 60)
+        return seen
+
+    seen = asyncio.run(scenario())
+    assert c.process.wait(timeout=30) == -signal.SIGTERM  # a clean stop, as uvicorn's
+    for one in seen:
+        assert _contiguous([i for i, _ in one.events]), (one.task_id, one.events)
+        assert one.final_event == "task_complete", (one.task_id, one.events, one.final)
+        assert one.final is not None and one.final["status"] == "completed"
+    # C comes back under the same id and serves again
+    cluster.replicas[2] = _start("c", cluster.env, cluster.root, cluster.swarms, "slow")
+    health = httpx.get(f"{cluster.replicas[2].url}/health", trust_env=False).json()
+    assert health["replica_id"] == c.id
+
+
+def test_killing_the_replica_running_50_tasks_hands_them_to_the_others(cluster: Cluster) -> None:
+    a, b, c = cluster.replicas
+
+    async def scenario() -> tuple[list[Seen], float]:
+        started = [asyncio.Event() for _ in range(TASKS)]
+        seen = [Seen(task_id=f"f-{n}-{uuid.uuid4().hex[:6]}") for n in range(TASKS)]
+
+        streams = [
+            asyncio.create_task(_stream_until_cut(a, cluster.key, seen[n], started[n]))
+            for n in range(TASKS)
+        ]
+        await asyncio.wait_for(asyncio.gather(*(e.wait() for e in started)), 60)
+        a.process.send_signal(signal.SIGKILL)
+        killed = time.monotonic()
+        await asyncio.wait_for(asyncio.gather(*streams), 30)
+
+        rests = [_rest_from((b, c)[n % 2], cluster.key, seen[n]) for n in range(TASKS)]
+        await asyncio.wait_for(asyncio.gather(*rests), 60)
+        return seen, time.monotonic() - killed
+
+    seen, took = asyncio.run(scenario())
+    for one in seen:
+        ids = [i for i, _ in one.events]
+        assert _contiguous(ids), (one.task_id, one.events)  # no gap, no duplicate
+        assert one.final_event == "task_complete", (one.task_id, one.events, one.final)
+        assert one.final is not None and one.final["status"] == "completed"
+    taken_over = sum(1 for one in seen if ("task_taken_over" in {e for _, e in one.events}))
+    assert taken_over > 0  # the kill came while tasks ran, not after
+    assert took < LEASE + 2 * DELAY + 8, f"fail-over took {took:.1f}s"
+    _ = a.process.wait(timeout=10)
