@@ -128,6 +128,13 @@ class StoreRecorder:
         self._turns[(task.task_id, agent)] = task.log
         self._noted()
 
+    def drop(self, task_id: str) -> None:
+        """Write nothing more of ``task_id`` (cluster mode: another replica runs it now)."""
+        for notes in (self._tasks, self._logs, self._retry, self._retry_logs):
+            notes.pop(task_id, None)
+        for turn in [t for t in self._turns if t[0] == task_id]:
+            del self._turns[turn]
+
     @property
     def backlog(self) -> int:
         """How many tasks have changes the store has not got yet."""

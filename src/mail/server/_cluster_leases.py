@@ -113,36 +113,47 @@ class Leases:
         self, key: CallerKey, task_id: str, checkpoint: dict[str, Any] | None = None
     ) -> Taken | str:
         """Take the task's lease (free, expired, or this replica's), recording
-        ``checkpoint`` when given; or the id of the live replica that holds it."""
-        cp = json.dumps(checkpoint) if checkpoint is not None else None
-        pk = (key.swarm, key.role, key.id, task_id)
+        ``checkpoint`` when given; or the id of the live replica that holds it. The lease
+        counts as held once the transaction committed (a renewal meanwhile cannot see it)."""
+        held = (key, task_id) in self.held
         try:
             async with self._pool.acquire() as conn, conn.transaction():
-                for _ in range(3):  # a concurrent insert: read it again
-                    row = await conn.fetchrow(_SELECT, *pk)
-                    gen = _token()
-                    if row is None:
-                        inserted = await conn.fetchval(
-                            _INSERT, *pk, self.replica_id, self.lease_seconds, cp, gen
-                        )
-                        if inserted is None:
-                            continue
-                        held = (key, task_id) in self.held
-                        self.held[(key, task_id)] = gen
-                        return Taken(gen=gen, held=held)
-                    owner = str(row["owner"])
-                    if owner != self.replica_id and not row["expired"]:
-                        return owner
-                    await conn.execute(_UPDATE, *pk, self.replica_id, gen, self.lease_seconds, cp)
-                    held = (key, task_id) in self.held and owner == self.replica_id
-                    self.held[(key, task_id)] = gen
-                    if held:
-                        return Taken(gen=gen, held=True)
-                    return Taken(gen=gen, was=owner, checkpoint=_checkpoint(row["checkpoint"]))
+                outcome = await self._take(conn, key, task_id, checkpoint, held)
         except Exception as e:
             raise StorageError(
                 f"cluster mode: taking the lease of task {task_id!r} failed: {e}"
             ) from e
+        if isinstance(outcome, Taken):
+            self.held[(key, task_id)] = outcome.gen
+        return outcome
+
+    async def _take(
+        self,
+        conn: Any,
+        key: CallerKey,
+        task_id: str,
+        checkpoint: dict[str, Any] | None,
+        held: bool,
+    ) -> Taken | str:
+        cp = json.dumps(checkpoint) if checkpoint is not None else None
+        pk = (key.swarm, key.role, key.id, task_id)
+        for _ in range(3):  # a concurrent insert: read it again
+            row = await conn.fetchrow(_SELECT, *pk)
+            gen = _token()
+            if row is None:
+                inserted = await conn.fetchval(
+                    _INSERT, *pk, self.replica_id, self.lease_seconds, cp, gen
+                )
+                if inserted is not None:
+                    return Taken(gen=gen, held=held)
+                continue
+            owner = str(row["owner"])
+            if owner != self.replica_id and not row["expired"]:
+                return owner
+            await conn.execute(_UPDATE, *pk, self.replica_id, gen, self.lease_seconds, cp)
+            if held and owner == self.replica_id:
+                return Taken(gen=gen, held=True)
+            return Taken(gen=gen, was=owner, checkpoint=_checkpoint(row["checkpoint"]))
         raise StorageError(f"cluster mode: the lease of task {task_id!r} keeps changing")
 
     async def owner(self, key: CallerKey, task_id: str) -> str | None:
@@ -157,17 +168,17 @@ class Leases:
         """Drop the lease of generation ``gen`` (a newer take keeps its lease)."""
         if self.held.get((key, task_id)) != gen:
             return
+        del self.held[(key, task_id)]  # first: a renewal meanwhile does not miss it
         pk = (key.swarm, key.role, key.id, task_id)
         await self._pool.execute(_RELEASE, *pk, self.replica_id, gen)
-        if self.held.get((key, task_id)) == gen:  # no newer take meanwhile
-            del self.held[(key, task_id)]
 
     async def renew(self) -> list[_Held]:
         """Extend every lease this process holds; returns those it lost (another replica
         claimed them after they ran out), which it no longer holds."""
         if not self.held:
             return []
-        held = list(self.held)
+        gens = dict(self.held)
+        held = list(gens)
         rows = await self._pool.fetch(
             _RENEW,
             self.replica_id,
@@ -184,7 +195,8 @@ class Leases:
             )
             for r in rows
         }
-        lost = [h for h in held if h not in kept and h in self.held]
+        # a lease released or taken again meanwhile is not lost
+        lost = [h for h in held if h not in kept and self.held.get(h) == gens[h]]
         for h in lost:
             del self.held[h]
         return lost

@@ -377,31 +377,56 @@ class ClusterTasks:
         async with asyncio.TaskGroup() as group:
             group.create_task(self.relay.publish_forever())
             group.create_task(self.relay.serve_inbox(self.handle, status))
-            group.create_task(self._maintain())
+            # apart: renewing never waits for take-overs (which load tasks from the store)
+            group.create_task(self._every(self.renew, "renewing leases"))
+            group.create_task(self._every(self.claim, "taking tasks over"))
 
-    async def _maintain(self) -> None:
+    async def _every(self, job: Callable[[], Awaitable[None]], what: str) -> None:
+        """Run ``job`` every third of the lease until cancelled; failures are logged."""
         while True:
             try:
-                await self.maintain()
+                await job()
             except Exception as e:
                 if isinstance(e, (StorageError, *redis_errors())):
-                    logger.warning("replica %s: keeping leases failed: %s", self.replica_id, e)
+                    logger.warning("replica %s: %s failed: %s", self.replica_id, what, e)
                 else:
-                    logger.exception("replica %s: keeping leases failed", self.replica_id)
+                    logger.exception("replica %s: %s failed", self.replica_id, what)
             await asyncio.sleep(self.leases.lease_seconds / 3)
 
-    async def maintain(self) -> None:
-        """Renew this replica's leases, then take over the tasks whose leases ran out."""
+    async def renew(self) -> None:
+        """Renew this replica's leases; let go of the tasks whose lease it lost."""
         for key, task_id in await self.leases.renew():
             logger.error(
-                "replica %s lost the lease of task %s (%s:%s) to another replica",
+                "replica %s lost the lease of task %s (%s:%s) to another replica: it stops "
+                "running it here",
                 self.replica_id,
                 task_id,
                 key.role,
                 key.id,
             )
-        for claimed in await self.leases.claim_expired():
-            await self._take_over(claimed)
+            await self._let_go(key, task_id)
+
+    async def claim(self) -> None:
+        """Take over the tasks whose leases ran out (all at once: each waits on the store)."""
+        claimed = await self.leases.claim_expired()
+        await asyncio.gather(*(self._take_over(c) for c in claimed))
+
+    async def _let_go(self, key: CallerKey, task_id: str) -> None:
+        """Stop running a task another replica took over: its agent turns are cancelled,
+        nothing more of it is written, and whoever waits on its turn here is told."""
+        swarm = self.state.swarms.find(caller_of(key))
+        task = swarm.runtime.tasks.remove(task_id) if swarm is not None else None
+        if swarm is None or task is None:
+            return
+        runtime = swarm.runtime
+        await runtime.scheduler.spawner.cancel_group(f"agent:{task_id}")
+        runtime.forget(task)
+        if runtime.recorder is not None:
+            runtime.recorder.drop(task_id)
+        moved = TaskStateError(f"task '{task_id}' moved to another replica; follow it there")
+        for future in (task.turn, *task.waiters):
+            if future is not None and not future.done():
+                future.set_exception(moved)
 
     async def _take_over(self, claimed: Claimed) -> None:
         caller = caller_of(claimed.key)
