@@ -17,9 +17,9 @@ the milliseconds its task's body starts with, as an LLM call would). Measures:
 * **fail-over**: ``--failover-tasks`` tasks running on A, killed (SIGKILL); each client
   follows its task on B or C with ``Last-Event-ID``: the time until every task completed.
 
-PostgreSQL: ``MAIL_BENCH_POSTGRES_URL`` or ``MAIL_TEST_POSTGRES_URL`` (an admin URL; a
-``mail_bench_<hex>`` database is created and dropped); Redis: ``MAIL_BENCH_REDIS_URL``
-(default db 13), whose keys of this run are deleted at the end, also on Ctrl-C.
+PostgreSQL: ``MAIL_BENCH_POSTGRES_URL`` or ``MAIL_TEST_POSTGRES_URL`` (admin URL; a database
+``mail_bench_<hex>`` is made and dropped); Redis: ``MAIL_BENCH_REDIS_URL`` (default db 13),
+whose keys of this run are deleted at the end, also on Ctrl-C.
 
     uv run python benchmarks/cluster.py [--seconds 10] [--clients 50] [--turn-ms 200]
 """
@@ -67,12 +67,8 @@ WAIT = 60.0
 LOST, TAKEN = "lost the lease of task", "took over task"
 POSTGRES_DEFAULT = "postgresql://postgres@127.0.0.1:5432/postgres"
 REDIS_DEFAULT = "redis://127.0.0.1:6379/13"
-# What would change where a replica looks: each replica gets what it needs.
-_DROPPED = {
-    "MAIL_CONFIG_PATH", "SWARM_NAME", "SWARM_SOURCE", "DATABASE_URL", "MAIL_DATA_DIR",
-    "MAIL_PORT", "SWARM_REGISTRY_FILE", "BASE_URL", "AUTH_ENDPOINT", "TOKEN_INFO_ENDPOINT",
-    "MAIL_REDIS_URL", "MAIL_REPLICA_ID", "MAIL_LEASE_SECONDS",
-}  # fmt: skip
+#: What would change where a replica looks (prefixes): each replica gets what it needs.
+_DROPPED = ("MAIL_", "SWARM_", "DATABASE_URL", "BASE_URL", "AUTH_ENDPOINT", "TOKEN_INFO_ENDPOINT")
 
 
 # --- PostgreSQL and Redis ------------------------------------------------------------------
@@ -161,13 +157,6 @@ def _swarm() -> list[dict[str, Any]]:
     }]  # fmt: skip
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def _healthy(url: str) -> bool:
     try:
         return httpx.get(url + "/health", timeout=1.0, trust_env=False).status_code == 200
@@ -198,8 +187,7 @@ class Cluster:
         return urlsplit(self.admin_url)._replace(path=f"/{self.database}").geturl()
 
     def settle(self) -> int:
-        """Wait until no replica holds a lease (expired ones claimed and released): the
-        take-overs one run left do not weigh on the next. Returns the leases left."""
+        """Wait until no lease is held (so one run's take-overs do not weigh on the next)."""
         deadline = time.monotonic() + WAIT
         while (held := _postgres(self.url, "SELECT count(*) FROM cluster_task_leases")[0][0]) and time.monotonic() < deadline:  # fmt: skip
             time.sleep(0.2)  # leases held in PostgreSQL: polled, no event to wait on
@@ -209,9 +197,11 @@ class Cluster:
         name = "abcdefgh"[len(self.replicas)]
         data = self.root / name
         data.mkdir()
-        port = _free_port()
+        with socket.socket() as sock:  # a free port
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
         replica_id = f"bench-{self.tag}-{name}"
-        env = {k: v for k, v in os.environ.items() if k not in _DROPPED} | {
+        env = {k: v for k, v in os.environ.items() if not k.startswith(_DROPPED)} | {
             "DATABASE_URL": self.url,
             "MAIL_REDIS_URL": self.redis_url,
             "MAIL_REPLICA_ID": replica_id,
@@ -304,17 +294,19 @@ def session(key: str) -> aiohttp.ClientSession:
     )
 
 
-async def ask(
-    client: aiohttp.ClientSession, replica: Replica, body: dict[str, Any]
-) -> dict[str, Any]:
-    """``POST /message``; the answer, checked."""
-    async with client.post(replica.url + "/message", json=body) as response:
+async def _ok(client: aiohttp.ClientSession, method: str, url: str, **kw: Any) -> Any:
+    """The JSON answer of a request that must succeed."""
+    async with client.request(method, url, **kw) as response:
         if response.status != 200:
-            raise AssertionError(f"{replica.name}: {response.status}: {await response.text()}")
-        answer: dict[str, Any] = await response.json()
+            raise AssertionError(f"{method} {url}: {response.status}: {await response.text()}")
+        return await response.json()
+
+
+async def ask(client: aiohttp.ClientSession, replica: Replica, body: dict[str, Any]) -> None:
+    """``POST /message``, the answer checked."""
+    answer = await _ok(client, "POST", replica.url + "/message", json=body)
     if answer.get("status") != "completed" or answer.get("response") != "answer:" + body["body"]:
         raise AssertionError(f"{replica.name}: {body!r} answered {answer!r}")
-    return answer
 
 
 @dataclass
@@ -328,8 +320,7 @@ class Frame:
 
 @dataclass
 class Stream:
-    """An event stream being read: the frames so far; ``opened`` is set once the server
-    answered, ``started`` at the first frame."""
+    """An event stream read: its frames; ``opened`` once answered, ``started`` at a frame."""
 
     frames: list[Frame] = field(default_factory=list)
     opened: asyncio.Event = field(default_factory=asyncio.Event)
@@ -374,19 +365,13 @@ def _cpu(pid: int) -> float:
 
 async def _backends(run: Cluster) -> dict[int, float]:
     """CPU seconds so far of each PostgreSQL backend connected to the run's database."""
-    import asyncpg
-
-    conn = await asyncpg.connect(run.admin_url, timeout=5)
-    try:
-        rows = await conn.fetch("SELECT pid FROM pg_stat_activity WHERE datname = $1", run.database)
-    finally:
-        await conn.close()
+    query = f"SELECT pid FROM pg_stat_activity WHERE datname = '{run.database}'"  # noqa: S608
+    rows = await asyncio.to_thread(_postgres, run.admin_url, query)
     return {int(r["pid"]): _cpu(int(r["pid"])) for r in rows}
 
 
 async def throughput(run: Cluster, clients: int, seconds: float, turn_ms: int) -> dict[str, float]:
-    """``clients`` clients, each sending tasks one after another for ``seconds``, request
-    i to replica i mod len(replicas)."""
+    """``clients`` clients sending tasks for ``seconds``, request i to replica i mod n."""
     replicas = run.replicas
     counter = itertools.count()
     latencies: list[float] = []
@@ -439,12 +424,6 @@ def print_throughput(rows: list[tuple[int, int, dict[str, float]]], clients: int
 # --- cross-replica overhead ----------------------------------------------------------------
 
 
-async def _get_task(client: aiohttp.ClientSession, replica: Replica, task_id: str) -> None:
-    async with client.get(replica.url + "/task", params={"task_id": task_id}) as response:
-        if response.status != 200:
-            raise AssertionError(f"{replica.name}: {response.status}: {await response.text()}")
-
-
 async def _running(
     run: Cluster, client: aiohttp.ClientSession, owner: Replica, task_id: str, turn_ms: int
 ) -> tuple[asyncio.Task[Stream], Stream]:
@@ -458,13 +437,10 @@ async def _running(
     return reader, stream
 
 
-Pairs = dict[str, tuple[list[float], list[float]]]
-
-
-async def overhead(run: Cluster, samples: int) -> Pairs:
+async def overhead(run: Cluster, samples: int) -> None:
     """Each operation on A, which ran or runs the task, and on B (which first alternates)."""
     a, b = run.replicas[0], run.replicas[1]
-    found: Pairs = {}
+    found: dict[str, tuple[list[float], list[float]]] = {}
 
     async def both(name: str, i: int, make: Any) -> None:
         took = {}
@@ -482,7 +458,7 @@ async def overhead(run: Cluster, samples: int) -> Pairs:
             run.task_ids.add(task_id)
             await ask(client, a, {"body": f"0:{task_id}", "task_id": task_id})
         for i, t in enumerate(done):
-            await both("GET /task, finished", i, lambda r, t=t: _get_task(client, r, t))
+            await both("GET /task, finished", i, lambda r, q={"task_id": t}: _ok(client, "GET", r.url + "/task", params=q))  # fmt: skip
         for i, t in enumerate(done):
             path = f"/tasks/{t}/events"
             await both("GET /tasks/{id}/events replay", i, lambda r, p=path: Stream().read(client, "GET", r.url + p))  # fmt: skip
@@ -495,20 +471,17 @@ async def overhead(run: Cluster, samples: int) -> Pairs:
         ids = [f"{run.tag}-run-{i}" for i in range(samples)]
         readers = [(await _running(run, client, a, t, 2000))[0] for t in ids]
         for i, t in enumerate(ids):
-            await both("GET /task, running", i, lambda r, t=t: _get_task(client, r, t))
+            await both("GET /task, running", i, lambda r, q={"task_id": t}: _ok(client, "GET", r.url + "/task", params=q))  # fmt: skip
         cancels: tuple[list[float], list[float]] = ([], [])
         for i, t in enumerate(ids):
             start = time.perf_counter()
-            async with client.post(f"{(a, b)[i % 2].url}/tasks/{t}/cancel") as response:
-                if response.status != 200:
-                    raise AssertionError(f"cancel: {response.status}: {await response.text()}")
+            await _ok(client, "POST", f"{(a, b)[i % 2].url}/tasks/{t}/cancel")
             cancels[i % 2].append(time.perf_counter() - start)
         found["cancel of a running task (B hands it to A)"] = cancels
         await asyncio.wait_for(asyncio.gather(*readers), WAIT)
 
         async def live(i: int) -> tuple[list[float], list[float]]:
-            """An event's way from the owner's stream (POST /message on A) to a follower
-            (GET /tasks/{id}/events) on A and on B, both following from event 1."""
+            """An event's way from A's POST /message stream to a follower on A and on B."""
             task_id = f"{run.tag}-live-{i}"
             reader, source = await _running(run, client, a, task_id, 300)
             path, after = f"/tasks/{task_id}/events", {"Last-Event-ID": "1"}
@@ -529,10 +502,6 @@ async def overhead(run: Cluster, samples: int) -> Pairs:
             pair = found.setdefault(name, ([], []))
             pair[0].extend(on_a)
             pair[1].extend(on_b)
-    return found
-
-
-def print_overhead(found: Pairs) -> None:
     print("\n## cross-replica overhead (ms): A ran or runs the task, B did not")
     print(f"{'operation':<44} {'A p50':>7} {'p95':>7} {'B p50':>7} {'p95':>7} {'B - A p50':>10}")
     for name, (owner, other) in found.items():
@@ -543,9 +512,8 @@ def print_overhead(found: Pairs) -> None:
 # --- fail-over -----------------------------------------------------------------------------
 
 
-async def failover(run: Cluster, tasks: int, turn_ms: int) -> dict[str, Any]:
-    """``tasks`` tasks running on A; A is killed; every client follows its task on B or C
-    from its last event (again, as an event-source client does, when a stream is cut)."""
+async def failover(run: Cluster, tasks: int, turn_ms: int) -> None:
+    """Kill A running ``tasks`` tasks; clients follow theirs on B or C (again when cut)."""
     a, b, c = run.replicas[:3]
     cuts = 0
     async with session(run.key) as client:
@@ -572,27 +540,20 @@ async def failover(run: Cluster, tasks: int, turn_ms: int) -> dict[str, Any]:
 
         seen = await asyncio.wait_for(asyncio.gather(*(follow(i) for i in range(tasks))), WAIT)
     a.process.wait(timeout=WAIT)
-    done = [s[-1].at - killed for s in seen if s[-1].event == "task_complete"]
-    taken = [f.at - killed for s in seen for f in s if f.event == "task_taken_over"]
-    numbered = [[f.id for f in s if f.id is not None] for s in seen]
-    gaps = sum(1 for n in numbered if n != list(range(1, len(n) + 1)))
-    nan = float("nan")
-    return {
-        "tasks": tasks, "completed": len(done), "taken": len(taken), "gaps": gaps, "cuts": cuts,
-        "first taken": min(taken, default=nan), "last taken": max(taken, default=nan),
-        "first done": min(done, default=nan), "last done": max(done, default=nan),
-        "median done": statistics.median(done) if done else nan,
-    }  # fmt: skip
-
-
-def print_failover(r: dict[str, Any], lease: float, turn_ms: int) -> None:
-    print(f"\n## fail-over: {r['tasks']} tasks on A ({turn_ms} ms turns), A killed (SIGKILL)")
-    print(f"lease {lease:g} s: {r['completed']}/{r['tasks']} completed on B and C, "
-          f"{r['taken']} taken over, {r['gaps']} with a gap or duplicate in their events, "
-          f"{r['cuts']} follower streams cut short (and followed again)")  # fmt: skip
-    print(f"kill -> taken over: {r['first taken']:.2f} - {r['last taken']:.2f} s; kill -> "
-          f"completed: first {r['first done']:.2f} s, median {r['median done']:.2f} s, "
-          f"every task {r['last done']:.2f} s")  # fmt: skip
+    done = [s[-1].at - killed for s in seen if s[-1].event == "task_complete"] or [float("nan")]
+    taken = [[f.at - killed for f in s if f.event == "task_taken_over"] for s in seen]
+    ids_seen = [[f.id for f in s if f.id is not None] for s in seen]
+    gaps = sum(1 for n in ids_seen if n != list(range(1, len(n) + 1)))
+    first = sorted(t[0] for t in taken if t) or [float("nan")]
+    print(f"\n## fail-over: {tasks} tasks on A ({turn_ms} ms turns), A killed (SIGKILL), "
+          f"lease {run.lease:g} s")  # fmt: skip
+    print(f"{sum(s[-1].event == 'task_complete' for s in seen)}/{tasks} completed on B and C; {sum(map(bool, taken))} taken over, "
+          f"{sum(len(t) > 1 for t in taken)} of them more than once ({sum(map(len, taken))} "
+          f"take-overs); {gaps} with a gap or duplicate in their events; {cuts} follower "
+          "streams cut short (and followed again)")  # fmt: skip
+    print(f"kill -> first take-over of each task: {first[0]:.2f} - {first[-1]:.2f} s; kill -> "
+          f"completed: first {min(done):.2f} s, median {statistics.median(done):.2f} s, "
+          f"every task {max(done):.2f} s")  # fmt: skip
 
 
 # --- main ----------------------------------------------------------------------------------
@@ -603,7 +564,6 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=10.0, help="per throughput run")
     parser.add_argument("--turn-ms", type=int, default=200, help="agent turn, realistic runs")
-    parser.add_argument("--replicas", type=int, default=3, choices=[1, 2, 3])
     parser.add_argument("--samples", type=int, default=20, help="per overhead operation")
     parser.add_argument("--failover-tasks", type=int, default=50)
     parser.add_argument("--failover-turn-ms", type=int, default=1000)
@@ -618,7 +578,7 @@ def main() -> None:
           f"load {os.getloadavg()[0]:.1f}; lease {args.lease_seconds:g} s")  # fmt: skip
     rows: list[tuple[int, int, dict[str, float]]] = []
     with cluster(admin_url, redis_url, args.lease_seconds, args.logs) as run:
-        for k in range(1, args.replicas + 1):
+        for k in (1, 2, 3):
             run.start_replica()
             for turn_ms in (args.turn_ms, 0):
                 row = asyncio.run(throughput(run, args.clients, args.seconds, turn_ms))
@@ -626,12 +586,9 @@ def main() -> None:
                 print(f"{k} replica(s), {turn_ms} ms turns: {row['rate']:,.0f} tasks/s; leases "
                       f"held after it: {run.settle()} (once settled)", flush=True)  # fmt: skip
         print_throughput(rows, args.clients)
-        if args.replicas < 3:
-            return
-        print_overhead(asyncio.run(overhead(run, args.samples)))
+        asyncio.run(overhead(run, args.samples))
         run.settle()
-        row = asyncio.run(failover(run, args.failover_tasks, args.failover_turn_ms))
-        print_failover(row, args.lease_seconds, args.failover_turn_ms)
+        asyncio.run(failover(run, args.failover_tasks, args.failover_turn_ms))
         print(f"(load {os.getloadavg()[0]:.1f} at the end)")
 
 
