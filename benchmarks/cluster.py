@@ -188,8 +188,8 @@ class Cluster:
 
     def settle(self) -> int:
         """Wait until no lease is held (so one run's take-overs do not weigh on the next)."""
-        deadline = time.monotonic() + WAIT
-        while (held := _postgres(self.url, "SELECT count(*) FROM cluster_task_leases")[0][0]) and time.monotonic() < deadline:  # fmt: skip
+        deadline, query = time.monotonic() + WAIT, "SELECT count(*) FROM cluster_task_leases"
+        while (held := _postgres(self.url, query)[0][0]) and time.monotonic() < deadline:
             time.sleep(0.2)  # leases held in PostgreSQL: polled, no event to wait on
         return int(held)
 
