@@ -67,3 +67,22 @@ def agent(rule: Rule, delay: float = 0.0) -> Any:
         return None, [call]
 
     return turn
+
+
+def paced(role: str, **_params: Any) -> Any:
+    """An agent factory for swarms.json (``python::benchmarks._agents:paced`` with
+    ``agent_params`` ``{"role": "supervisor"}`` or ``"worker"``, the repository root on
+    ``PYTHONPATH``): the agent of that rule, each turn waiting the milliseconds its task's
+    body starts with (``"200:question"`` waits 200 ms per turn, ``"0:question"`` none), so
+    one server runs tasks of any pace. benchmarks/cluster.py runs it."""
+    rule = {"supervisor": supervisor, "worker": worker}[role]
+    plain = agent(rule)
+
+    async def turn(history: list[dict[str, Any]], tool_choice: Any) -> Any:
+        _, body = incoming(history)
+        delay_ms = body.removeprefix("answer:").split(":", 1)[0]
+        if delay_ms.isdigit() and int(delay_ms):
+            await asyncio.sleep(int(delay_ms) / 1e3)
+        return await plain(history, tool_choice)
+
+    return turn
