@@ -195,25 +195,6 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
                 ON conversation_records (swarm_name, caller_role, caller_id, task_id)""",
         ),
     ),
-    Migration(
-        7,
-        "cluster mode: which replica runs each unfinished task (leases)",
-        (
-            # a new table only: a database shared with v1.3.6 takes it. ``gen`` counts the
-            # owner's takes (a release of an older turn does not drop a newer lease);
-            # ``checkpoint`` is what a turn started from, for fail-over
-            """CREATE TABLE IF NOT EXISTS cluster_task_leases (
-                swarm_name TEXT NOT NULL, caller_role TEXT NOT NULL, caller_id TEXT NOT NULL,
-                task_id TEXT NOT NULL,
-                owner TEXT NOT NULL,
-                gen BIGINT NOT NULL DEFAULT 0,
-                expires_at TIMESTAMP WITH TIME ZONE NOT NULL,
-                checkpoint JSONB,
-                PRIMARY KEY (swarm_name, caller_role, caller_id, task_id))""",
-            """CREATE INDEX IF NOT EXISTS idx_cluster_task_leases_owner
-                ON cluster_task_leases (owner, expires_at)""",
-        ),
-    ),
 )
 
 #: PostgreSQL tables of ours alone (v1.3.6 has none of them): created by version 2, and by
