@@ -6,10 +6,10 @@ db-prune``) with its task."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from mail.conversations.store import ConversationStore, Record, RecordKind
+from mail.conversations.store import ConversationStore, Joiner, Record, RecordKind, plan_append
 from mail.db.store import CallerKey, dumps, loads
 
 if TYPE_CHECKING:
@@ -33,6 +33,8 @@ _SQLITE = {
         AND conversation_id = ? ORDER BY seq, record_id""",
     "max_seq": f"""SELECT COALESCE(MAX(seq), 0) FROM conversation_records WHERE {_KEY}
         AND conversation_id = ? AND kind = ?""",
+    "people": f"""SELECT record_id, seq FROM conversation_records WHERE {_KEY}
+        AND conversation_id = ? AND kind = 'participant'""",
     "bound_to": f"""SELECT {_COLUMNS} FROM conversation_records WHERE {_KEY}
         AND task_id = ? AND kind = 'conversation' ORDER BY seq, record_id""",
 }
@@ -49,6 +51,9 @@ def _numbered(sql: str) -> str:
 
 _POSTGRES = {name: _numbered(sql) for name, sql in _SQLITE.items()}
 _POSTGRES["put"] = _POSTGRES["put"].replace("$9)", "$9::jsonb)")
+# the conversation's row, locked until the transaction ends: its turns are appended one
+# transaction at a time, whichever server writes them
+_POSTGRES["lock"] = _POSTGRES["get"] + " FOR UPDATE"
 
 
 def _key(key: CallerKey) -> tuple[str, str, str]:
@@ -57,6 +62,20 @@ def _key(key: CallerKey) -> tuple[str, str, str]:
 
 def _params(key: CallerKey, r: Record) -> tuple[Any, ...]:
     return (*_key(key), r.conversation_id, r.kind, r.record_id, r.seq, r.task_id, dumps(r.data))
+
+
+def _turn_params(key: CallerKey, rows: Sequence[Record], texts: dict[str, str]) -> list[Any]:
+    """The insert parameters of ``rows``, each turn's JSON taken from ``texts`` (by id)."""
+    return [
+        (*_key(key), r.conversation_id, r.kind, r.record_id, r.seq, r.task_id, texts[r.record_id])
+        if r.kind == "turn"
+        else _params(key, r)
+        for r in rows
+    ]
+
+
+def _texts(turns: Mapping[str, Sequence[dict[str, Any]]]) -> dict[str, str]:
+    return {t["id"]: dumps(t) for items in turns.values() for t in items}
 
 
 def _record(row: Any) -> Record:
@@ -104,6 +123,42 @@ class SQLiteConversationStore(ConversationStore):
 
         if params:
             await self._tasks.run("conversations.put_many", write)
+
+    async def append_turns(
+        self,
+        key: CallerKey,
+        turns: Mapping[str, Sequence[dict[str, Any]]],
+        join: Joiner | None = None,
+    ) -> dict[str, list[Record]]:
+        texts = _texts(turns)  # encoded before the first await
+        order = [(cid, list(turns[cid])) for cid in sorted(turns)]
+        k = _key(key)
+
+        def write(conn: sqlite3.Connection) -> dict[str, list[Record]]:
+            conn.execute("BEGIN IMMEDIATE")  # the file's write lock: one writer at a time
+            try:
+                written: dict[str, list[Record]] = {}
+                for cid, items in order:
+                    found = conn.execute(_SQLITE["get"], (*k, cid, "conversation", cid)).fetchone()
+                    if found is None:
+                        continue
+                    people = conn.execute(_SQLITE["people"], (*k, cid)).fetchall()
+                    last = conn.execute(_SQLITE["max_seq"], (*k, cid, "turn")).fetchone()[0]
+                    rows = plan_append(_record(found), items, join, people, int(last))
+                    if rows is not None:
+                        written[cid] = rows
+                params = [p for rows in written.values() for p in _turn_params(key, rows, texts)]
+                conn.executemany(_SQLITE["put"], params)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            return written
+
+        if not order:
+            return {}
+        return await self._tasks.run("conversations.append_turns", write)
 
     async def get(
         self, key: CallerKey, conversation_id: str, kind: RecordKind, record_id: str
@@ -157,6 +212,35 @@ class PostgresConversationStore(ConversationStore):
         with self._tasks.reported("conversations.put_many"):
             async with pool.acquire() as conn, conn.transaction():
                 await conn.executemany(_POSTGRES["put"], params)
+
+    async def append_turns(
+        self,
+        key: CallerKey,
+        turns: Mapping[str, Sequence[dict[str, Any]]],
+        join: Joiner | None = None,
+    ) -> dict[str, list[Record]]:
+        texts = _texts(turns)  # encoded before the first await
+        order = [(cid, list(turns[cid])) for cid in sorted(turns)]  # locks in one order
+        if not order:
+            return {}
+        k = _key(key)
+        written: dict[str, list[Record]] = {}
+        pool = self._tasks.pool("conversations.append_turns")
+        with self._tasks.reported("conversations.append_turns"):
+            async with pool.acquire() as conn, conn.transaction():
+                for cid, items in order:
+                    found = await conn.fetchrow(_POSTGRES["lock"], *k, cid, "conversation", cid)
+                    if found is None:
+                        continue
+                    people = await conn.fetch(_POSTGRES["people"], *k, cid)
+                    last = await conn.fetchval(_POSTGRES["max_seq"], *k, cid, "turn")
+                    rows = plan_append(_record(found), items, join, people, int(last))
+                    if rows is not None:
+                        written[cid] = rows
+                params = [p for rows in written.values() for p in _turn_params(key, rows, texts)]
+                if params:
+                    await conn.executemany(_POSTGRES["put"], params)
+        return written
 
     async def get(
         self, key: CallerKey, conversation_id: str, kind: RecordKind, record_id: str

@@ -4,7 +4,7 @@ intercepted turns of bound tasks."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from mail.conversations import _access as access
@@ -22,7 +22,6 @@ from mail.conversations.errors import (
     ThreadNestingLimitError,
 )
 from mail.conversations.models import (
-    CLOSED_STATUSES,
     Summary,
     Thread,
     Turn,
@@ -49,70 +48,51 @@ class TurnMethods(ServiceBase):
         return {"turn": await self.record_turn(actor, conv, params)}
 
     async def intercept(
-        self, key: CallerKey, conversation_id: str, items: Sequence[Intercepted]
-    ) -> list[Turn]:
-        """Record intercepted turns (``(author, params, source)``, in order) in one write;
-        authors not yet participants join as ``worker``. Records nothing (silently) when
-        mail is off or the conversation is unknown or closed; a ``threadId`` or
-        ``inReplyTo`` the conversation does not have is dropped, the turn kept. Raises
+        self, key: CallerKey, items: Mapping[str, Sequence[Intercepted]]
+    ) -> dict[str, list[Turn]]:
+        """Record intercepted turns (``(author, params, source)``, in order, by conversation
+        id) in one store write; authors not yet participants join as ``worker``. Records
+        nothing (silently) when mail is off, and nothing in a conversation that is
+        unknown or closed; a ``threadId`` or ``inReplyTo`` the conversation does not have
+        is dropped, the turn kept. Returns the turns recorded by conversation. Raises
         :class:`mail.errors.StorageError` when the store fails."""
-        if not self.enabled or not items:
-            return []
-        conv = await self.store.get(key, conversation_id, "conversation", conversation_id)
-        if conv is None or conv.data["status"] in CLOSED_STATUSES:
-            return []
-        members = await self._members_of(key, conversation_id)
-        known, part_seq = set(members[0]), members[1]
-        records: list[Record] = []
-        events: list[tuple[str, dict[str, Any]]] = []
-        async with self._lock(Actor(key=key, participant_id=""), conv):
-            turn_seq = await self._last_turn(key, conversation_id)
-            for author, params, source in items:
-                if author not in known:
-                    known.add(author)
-                    part_seq += 1
-                    joined = self._participant_record(conv, author, part_seq, turn_seq)
-                    records.append(joined)
-                    events.append(
-                        (
-                            "mail.participant.joined",
-                            {
-                                "conversationId": conversation_id,
-                                "participant": participant_of(joined),
-                            },
-                        )
-                    )
-                turn_seq += 1
-                clean = await self._known_refs(key, conv, params)
-                turn = self._new_turn(conv, author, clean, source)
-                records.append(
-                    Record(
-                        conversation_id=conversation_id,
-                        kind="turn",
-                        record_id=turn["id"],
-                        seq=turn_seq,
-                        task_id=conv.task_id,
-                        data=dict(turn),
-                    )
-                )
-                events.append(
-                    ("mail.turn.added", {"conversationId": conversation_id, "turn": turn})
-                )
-            await self.store.put_many(key, records)
-            self._noted_turn(key, conversation_id, turn_seq)
-            self._members[(key, conversation_id)] = (frozenset(known), part_seq)
-        for event_type, data in events:
-            self.bus.publish(key, event_type, data, now_ms())
-        return [cast(Turn, r.data) for r in records if r.kind == "turn"]
+        if not self.enabled:
+            return {}
+        turns: dict[str, list[dict[str, Any]]] = {}
+        for cid, batch in items.items():
+            turns[cid] = [
+                dict(self._new_turn(cid, author, await self._known_refs(key, cid, params), source))
+                for author, params, source in batch
+            ]
+        written = await self.store.append_turns(key, turns, join=self._joined)
+        recorded: dict[str, list[Turn]] = {}
+        now = now_ms()
+        for cid, rows in written.items():
+            for r in rows:
+                if r.kind == "participant":
+                    data = {"conversationId": cid, "participant": participant_of(r)}
+                    self.bus.publish(key, "mail.participant.joined", data, now)
+                else:
+                    recorded.setdefault(cid, []).append(cast(Turn, r.data))
+                    data = {"conversationId": cid, "turn": r.data}
+                    self.bus.publish(key, "mail.turn.added", data, now)
+        return recorded
+
+    @classmethod
+    def _joined(cls, conv: Record, author: str, seq: int, turns: int) -> Record:
+        """The row of an intercepted author who joins as ``worker``."""
+        return cls._participant_record(conv, author, seq, turns)
 
     async def _known_refs(
-        self, key: CallerKey, conv: Record, params: dict[str, Any]
+        self, key: CallerKey, conversation_id: str, params: dict[str, Any]
     ) -> dict[str, Any]:
+        if "threadId" not in params and "inReplyTo" not in params:
+            return params
         clean = {k: v for k, v in params.items() if k not in ("threadId", "inReplyTo")}
         refs: tuple[tuple[str, RecordKind], ...] = (("threadId", "thread"), ("inReplyTo", "turn"))
         for name, kind in refs:
             ref = params.get(name)
-            if isinstance(ref, str) and await self.store.get(key, conv.conversation_id, kind, ref):
+            if isinstance(ref, str) and await self.store.get(key, conversation_id, kind, ref):
                 clean[name] = ref
         return clean
 

@@ -120,6 +120,8 @@ class EventBus:
     def publish(self, key: CallerKey, event_type: str, data: dict[str, Any], now: int) -> None:
         """Deliver an event of ``key``'s conversations to the matching subscriptions
         (never blocks: a full queue drops its oldest event)."""
+        if not self._subscriptions:
+            return
         event = MailEvent(id=next(self._ids), type=event_type, data=data, timestamp=now)
         for sub in list(self._subscriptions.values()):
             if sub.key != key or not matches(sub.filter, event_type, data):

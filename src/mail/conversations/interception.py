@@ -100,7 +100,7 @@ class Interceptor:
     (the turns that arrive during a write go together in the next), or, with
     ``interval`` > 0, that many seconds after the first turn of a batch is queued."""
 
-    def __init__(self, service: ConversationService, *, interval: float = 0.0) -> None:
+    def __init__(self, service: ConversationService, *, interval: float = 0.05) -> None:
         self.service = service
         #: seconds the writer waits after the first queued turn, gathering a batch (0:
         #: none; a write in progress gathers the next batch by itself)
@@ -111,6 +111,8 @@ class Interceptor:
         self._seen: dict[_Task, int] = {}
         self._queue: asyncio.Queue[_Pending | None] = asyncio.Queue()
         self._writer: asyncio.Task[None] | None = None
+        self._hurry = asyncio.Event()
+        self._draining = 0
 
     def start(self) -> None:
         if self._writer is None:
@@ -122,6 +124,7 @@ class Interceptor:
         writer, self._writer = self._writer, None
         if writer is not None:
             self._queue.put_nowait(None)
+            self._hurry.set()
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.wait_for(asyncio.shield(writer), timeout=5.0)
             writer.cancel()
@@ -191,15 +194,23 @@ class Interceptor:
 
     async def drain(self) -> None:
         """Wait until the turns queued so far are written (or skipped)."""
-        await self._queue.join()
+        self._draining += 1
+        self._hurry.set()
+        try:
+            await self._queue.join()
+        finally:
+            self._draining -= 1
 
     async def _write(self) -> None:
         """Write what is queued, a batch at a time: the turns of one conversation that
         wait together go in one store write."""
         while True:
             first = await self._queue.get()
-            if first is not None and self.interval > 0:
-                await asyncio.sleep(self.interval)  # let the turns of a burst gather
+            if not self._draining:
+                self._hurry.clear()
+            if first is not None and self.interval > 0 and not self._hurry.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._hurry.wait(), self.interval)
             batch = [first]
             while not self._queue.empty():
                 batch.append(self._queue.get_nowait())
@@ -212,13 +223,21 @@ class Interceptor:
                 return
 
     async def _write_batch(self, batch: list[_Pending]) -> None:
-        groups: dict[tuple[CallerKey, str], list[Intercepted]] = {}
+        """One store write per caller for the whole batch; when it fails, one per
+        conversation, so that only the failing conversations lose their turns."""
+        by_key: dict[CallerKey, dict[str, list[Intercepted]]] = {}
         for p in batch:
-            groups.setdefault((p.key, p.conversation_id), []).append((p.author, p.params, p.source))
-        for (key, conversation_id), items in groups.items():
-            try:
-                await self.service.intercept(key, conversation_id, items)
-            except Exception:  # interception never fails a delivery: the turns are lost
-                logger.exception(
-                    "recording %d intercepted turns in %s failed", len(items), conversation_id
-                )
+            turns = by_key.setdefault(p.key, {}).setdefault(p.conversation_id, [])
+            turns.append((p.author, p.params, p.source))
+        for key, groups in by_key.items():
+            if len(groups) > 1:
+                try:
+                    await self.service.intercept(key, groups)
+                    continue
+                except Exception as e:  # noqa: BLE001  # retried per conversation below
+                    logger.warning("recording intercepted turns failed, retrying one by one: %s", e)
+            for cid, items in groups.items():
+                try:
+                    await self.service.intercept(key, {cid: items})
+                except Exception:  # interception never fails a delivery: the turns are lost
+                    logger.exception("recording %d intercepted turns in %s failed", len(items), cid)

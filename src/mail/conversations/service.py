@@ -262,7 +262,6 @@ class ConversationService(TurnMethods):
                 raise ParticipantNotFoundError(f"no participant {pid!r}", participantId=pid)
             member = gone
         reason = opt_str(params, "reason")
-        self._members.pop((actor.key, conv.conversation_id), None)
         member.data["leftAt"] = now_ms()
         await self.store.put(actor.key, member)
         self._emit(

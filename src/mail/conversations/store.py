@@ -13,13 +13,21 @@ task store's own connection and the ``conversation_records`` table its migration
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from mail.conversations.models import CLOSED_STATUSES
 from mail.db.store import CallerKey, dumps, loads
 
-__all__ = ["ConversationStore", "MemoryConversationStore", "Record", "RecordKind"]
+__all__ = [
+    "ConversationStore",
+    "Joiner",
+    "MemoryConversationStore",
+    "Record",
+    "RecordKind",
+    "plan_append",
+]
 
 RecordKind = Literal["conversation", "participant", "turn", "thread", "summary"]
 
@@ -37,6 +45,45 @@ class Record:
     seq: int
     data: dict[str, Any]
     task_id: str | None = None
+
+
+#: builds the row of an author who is not a participant yet: ``(conversation, author,
+#: participant seq, how many turns the conversation has)`` -> the participant record
+Joiner = Callable[[Record, str, int, int], Record]
+
+
+def plan_append(
+    conv: Record,
+    turns: Iterable[dict[str, Any]],
+    join: Joiner | None,
+    people: Iterable[tuple[str, int]],
+    last_turn: int,
+) -> list[Record] | None:
+    """The rows :meth:`ConversationStore.append_turns` writes in ``conv`` (``None`` when it
+    is closed): given its participants ``(id, seq)`` and its newest turn's seq."""
+    if conv.data["status"] in CLOSED_STATUSES:
+        return None
+    known = dict(people)
+    part_seq = max(known.values(), default=0)
+    rows: list[Record] = []
+    for turn in turns:
+        author = turn["participantId"]
+        if join is not None and author not in known:
+            part_seq += 1
+            known[author] = part_seq
+            rows.append(join(conv, author, part_seq, last_turn))
+        last_turn += 1
+        rows.append(
+            Record(
+                conversation_id=conv.conversation_id,
+                kind="turn",
+                record_id=turn["id"],
+                seq=last_turn,
+                task_id=conv.task_id,
+                data=turn,
+            )
+        )
+    return rows
 
 
 class ConversationStore(ABC):
@@ -58,6 +105,34 @@ class ConversationStore(ABC):
         has them."""
         for record in records:
             await self.put(key, record)
+
+    async def append_turns(
+        self,
+        key: CallerKey,
+        turns: Mapping[str, Sequence[dict[str, Any]]],
+        join: Joiner | None = None,
+    ) -> dict[str, list[Record]]:
+        """Append ``turns`` (wire objects, in order, by conversation id) in one transaction
+        where the backend has them. Each gets the next turn ``seq`` of its conversation,
+        allocated by the store under the conversation's lock, so that servers sharing a
+        database never give two turns one seq. An unknown or closed conversation gets
+        none. With ``join``, an author (``participantId``) who is no participant yet
+        (present or gone) is added first as ``join`` builds them. Returns the rows
+        written (participants and turns, in order) by conversation."""
+        written: dict[str, list[Record]] = {}
+        for cid in sorted(turns):
+            conv = await self.get(key, cid, "conversation", cid)
+            if conv is None:
+                continue
+            people = [
+                (r.record_id, r.seq) for r in await self.list_records(key, "participant", cid)
+            ]
+            last = await self.max_seq(key, cid, "turn")
+            rows = plan_append(conv, turns[cid], join, people, last)
+            if rows is not None:
+                await self.put_many(key, rows)
+                written[cid] = rows
+        return written
 
     @abstractmethod
     async def get(
