@@ -33,8 +33,6 @@ _SQLITE = {
         AND conversation_id = ? ORDER BY seq, record_id""",
     "max_seq": f"""SELECT COALESCE(MAX(seq), 0) FROM conversation_records WHERE {_KEY}
         AND conversation_id = ? AND kind = ?""",
-    "people": f"""SELECT record_id, seq FROM conversation_records WHERE {_KEY}
-        AND conversation_id = ? AND kind = 'participant'""",
     "bound_to": f"""SELECT {_COLUMNS} FROM conversation_records WHERE {_KEY}
         AND task_id = ? AND kind = 'conversation' ORDER BY seq, record_id""",
 }
@@ -51,9 +49,34 @@ def _numbered(sql: str) -> str:
 
 _POSTGRES = {name: _numbered(sql) for name, sql in _SQLITE.items()}
 _POSTGRES["put"] = _POSTGRES["put"].replace("$9)", "$9::jsonb)")
-# the conversation's row, locked until the transaction ends: its turns are appended one
-# transaction at a time, whichever server writes them
-_POSTGRES["lock"] = _POSTGRES["get"] + " FOR UPDATE"
+
+# Appending turns to a batch of conversations: their rows with their newest turn's seq
+# (one index step each), and their participants. ``{ids}``: one ``?`` per conversation.
+_SQLITE_CONVS = f"""SELECT {_COLUMNS}, (SELECT COALESCE(MAX(t.seq), 0)
+        FROM conversation_records AS t WHERE t.swarm_name = c.swarm_name
+        AND t.caller_role = c.caller_role AND t.caller_id = c.caller_id
+        AND t.conversation_id = c.conversation_id AND t.kind = 'turn')
+    FROM conversation_records AS c WHERE {_KEY} AND kind = 'conversation'
+    AND record_id = conversation_id AND conversation_id IN ({{ids}})"""
+_SQLITE_PEOPLE = f"""SELECT conversation_id, record_id, seq FROM conversation_records
+    WHERE {_KEY} AND kind = 'participant' AND conversation_id IN ({{ids}})"""
+#: conversations per statement (SQLite bounds a statement's parameters)
+_CHUNK = 500
+# PostgreSQL locks the conversations' rows (in one order) until the transaction ends, so
+# that their turns are appended one transaction at a time, whichever server writes them;
+# their newest turns are read after the locks (a statement of its own sees what the
+# transaction that held them committed)
+_PG_KEY = "swarm_name = $1 AND caller_role = $2 AND caller_id = $3"
+_POSTGRES_LOCK = f"""SELECT conversation_id, kind, record_id, seq, task_id, data::text
+    FROM conversation_records WHERE {_PG_KEY} AND kind = 'conversation'
+    AND record_id = conversation_id AND conversation_id = ANY($4::text[])
+    ORDER BY conversation_id FOR UPDATE"""
+_POSTGRES_LAST = """SELECT c.id, (SELECT COALESCE(MAX(t.seq), 0) FROM conversation_records AS t
+        WHERE t.swarm_name = $1 AND t.caller_role = $2 AND t.caller_id = $3
+        AND t.conversation_id = c.id AND t.kind = 'turn')
+    FROM unnest($4::text[]) AS c(id)"""
+_POSTGRES_PEOPLE = f"""SELECT conversation_id, record_id, seq FROM conversation_records
+    WHERE {_PG_KEY} AND kind = 'participant' AND conversation_id = ANY($4::text[])"""
 
 
 def _key(key: CallerKey) -> tuple[str, str, str]:
@@ -76,6 +99,28 @@ def _turn_params(key: CallerKey, rows: Sequence[Record], texts: dict[str, str]) 
 
 def _texts(turns: Mapping[str, Sequence[dict[str, Any]]]) -> dict[str, str]:
     return {t["id"]: dumps(t) for items in turns.values() for t in items}
+
+
+def _plan(
+    turns: Mapping[str, Sequence[dict[str, Any]]],
+    convs: Sequence[Any],
+    last: Mapping[str, int],
+    people: Sequence[Any],
+    join: Joiner | None,
+) -> dict[str, list[Record]]:
+    """The rows to write: ``convs`` the conversation rows found, ``last`` their newest
+    turn's seq, ``people`` their participants ``(conversation_id, id, seq)``."""
+    members: dict[str, list[tuple[str, int]]] = {}
+    for cid, pid, seq in people:
+        members.setdefault(cid, []).append((pid, int(seq)))
+    written: dict[str, list[Record]] = {}
+    for row in convs:
+        conv = _record(row)
+        cid = conv.conversation_id
+        rows = plan_append(conv, turns[cid], join, members.get(cid, ()), int(last[cid]))
+        if rows is not None:
+            written[cid] = rows
+    return written
 
 
 def _record(row: Any) -> Record:
@@ -131,22 +176,22 @@ class SQLiteConversationStore(ConversationStore):
         join: Joiner | None = None,
     ) -> dict[str, list[Record]]:
         texts = _texts(turns)  # encoded before the first await
-        order = [(cid, list(turns[cid])) for cid in sorted(turns)]
+        turns = {cid: list(items) for cid, items in turns.items()}
+        order = sorted(turns)
         k = _key(key)
 
         def write(conn: sqlite3.Connection) -> dict[str, list[Record]]:
             conn.execute("BEGIN IMMEDIATE")  # the file's write lock: one writer at a time
             try:
-                written: dict[str, list[Record]] = {}
-                for cid, items in order:
-                    found = conn.execute(_SQLITE["get"], (*k, cid, "conversation", cid)).fetchone()
-                    if found is None:
-                        continue
-                    people = conn.execute(_SQLITE["people"], (*k, cid)).fetchall()
-                    last = conn.execute(_SQLITE["max_seq"], (*k, cid, "turn")).fetchone()[0]
-                    rows = plan_append(_record(found), items, join, people, int(last))
-                    if rows is not None:
-                        written[cid] = rows
+                convs: list[Any] = []
+                people: list[Any] = []
+                for at in range(0, len(order), _CHUNK):
+                    ids = order[at : at + _CHUNK]
+                    marks = ", ".join("?" * len(ids))
+                    convs += conn.execute(_SQLITE_CONVS.format(ids=marks), (*k, *ids)).fetchall()
+                    people += conn.execute(_SQLITE_PEOPLE.format(ids=marks), (*k, *ids)).fetchall()
+                last = {row[0]: row[6] for row in convs}
+                written = _plan(turns, [row[:6] for row in convs], last, people, join)
                 params = [p for rows in written.values() for p in _turn_params(key, rows, texts)]
                 conn.executemany(_SQLITE["put"], params)
                 conn.execute("COMMIT")
@@ -220,23 +265,17 @@ class PostgresConversationStore(ConversationStore):
         join: Joiner | None = None,
     ) -> dict[str, list[Record]]:
         texts = _texts(turns)  # encoded before the first await
-        order = [(cid, list(turns[cid])) for cid in sorted(turns)]  # locks in one order
-        if not order:
+        turns = {cid: list(items) for cid, items in turns.items()}
+        if not turns:
             return {}
-        k = _key(key)
-        written: dict[str, list[Record]] = {}
+        args = (*_key(key), sorted(turns))
         pool = self._tasks.pool("conversations.append_turns")
         with self._tasks.reported("conversations.append_turns"):
             async with pool.acquire() as conn, conn.transaction():
-                for cid, items in order:
-                    found = await conn.fetchrow(_POSTGRES["lock"], *k, cid, "conversation", cid)
-                    if found is None:
-                        continue
-                    people = await conn.fetch(_POSTGRES["people"], *k, cid)
-                    last = await conn.fetchval(_POSTGRES["max_seq"], *k, cid, "turn")
-                    rows = plan_append(_record(found), items, join, people, int(last))
-                    if rows is not None:
-                        written[cid] = rows
+                convs = await conn.fetch(_POSTGRES_LOCK, *args)
+                last = dict(await conn.fetch(_POSTGRES_LAST, *args))
+                people = await conn.fetch(_POSTGRES_PEOPLE, *args)
+                written = _plan(turns, convs, last, people, join)
                 params = [p for rows in written.values() for p in _turn_params(key, rows, texts)]
                 if params:
                     await conn.executemany(_POSTGRES["put"], params)
