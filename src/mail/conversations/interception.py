@@ -19,7 +19,6 @@ import asyncio
 import contextlib
 import logging
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mail.core.events import EventName
@@ -39,15 +38,8 @@ _AGENT = re.compile(r"^agent (\S+) called ")
 _Task = tuple[CallerKey, str]
 
 
-@dataclass(slots=True, kw_only=True)
-class _Pending:
-    """A turn to record: ``author`` said ``params`` in conversation ``conversation_id``."""
-
-    key: CallerKey
-    conversation_id: str
-    author: str
-    params: dict[str, Any]
-    source: dict[str, Any]
+#: a turn to record: the caller, the conversation, the author, its params and source
+_Pending = tuple[CallerKey, str, str, dict[str, Any], dict[str, Any]]
 
 
 def _message_turn(
@@ -95,24 +87,26 @@ def _tool_turn(event: MAILEvent) -> tuple[str, dict[str, Any], dict[str, Any]]:
 
 class Interceptor:
     """Records the turns of bound tasks through ``service``; :meth:`start` its writer,
-    :meth:`close` it (the queued turns are written first). The writer writes every turn
-    queued by then, one store write per conversation, as soon as its last write ended
-    (the turns that arrive during a write go together in the next), or, with
-    ``interval`` > 0, that many seconds after the first turn of a batch is queued."""
+    :meth:`close` it (the queued turns are written first). The writer gathers the turns
+    queued in ``interval`` seconds after the first of a batch, or fewer when someone
+    waits for them (:meth:`drain`), and writes them in one store write per caller (the
+    group commit of :class:`~mail.core._recorder.StoreRecorder`, for turns)."""
 
     def __init__(self, service: ConversationService, *, interval: float = 0.05) -> None:
         self.service = service
-        #: seconds the writer waits after the first queued turn, gathering a batch (0:
-        #: none; a write in progress gathers the next batch by itself)
+        #: seconds the writer gathers turns after the first of a batch (0: none)
         self.interval = interval
         service.binder = self.bind
         self._bound: dict[_Task, list[str]] = {}
         self._expected: dict[_Task, list[tuple[str, dict[str, Any]]]] = {}
         self._seen: dict[_Task, int] = {}
-        self._queue: asyncio.Queue[_Pending | None] = asyncio.Queue()
+        self._pending: list[_Pending] = []
+        self._wake = asyncio.Event()  # turns are pending, or someone waits, or closing
+        self._hurry = asyncio.Event()  # write now: someone waits, or closing
+        self._drains: list[asyncio.Future[None]] = []  # resolved by the next write
+        self._writing = False
+        self._closing = False
         self._writer: asyncio.Task[None] | None = None
-        self._hurry = asyncio.Event()
-        self._draining = 0
 
     def start(self) -> None:
         if self._writer is None:
@@ -123,8 +117,9 @@ class Interceptor:
     async def close(self) -> None:
         writer, self._writer = self._writer, None
         if writer is not None:
-            self._queue.put_nowait(None)
+            self._closing = True
             self._hurry.set()
+            self._wake.set()
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.wait_for(asyncio.shield(writer), timeout=5.0)
             writer.cancel()
@@ -187,48 +182,48 @@ class Interceptor:
         if turn is None:
             return
         author, params, source = turn
-        for cid in targets:
-            self._queue.put_nowait(
-                _Pending(key=key, conversation_id=cid, author=author, params=params, source=source)
-            )
+        self._pending += [(key, cid, author, params, source) for cid in targets]
+        if not self._wake.is_set():
+            self._wake.set()
 
     async def drain(self) -> None:
         """Wait until the turns queued so far are written (or skipped)."""
-        self._draining += 1
+        if not self._pending and not self._writing:
+            return
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._drains.append(done)
         self._hurry.set()
-        try:
-            await self._queue.join()
-        finally:
-            self._draining -= 1
+        self._wake.set()
+        await done
 
     async def _write(self) -> None:
-        """Write what is queued, a batch at a time: the turns of one conversation that
-        wait together go in one store write."""
+        """Write what is pending, a batch at a time (until closed)."""
         while True:
-            first = await self._queue.get()
-            if not self._draining:
-                self._hurry.clear()
-            if first is not None and self.interval > 0 and not self._hurry.is_set():
-                with contextlib.suppress(TimeoutError):
+            await self._wake.wait()
+            if self.interval > 0 and not self._hurry.is_set():
+                with contextlib.suppress(TimeoutError):  # let the turns of a burst gather
                     await asyncio.wait_for(self._hurry.wait(), self.interval)
-            batch = [first]
-            while not self._queue.empty():
-                batch.append(self._queue.get_nowait())
+            self._wake.clear()
+            self._hurry.clear()
+            batch, self._pending = self._pending, []
+            drains, self._drains = self._drains, []
+            self._writing = True
             try:
-                await self._write_batch([p for p in batch if p is not None])
+                await self._write_batch(batch)
             finally:
-                for _ in batch:
-                    self._queue.task_done()
-            if None in batch:
+                self._writing = False
+                for done in drains:
+                    if not done.done():
+                        done.set_result(None)
+            if self._closing and not self._pending:
                 return
 
     async def _write_batch(self, batch: list[_Pending]) -> None:
         """One store write per caller for the whole batch; when it fails, one per
         conversation, so that only the failing conversations lose their turns."""
         by_key: dict[CallerKey, dict[str, list[Intercepted]]] = {}
-        for p in batch:
-            turns = by_key.setdefault(p.key, {}).setdefault(p.conversation_id, [])
-            turns.append((p.author, p.params, p.source))
+        for key, cid, author, params, source in batch:
+            by_key.setdefault(key, {}).setdefault(cid, []).append((author, params, source))
         for key, groups in by_key.items():
             if len(groups) > 1:
                 try:
