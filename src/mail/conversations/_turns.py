@@ -61,7 +61,15 @@ class TurnMethods(ServiceBase):
         turns: dict[str, list[dict[str, Any]]] = {}
         for cid, batch in items.items():
             turns[cid] = [
-                dict(self._new_turn(cid, author, await self._known_refs(key, cid, params), source))
+                cast(
+                    "dict[str, Any]",
+                    self._new_turn(
+                        cid,
+                        author,
+                        await self._known_refs(key, cid, params) if _refers(params) else params,
+                        source,
+                    ),
+                )
                 for author, params, source in batch
             ]
         written = await self.store.append_turns(key, turns, join=self._joined)
@@ -86,8 +94,6 @@ class TurnMethods(ServiceBase):
     async def _known_refs(
         self, key: CallerKey, conversation_id: str, params: dict[str, Any]
     ) -> dict[str, Any]:
-        if "threadId" not in params and "inReplyTo" not in params:
-            return params
         clean = {k: v for k, v in params.items() if k not in ("threadId", "inReplyTo")}
         refs: tuple[tuple[str, RecordKind], ...] = (("threadId", "thread"), ("inReplyTo", "turn"))
         for name, kind in refs:
@@ -225,6 +231,11 @@ class TurnMethods(ServiceBase):
             {"conversationId": conv.conversation_id, "summary": summary},
         )
         return record
+
+
+def _refers(params: dict[str, Any]) -> bool:
+    """Whether a turn's params name a thread or a turn (to be checked)."""
+    return "threadId" in params or "inReplyTo" in params
 
 
 def _turn_matches(turn: dict[str, Any], filter_: dict[str, Any]) -> bool:

@@ -35,11 +35,26 @@ __all__ = ["Interceptor"]
 logger = logging.getLogger("mail.server")
 
 _AGENT = re.compile(r"^agent (\S+) called ")
-_Task = tuple[CallerKey, str]
 
 
 #: a turn to record: the caller, the conversation, the author, its params and source
 _Pending = tuple[CallerKey, str, str, dict[str, Any], dict[str, Any]]
+
+
+class _Watch:
+    """What the interceptor knows of one caller's tasks, by task id (so that an event
+    costs string lookups only)."""
+
+    __slots__ = ("bound", "expected", "key", "seen")
+
+    def __init__(self, key: CallerKey) -> None:
+        self.key = key
+        #: the conversations bound to a task
+        self.bound: dict[str, list[str]] = {}
+        #: the conversations of the next messages the caller sends (``map/send``)
+        self.expected: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+        #: the newest event of a task looked at
+        self.seen: dict[str, int] = {}
 
 
 def _message_turn(
@@ -97,9 +112,7 @@ class Interceptor:
         #: seconds the writer gathers turns after the first of a batch (0: none)
         self.interval = interval
         service.binder = self.bind
-        self._bound: dict[_Task, list[str]] = {}
-        self._expected: dict[_Task, list[tuple[str, dict[str, Any]]]] = {}
-        self._seen: dict[_Task, int] = {}
+        self._watches: dict[CallerKey, _Watch] = {}
         self._pending: list[_Pending] = []
         self._wake = asyncio.Event()  # turns are pending, or someone waits, or closing
         self._hurry = asyncio.Event()  # write now: someone waits, or closing
@@ -124,64 +137,76 @@ class Interceptor:
                 await asyncio.wait_for(asyncio.shield(writer), timeout=5.0)
             writer.cancel()
 
+    def _watch(self, key: CallerKey) -> _Watch:
+        watch = self._watches.get(key)
+        if watch is None:
+            watch = self._watches[key] = _Watch(key)
+        return watch
+
     async def attach(self, runtime: MAILRuntime, key: CallerKey) -> None:
         """Watch ``runtime`` (the caller ``key``'s) and bind its stored conversations."""
         for record in await self.service.store.list_records(key, "conversation"):
             if record.task_id is not None:
                 self.bind(key, record.task_id, record.conversation_id)
-        runtime.observe_events(lambda log: self.events_added(key, log))
+        watch = self._watch(key)
+        runtime.observe_events(lambda log: self._added(watch, log))
 
     def bind(self, key: CallerKey, task_id: str, conversation_id: str) -> None:
         """Record the turns of ``task_id`` in ``conversation_id`` from now on."""
-        bound = self._bound.setdefault((key, task_id), [])
+        bound = self._watch(key).bound.setdefault(task_id, [])
         if conversation_id not in bound:
             bound.append(conversation_id)
 
     def bound(self, key: CallerKey, task_id: str) -> list[str]:
-        return list(self._bound.get((key, task_id), ()))
+        return list(self._watch(key).bound.get(task_id, ()))
 
     def expect(
         self, key: CallerKey, task_id: str, conversation_id: str, meta: dict[str, Any]
     ) -> None:
         """Record the next message a caller sends into ``task_id`` (``map/send``)."""
-        self._expected.setdefault((key, task_id), []).append((conversation_id, meta))
+        self._watch(key).expected.setdefault(task_id, []).append((conversation_id, meta))
 
     def forget(self, key: CallerKey, task_id: str) -> None:
         """Drop what :meth:`expect` waits for in ``task_id`` (the send is over)."""
-        self._expected.pop((key, task_id), None)
+        self._watch(key).expected.pop(task_id, None)
 
     def events_added(self, key: CallerKey, log: EventLog) -> None:
-        """The observer of a runtime: cheap when nothing is bound to the task."""
-        task = (key, log.task_id)
-        if task not in self._bound and task not in self._expected:
-            return
-        seen = self._seen.get(task, log.last_seq - 1)
-        for event in log.since(seen):
-            self._event(task, event)
-        self._seen[task] = log.last_seq
+        """The observer of the caller ``key``'s runtime: cheap when nothing is bound to
+        the task."""
+        self._added(self._watch(key), log)
 
-    def _event(self, task: _Task, event: MAILEvent) -> None:
-        key = task[0]
+    def _added(self, watch: _Watch, log: EventLog) -> None:
+        task_id = log.task_id
+        if task_id not in watch.bound and task_id not in watch.expected:
+            return
+        seen = watch.seen.get(task_id, log.last_seq - 1)
+        for event in log.since(seen):
+            self._event(watch, task_id, event)
+        watch.seen[task_id] = log.last_seq
+
+    def _event(self, watch: _Watch, task_id: str, event: MAILEvent) -> None:
         if event.event == EventName.NEW_MESSAGE:
-            expected = self._expected.get(task)
+            expected = watch.expected.get(task_id)
             meta: dict[str, Any] | None = None
-            sender = (event.extra_data.get("full_message") or {}).get("message", {}).get("sender")
-            by_caller = isinstance(sender, dict) and sender.get("address_type") in ("user", "admin")
-            targets = list(self._bound.get(task, ()))
-            if expected and by_caller:
-                cid, meta = expected.pop(0)
-                if not expected:
-                    del self._expected[task]
-                if cid not in targets:
-                    targets.append(cid)
+            targets = watch.bound.get(task_id, [])
+            if expected:
+                full = event.extra_data.get("full_message") or {}
+                sender = full.get("message", {}).get("sender")
+                if isinstance(sender, dict) and sender.get("address_type") in ("user", "admin"):
+                    cid, meta = expected.pop(0)
+                    if not expected:
+                        del watch.expected[task_id]
+                    if cid not in targets:
+                        targets = [*targets, cid]
             turn = _message_turn(event, meta)
         elif event.event == EventName.TOOL_CALL:
-            targets, turn = list(self._bound.get(task, ())), _tool_turn(event)
+            targets, turn = watch.bound.get(task_id, []), _tool_turn(event)
         else:
             return
-        if turn is None:
+        if turn is None or not targets:
             return
         author, params, source = turn
+        key = watch.key
         self._pending += [(key, cid, author, params, source) for cid in targets]
         if not self._wake.is_set():
             self._wake.set()

@@ -157,16 +157,20 @@ class ConversationStore(ABC):
 
 
 class MemoryConversationStore(ConversationStore):
-    """A :class:`ConversationStore` in a dictionary (JSON text, so callers get copies)."""
+    """A :class:`ConversationStore` in dictionaries, one per conversation (JSON text, so
+    callers get copies)."""
 
     backend = "memory"
 
     def __init__(self) -> None:
-        self._rows: dict[tuple[CallerKey, str, str, str], tuple[int, str | None, str]] = {}
+        #: (caller, conversation id) -> (kind, record id) -> (seq, task id, data)
+        self._rows: dict[
+            tuple[CallerKey, str], dict[tuple[str, str], tuple[int, str | None, str]]
+        ] = {}
 
-    def _record(self, row_key: tuple[CallerKey, str, str, str]) -> Record:
-        _, conversation_id, kind, record_id = row_key
-        seq, task_id, data = self._rows[row_key]
+    @staticmethod
+    def _record(conversation_id: str, kind: str, record_id: str, row: tuple[Any, ...]) -> Record:
+        seq, task_id, data = row
         return Record(
             conversation_id=conversation_id,
             kind=kind,  # type: ignore[arg-type]  # stored from a RecordKind
@@ -177,37 +181,34 @@ class MemoryConversationStore(ConversationStore):
         )
 
     async def put(self, key: CallerKey, record: Record) -> None:
-        row_key = (key, record.conversation_id, record.kind, record.record_id)
-        self._rows[row_key] = (record.seq, record.task_id, dumps(record.data))
+        rows = self._rows.setdefault((key, record.conversation_id), {})
+        rows[(record.kind, record.record_id)] = (record.seq, record.task_id, dumps(record.data))
 
     async def get(
         self, key: CallerKey, conversation_id: str, kind: RecordKind, record_id: str
     ) -> Record | None:
-        row_key = (key, conversation_id, kind, record_id)
-        return self._record(row_key) if row_key in self._rows else None
+        row = self._rows.get((key, conversation_id), {}).get((kind, record_id))
+        return None if row is None else self._record(conversation_id, kind, record_id, row)
 
     async def list_records(
         self, key: CallerKey, kind: RecordKind, conversation_id: str | None = None
     ) -> list[Record]:
+        if conversation_id is None:
+            ids = [cid for k, cid in self._rows if k == key]
+        else:
+            ids = [conversation_id]
         found = [
-            row_key
-            for row_key in self._rows
-            if row_key[0] == key
-            and row_key[2] == kind
-            and (conversation_id is None or row_key[1] == conversation_id)
+            (row[0], record_id, cid, row)
+            for cid in ids
+            for (k, record_id), row in self._rows.get((key, cid), {}).items()
+            if k == kind
         ]
-        found.sort(key=lambda k: (self._rows[k][0], k[3]))
-        return [self._record(k) for k in found]
+        found.sort(key=lambda f: (f[0], f[1]))
+        return [self._record(cid, kind, record_id, row) for _, record_id, cid, row in found]
 
     async def max_seq(self, key: CallerKey, conversation_id: str, kind: RecordKind) -> int:
-        return max(
-            (
-                seq
-                for (k, c, kd, _), (seq, _, _) in self._rows.items()
-                if k == key and c == conversation_id and kd == kind
-            ),
-            default=0,
-        )
+        rows = self._rows.get((key, conversation_id), {})
+        return max((row[0] for (k, _), row in rows.items() if k == kind), default=0)
 
     async def bound_to(self, key: CallerKey, task_id: str) -> list[Record]:
         return [r for r in await self.list_records(key, "conversation") if r.task_id == task_id]
