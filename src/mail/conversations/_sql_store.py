@@ -62,6 +62,12 @@ _SQLITE_PEOPLE = f"""SELECT conversation_id, record_id, seq FROM conversation_re
     WHERE {_KEY} AND kind = 'participant' AND conversation_id IN ({{ids}})"""
 #: conversations per statement (SQLite bounds a statement's parameters)
 _CHUNK = 500
+# many rows in one statement: one step of the database (the sqlite3 module lets the event
+# loop's thread run during each step, so a row per step waits for it once per row)
+_SQLITE_PUT_ROWS = _SQLITE["put"].replace("VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", "VALUES {rows}")
+_ROW_MARKS = "(?, ?, ?, ?, ?, ?, ?, ?, ?)"
+#: rows per statement (9 parameters each: within the 999 of older SQLite builds)
+_ROWS = 100
 # PostgreSQL locks the conversations' rows (in one order) until the transaction ends, so
 # that their turns are appended one transaction at a time, whichever server writes them;
 # their newest turns are read after the locks (a statement of its own sees what the
@@ -193,7 +199,10 @@ class SQLiteConversationStore(ConversationStore):
                 last = {row[0]: row[6] for row in convs}
                 written = _plan(turns, [row[:6] for row in convs], last, people, join)
                 params = [p for rows in written.values() for p in _turn_params(key, rows, texts)]
-                conn.executemany(_SQLITE["put"], params)
+                for at in range(0, len(params), _ROWS):
+                    chunk = params[at : at + _ROWS]
+                    sql = _SQLITE_PUT_ROWS.format(rows=", ".join([_ROW_MARKS] * len(chunk)))
+                    conn.execute(sql, [value for row in chunk for value in row])
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
