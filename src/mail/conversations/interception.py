@@ -4,13 +4,18 @@ the conversations bound to the task.
 A conversation is bound to a task by ``mail/create`` with ``taskId``. The
 :class:`Interceptor` watches each caller's runtime (:meth:`MAILRuntime.observe_events
 <mail.core.runtime.MAILRuntime.observe_events>`): for a task no conversation is bound to
-it does one dictionary lookup per event and nothing else. For a bound task, each
-``new_message`` event becomes a ``text`` turn with ``source {type: "intercepted",
-messageId}`` (the MAIL message id) and each ``tool_call`` event an ``x-tool-call`` turn;
-the turns are queued and written by one background task, so that interception never
-blocks nor fails a delivery (a closed or vanished conversation, a failing store: the
-turn is skipped, the failure logged). ``map/send`` with ``meta.mail`` records the one
-message it sends (:meth:`Interceptor.expect`).
+it does two dictionary lookups (by task id) per event and nothing else. For a bound task,
+each ``new_message`` event becomes a ``text`` turn with ``source {type: "intercepted",
+messageId}`` (the MAIL message id) and each ``tool_call`` event an ``x-tool-call`` turn.
+The turns wait in a list; one background task writes what gathered in ``interval``
+seconds (50 ms; at once when :meth:`Interceptor.drain` waits) in one store write per
+caller, whose conversations, newest turns and participants the store reads in the same
+transaction (:meth:`~mail.conversations.store.ConversationStore.append_turns`: turn seqs
+are allocated there, so servers sharing a database never repeat one). Interception never
+blocks nor fails a delivery: a closed or vanished conversation gets no turn, and a write
+that fails is tried again one conversation at a time, the failing one's turns lost
+(logged). ``map/send`` with ``meta.mail`` records the one message it sends
+(:meth:`Interceptor.expect`).
 """
 
 from __future__ import annotations
