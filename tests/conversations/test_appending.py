@@ -164,3 +164,10 @@ async def test_interceptor_batches_drain_at_once_and_fail_per_conversation(
     finally:
         await interceptor.close()
         await tasks.close()
+
+
+async def test_conversation_ids_sort_by_creation(service: ConversationService) -> None:
+    # newer conversations' rows go to the end of the indexes keyed by conversation
+    ids = [(await new(service))["conversation"]["id"] for _ in range(3)]
+    assert ids == sorted(ids) and len(set(ids)) == 3
+    assert all(len(cid) == len("conv-") + 24 for cid in ids)

@@ -4,6 +4,7 @@ and permission checks, adding participants and recording turns."""
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
@@ -32,7 +33,15 @@ from mail.conversations.models import (
 from mail.conversations.store import ConversationStore, Record, RecordKind
 from mail.db.store import CallerKey
 
-__all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "Actor", "ServiceBase", "new_id", "participant_of"]
+__all__ = [
+    "DEFAULT_LIMIT",
+    "MAX_LIMIT",
+    "Actor",
+    "ServiceBase",
+    "new_id",
+    "ordered_id",
+    "participant_of",
+]
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 1000
@@ -48,6 +57,13 @@ class Actor:
 
 def new_id(prefix: str) -> str:
     return f"{prefix}-{secrets.token_hex(8)}"
+
+
+def ordered_id(prefix: str) -> str:
+    """A new id that sorts after the ids made before it (12 hex digits of epoch
+    milliseconds, then 12 random): the rows of the conversations that are written to,
+    mostly recent ones, then share the pages of the indexes keyed by conversation."""
+    return f"{prefix}-{time.time_ns() // 1_000_000:012x}{secrets.token_hex(6)}"
 
 
 class ServiceBase:
