@@ -169,5 +169,8 @@ async def test_interceptor_batches_drain_at_once_and_fail_per_conversation(
 async def test_conversation_ids_sort_by_creation(service: ConversationService) -> None:
     # newer conversations' rows go to the end of the indexes keyed by conversation
     ids = [(await new(service))["conversation"]["id"] for _ in range(3)]
-    assert ids == sorted(ids) and len(set(ids)) == 3
-    assert all(len(cid) == len("conv-") + 24 for cid in ids)
+    assert len(set(ids)) == 3 and all(len(cid) == len("conv-") + 24 for cid in ids)
+    created = [int(cid[5:17], 16) for cid in ids]  # epoch ms (ties within one ms)
+    assert created == sorted(created)
+    conv = await service.store.get(KEY, ids[0], "conversation", ids[0])
+    assert conv is not None and abs(created[0] - conv.data["createdAt"]) < 1000
