@@ -197,10 +197,14 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(
         4,
-        "MAP Mail records by seq (the newest turn of a conversation in one index step)",
+        "MAP Mail records by seq; by task only the conversations (not their every turn)",
         (
             """CREATE INDEX idx_conversation_records_seq ON conversation_records
                 (swarm_name, caller_role, caller_id, conversation_id, kind, seq)""",
+            "DROP INDEX idx_conversation_records_task",
+            """CREATE INDEX idx_conversation_records_task
+                ON conversation_records (swarm_name, caller_role, caller_id, task_id)
+                WHERE kind = 'conversation'""",
         ),
     ),
 )
@@ -411,11 +415,15 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(
         7,
-        "MAP Mail records by seq (the newest turn of a conversation in one index step)",
+        "MAP Mail records by seq; by task only the conversations (not their every turn)",
         (
-            # an index of our own table only: a database shared with v1.3.6 takes it
+            # indexes of our own table only: a database shared with v1.3.6 takes them
             """CREATE INDEX IF NOT EXISTS idx_conversation_records_seq ON conversation_records
                 (swarm_name, caller_role, caller_id, conversation_id, kind, seq)""",
+            "DROP INDEX IF EXISTS idx_conversation_records_task",
+            """CREATE INDEX idx_conversation_records_task
+                ON conversation_records (swarm_name, caller_role, caller_id, task_id)
+                WHERE kind = 'conversation'""",
         ),
     ),
 )
