@@ -20,11 +20,13 @@ from mail.conversations.interception import Interceptor
 from mail.core.events import EventLog, EventName
 from mail.db import PostgresStore, SQLiteStore, TaskStore
 
+AT = "2026-11-27T06:00:00.123456+00:00"
 
-def said(text: str) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    """An intercepted turn of ``agent:a`` saying ``text``."""
+
+def said(text: str) -> tuple[str, dict[str, Any], dict[str, Any], str]:
+    """An intercepted turn of ``agent:a`` saying ``text`` (at ``AT``)."""
     params = {"contentType": "text", "content": {"text": text}}
-    return "agent:a", params, {"type": "intercepted", "messageId": f"m-{text}"}
+    return "agent:a", params, {"type": "intercepted", "messageId": f"m-{text}"}, AT
 
 
 @pytest.fixture
@@ -97,6 +99,9 @@ async def test_one_write_records_many_conversations(
         first: ["a1", "a2"],
         second: ["b1"],
     }
+    # stamped with the time of the event, not of the write; each its own id
+    assert all(t["timestamp"] == 1795759200123 for turns in recorded.values() for t in turns)
+    assert len({t["id"] for turns in recorded.values() for t in turns}) == 3
     assert [r.seq for r in await service.store.list_records(KEY, "turn", second)] == [1, 2]
     assert await service.store.list_records(KEY, "turn", closed) == []
     events = []

@@ -39,6 +39,7 @@ __all__ = [
     "Actor",
     "ServiceBase",
     "new_id",
+    "new_ids",
     "ordered_id",
     "participant_of",
 ]
@@ -57,6 +58,12 @@ class Actor:
 
 def new_id(prefix: str) -> str:
     return f"{prefix}-{secrets.token_hex(8)}"
+
+
+def new_ids(prefix: str, count: int) -> list[str]:
+    """``count`` ids as :func:`new_id` makes them, from one draw of random bytes."""
+    digits = secrets.token_hex(8 * count)
+    return [f"{prefix}-{digits[at : at + 16]}" for at in range(0, 16 * count, 16)]
 
 
 def ordered_id(prefix: str) -> str:
@@ -242,13 +249,19 @@ class ServiceBase:
 
     @staticmethod
     def _new_turn(
-        conversation_id: str, author: str, params: dict[str, Any], source: dict[str, Any] | None
+        conversation_id: str,
+        author: str,
+        params: dict[str, Any],
+        source: dict[str, Any] | None,
+        *,
+        turn_id: str | None = None,
+        timestamp: int | None = None,
     ) -> Turn:
         return Turn(
-            id=new_id("turn"),
+            id=turn_id or new_id("turn"),
             conversationId=conversation_id,
             participantId=author,
-            timestamp=now_ms(),
+            timestamp=now_ms() if timestamp is None else timestamp,
             contentType=params["contentType"],
             content=params["content"],
             threadId=params.get("threadId"),

@@ -5,6 +5,7 @@ intercepted turns of bound tasks."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any, cast
 
 from mail.conversations import _access as access
@@ -15,6 +16,7 @@ from mail.conversations._base import (
     Actor,
     ServiceBase,
     new_id,
+    new_ids,
     participant_of,
 )
 from mail.conversations._summary import extractive_summary
@@ -32,8 +34,9 @@ from mail.db.store import CallerKey
 
 __all__ = ["Intercepted", "TurnMethods"]
 
-#: an intercepted turn: its author, its ``mail/turn``-like params and its ``source``
-Intercepted = tuple[str, dict[str, Any], dict[str, Any]]
+#: an intercepted turn: its author, its ``mail/turn``-like params, its ``source`` and
+#: when it happened (the event's ISO-8601 time)
+Intercepted = tuple[str, dict[str, Any], dict[str, Any], str]
 
 
 class TurnMethods(ServiceBase):
@@ -58,20 +61,16 @@ class TurnMethods(ServiceBase):
         :class:`mail.errors.StorageError` when the store fails."""
         if not self.enabled:
             return {}
+        ids = iter(new_ids("turn", sum(len(batch) for batch in items.values())))
         turns: dict[str, list[dict[str, Any]]] = {}
         for cid, batch in items.items():
-            turns[cid] = [
-                cast(
-                    "dict[str, Any]",
-                    self._new_turn(
-                        cid,
-                        author,
-                        await self._known_refs(key, cid, params) if _refers(params) else params,
-                        source,
-                    ),
+            turns[cid] = []
+            for author, said, source, at in batch:
+                params = await self._known_refs(key, cid, said) if _refers(said) else said
+                turn = self._new_turn(
+                    cid, author, params, source, turn_id=next(ids), timestamp=_epoch_ms(at)
                 )
-                for author, params, source in batch
-            ]
+                turns[cid].append(cast("dict[str, Any]", turn))
         written = await self.store.append_turns(key, turns, join=self._joined)
         recorded: dict[str, list[Turn]] = {}
         now = now_ms()
@@ -231,6 +230,14 @@ class TurnMethods(ServiceBase):
             {"conversationId": conv.conversation_id, "summary": summary},
         )
         return record
+
+
+def _epoch_ms(iso: str) -> int:
+    """An event's ISO-8601 time in epoch milliseconds (now if it is not one)."""
+    try:
+        return int(datetime.fromisoformat(iso).timestamp() * 1000)
+    except (TypeError, ValueError):
+        return now_ms()
 
 
 def _refers(params: dict[str, Any]) -> bool:

@@ -42,8 +42,9 @@ logger = logging.getLogger("mail.server")
 _AGENT = re.compile(r"^agent (\S+) called ")
 
 
-#: a turn to record: the caller, the conversation, the author, its params and source
-_Pending = tuple[CallerKey, str, str, dict[str, Any], dict[str, Any]]
+#: a turn to record: the caller, the conversation, the author, its params, its source and
+#: the event's time
+_Pending = tuple[CallerKey, str, str, dict[str, Any], dict[str, Any], str]
 
 
 class _Watch:
@@ -211,8 +212,8 @@ class Interceptor:
         if turn is None or not targets:
             return
         author, params, source = turn
-        key = watch.key
-        self._pending += [(key, cid, author, params, source) for cid in targets]
+        key, at = watch.key, event.timestamp
+        self._pending += [(key, cid, author, params, source, at) for cid in targets]
         if not self._wake.is_set():
             self._wake.set()
 
@@ -252,8 +253,8 @@ class Interceptor:
         """One store write per caller for the whole batch; when it fails, one per
         conversation, so that only the failing conversations lose their turns."""
         by_key: dict[CallerKey, dict[str, list[Intercepted]]] = {}
-        for key, cid, author, params, source in batch:
-            by_key.setdefault(key, {}).setdefault(cid, []).append((author, params, source))
+        for key, cid, author, params, source, at in batch:
+            by_key.setdefault(key, {}).setdefault(cid, []).append((author, params, source, at))
         for key, groups in by_key.items():
             if len(groups) > 1:
                 try:
