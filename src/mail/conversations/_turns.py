@@ -53,8 +53,8 @@ class TurnMethods(ServiceBase):
     async def intercept(
         self, key: CallerKey, items: Mapping[str, Sequence[Intercepted]]
     ) -> dict[str, list[Turn]]:
-        """Record intercepted turns (``(author, params, source)``, in order, by conversation
-        id) in one store write; authors not yet participants join as ``worker``. Records
+        """Record intercepted turns (``(author, params, source, event time)``, in order, by
+        conversation id) in one store write, each stamped with its event's time; authors not yet participants join as ``worker``. Records
         nothing (silently) when mail is off, and nothing in a conversation that is
         unknown or closed; a ``threadId`` or ``inReplyTo`` the conversation does not have
         is dropped, the turn kept. Returns the turns recorded by conversation. Raises
@@ -72,17 +72,20 @@ class TurnMethods(ServiceBase):
                 )
                 turns[cid].append(cast("dict[str, Any]", turn))
         written = await self.store.append_turns(key, turns, join=self._joined)
-        recorded: dict[str, list[Turn]] = {}
-        now = now_ms()
-        for cid, rows in written.items():
-            for r in rows:
-                if r.kind == "participant":
-                    data = {"conversationId": cid, "participant": participant_of(r)}
-                    self.bus.publish(key, "mail.participant.joined", data, now)
-                else:
-                    recorded.setdefault(cid, []).append(cast(Turn, r.data))
-                    data = {"conversationId": cid, "turn": r.data}
-                    self.bus.publish(key, "mail.turn.added", data, now)
+        recorded = {
+            cid: [cast(Turn, r.data) for r in rows if r.kind == "turn"]
+            for cid, rows in written.items()
+        }
+        if self.bus.listening:
+            now = now_ms()
+            for cid, rows in written.items():
+                for r in rows:
+                    if r.kind == "participant":
+                        data = {"conversationId": cid, "participant": participant_of(r)}
+                        self.bus.publish(key, "mail.participant.joined", data, now)
+                    else:
+                        data = {"conversationId": cid, "turn": r.data}
+                        self.bus.publish(key, "mail.turn.added", data, now)
         return recorded
 
     @classmethod

@@ -117,6 +117,11 @@ class EventBus:
         sub.closed.set()
         return True
 
+    @property
+    def listening(self) -> bool:
+        """Whether any subscription is open (events published now may reach someone)."""
+        return bool(self._subscriptions)
+
     def publish(self, key: CallerKey, event_type: str, data: dict[str, Any], now: int) -> None:
         """Deliver an event of ``key``'s conversations to the matching subscriptions
         (never blocks: a full queue drops its oldest event)."""
