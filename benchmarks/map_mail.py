@@ -11,7 +11,9 @@ Each server keeps its tasks in SQLite in a temporary directory and runs in this 
 A round sends a chunk of sequential ``POST /message`` tasks (the three-turn swarm of
 ``benchmarks/http.py``) to each server in a rotating order, each chunk timed until its
 answers are in and its intercepted turns are written. Prints tasks/s per server and the
-ratios to ``off`` (median of the per-round ratios, with their spread).
+ratios to ``off`` (median of the per-round ratios, with their spread) of the wall time
+and of the process's CPU time (all its threads: the stores' too), which other processes
+on the machine disturb less.
 
     uv run python benchmarks/map_mail.py [--rounds 10] [--chunk 100]
 """
@@ -87,20 +89,30 @@ async def _task(session: aiohttp.ClientSession, url: str, task_id: str) -> None:
         raise AssertionError(f"task {task_id} answered {answer!r}")
 
 
-async def _chunk(session: aiohttp.ClientSession, url: str, app: Any, mode: str, n: int) -> float:
-    elapsed = 0.0
+async def _chunk(
+    session: aiohttp.ClientSession, url: str, app: Any, mode: str, n: int
+) -> tuple[float, float]:
+    """Run ``n`` tasks: their wall time and this process's CPU time (every thread's: the
+    store's too) until their answers are in and their turns written."""
+    elapsed = cpu = 0.0
     for _ in range(n):
         task_id = f"bench-{uuid.uuid4().hex}"
         if mode == "bound":
             await _bind(session, url, task_id)  # untimed: the conversation exists beforehand
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         await _task(session, url, task_id)
         elapsed += time.perf_counter() - start
-    start = time.perf_counter()
+        cpu += time.process_time() - start_cpu
+    start, start_cpu = time.perf_counter(), time.process_time()
     interceptor = app.state.mail.interceptor
     if interceptor is not None:
         await interceptor.drain()  # the turns are part of the cost
-    return elapsed + time.perf_counter() - start
+    return elapsed + time.perf_counter() - start, cpu + time.process_time() - start_cpu
+
+
+def _ratios(times: dict[str, list[float]], mode: str) -> str:
+    ratios = [t / base for t, base in zip(times[mode], times["off"], strict=True)]
+    return f"median {statistics.median(ratios):.3f} (rounds {min(ratios):.3f} - {max(ratios):.3f})"
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -116,18 +128,18 @@ async def main(args: argparse.Namespace) -> None:
         for mode, (url, app) in servers.items():  # warm-up
             await _chunk(session, url, app, mode, 20)
         times: dict[str, list[float]] = {mode: [] for mode in MODES}
+        cpu: dict[str, list[float]] = {mode: [] for mode in MODES}
         for r in range(args.rounds):
             order = MODES[r % 3 :] + MODES[: r % 3]
             for mode in order:
                 url, app = servers[mode]
-                times[mode].append(await _chunk(session, url, app, mode, args.chunk))
+                wall, used = await _chunk(session, url, app, mode, args.chunk)
+                times[mode].append(wall)
+                cpu[mode].append(used)
     for mode in MODES:
         rate = args.chunk * args.rounds / sum(times[mode])
-        ratios = [t / base for t, base in zip(times[mode], times["off"], strict=True)]
-        print(
-            f"{mode:>6}: {rate:7.1f} tasks/s   time vs off: median {statistics.median(ratios):.3f}"
-            f" (rounds {min(ratios):.3f} - {max(ratios):.3f})"
-        )
+        print(f"{mode:>6}: {rate:7.1f} tasks/s   time vs off: {_ratios(times, mode)}")
+        print(f"{'':>6}  {'':>13}   CPU  vs off: {_ratios(cpu, mode)}")
 
 
 if __name__ == "__main__":

@@ -206,7 +206,8 @@ async def test_migrations_change_only_what_v1_can_live_with(v1: tuple[str, V1Ser
         "5",
         "6",
         "7",
-    }  # 5, 6, 7: new tables only (cluster keys and registry, MAP Mail, task leases)
+        "8",
+    }  # 5-8: new tables and indexes of our own (cluster, MAP Mail, task leases)
     nullable = {
         (row["table_name"], row["column_name"]): row["is_nullable"]
         for row in await conn.fetch(
@@ -345,7 +346,7 @@ async def test_db_migrate_upgrades_from_v1_only_when_told_and_confirmed(
 
     assert await asyncio.to_thread(migrate) == 0
     assert "shared with v1.3.6" in capsys.readouterr().out
-    assert await versions() == {"1", "4", "5", "6", "7"}  # 5-7: new tables only
+    assert await versions() == {"1", "4", "5", "6", "7", "8"}  # 5-8: new tables and indexes
     found = await check_store(DatabaseConfig(url=url))
     assert found.status == "ok" and "--upgrade-from-v1" in found.message
 
@@ -354,11 +355,11 @@ async def test_db_migrate_upgrades_from_v1_only_when_told_and_confirmed(
     captured = capsys.readouterr()
     assert "DELETED" in captured.out  # it said what it would change
     assert "confirm with --yes" in captured.err
-    assert await versions() == {"1", "4", "5", "6", "7"}  # 5-7: new tables only
+    assert await versions() == {"1", "4", "5", "6", "7", "8"}  # 5-8: new tables and indexes
 
     assert await asyncio.to_thread(migrate, "--upgrade-from-v1", "--yes") == 0
     assert "applied 2, 3" in capsys.readouterr().out
-    assert await versions() == {"1", "2", "3", "4", "5", "6", "7"}
+    assert await versions() == {"1", "2", "3", "4", "5", "6", "7", "8"}
     assert await server.conn.fetchval("SELECT count(*) FROM agent_histories") == 1
 
     assert await asyncio.to_thread(migrate, "--upgrade-from-v1") == 0

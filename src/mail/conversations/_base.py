@@ -3,9 +3,8 @@ and permission checks, adding participants and recording turns."""
 
 from __future__ import annotations
 
-import asyncio
 import secrets
-from collections import OrderedDict
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
@@ -34,11 +33,18 @@ from mail.conversations.models import (
 from mail.conversations.store import ConversationStore, Record, RecordKind
 from mail.db.store import CallerKey
 
-__all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "Actor", "ServiceBase", "new_id", "participant_of"]
+__all__ = [
+    "DEFAULT_LIMIT",
+    "MAX_LIMIT",
+    "Actor",
+    "ServiceBase",
+    "new_id",
+    "new_ids",
+    "ordered_id",
+    "participant_of",
+]
 
 DEFAULT_LIMIT = 50
-#: conversations whose newest turn seq is kept in memory
-_CACHED = 10_000
 MAX_LIMIT = 1000
 
 
@@ -52,6 +58,19 @@ class Actor:
 
 def new_id(prefix: str) -> str:
     return f"{prefix}-{secrets.token_hex(8)}"
+
+
+def new_ids(prefix: str, count: int) -> list[str]:
+    """``count`` ids as :func:`new_id` makes them, from one draw of random bytes."""
+    digits = secrets.token_hex(8 * count)
+    return [f"{prefix}-{digits[at : at + 16]}" for at in range(0, 16 * count, 16)]
+
+
+def ordered_id(prefix: str) -> str:
+    """A new id that sorts after the ids made before it (12 hex digits of epoch
+    milliseconds, then 12 random): the rows of the conversations that are written to,
+    mostly recent ones, then share the pages of the indexes keyed by conversation."""
+    return f"{prefix}-{time.time_ns() // 1_000_000:012x}{secrets.token_hex(6)}"
 
 
 class ServiceBase:
@@ -74,12 +93,6 @@ class ServiceBase:
         self.bus = bus or EventBus()
         self.enabled = enabled
         self.max_thread_depth = max_thread_depth
-        self._locks: dict[tuple[CallerKey, str], asyncio.Lock] = {}
-        #: the participant ids (present or gone) and newest participant seq of the
-        #: conversations interception wrote to (dropped whenever a participant changes)
-        self._members: dict[tuple[CallerKey, str], tuple[frozenset[str], int]] = {}
-        #: the newest turn's seq of recently written conversations
-        self._turn_seqs: OrderedDict[tuple[CallerKey, str], int] = OrderedDict()
         #: told ``(key, task_id, conversation_id)`` when a conversation is bound to a task
         self.binder: Callable[[CallerKey, str, str], None] | None = None
 
@@ -147,41 +160,8 @@ class ServiceBase:
         conv.data["updatedAt"] = now_ms()
         await self.store.put(actor.key, conv)
 
-    def _lock(self, actor: Actor, conv: Record) -> asyncio.Lock:
-        return self._locks.setdefault((actor.key, conv.conversation_id), asyncio.Lock())
-
     async def _next_seq(self, actor: Actor, conv: Record, kind: RecordKind) -> int:
         return await self.store.max_seq(actor.key, conv.conversation_id, kind) + 1
-
-    async def _last_turn(self, key: CallerKey, conversation_id: str) -> int:
-        """The seq of the conversation's newest turn (kept in memory once read: every turn
-        of this process is written under the conversation's lock, which the caller holds)."""
-        known = self._turn_seqs.get((key, conversation_id))
-        if known is not None:
-            self._turn_seqs.move_to_end((key, conversation_id))
-            return known
-        seq = await self.store.max_seq(key, conversation_id, "turn")
-        self._noted_turn(key, conversation_id, seq)
-        return seq
-
-    async def _members_of(self, key: CallerKey, conversation_id: str) -> tuple[frozenset[str], int]:
-        known = self._members.get((key, conversation_id))
-        if known is None:
-            people = await self.store.list_records(key, "participant", conversation_id)
-            known = (
-                frozenset(r.record_id for r in people),
-                max((r.seq for r in people), default=0),
-            )
-            if len(self._members) >= _CACHED:
-                self._members.clear()
-            self._members[(key, conversation_id)] = known
-        return known
-
-    def _noted_turn(self, key: CallerKey, conversation_id: str, seq: int) -> None:
-        self._turn_seqs[(key, conversation_id)] = seq
-        self._turn_seqs.move_to_end((key, conversation_id))
-        while len(self._turn_seqs) > _CACHED:
-            self._turn_seqs.popitem(last=False)
 
     async def _add_participant(
         self, actor: Actor, conv: Record, pid: str, role: Any, permissions: Any
@@ -190,7 +170,6 @@ class ServiceBase:
             raise InvalidParamsError(f"role must be one of {ROLES}", field="role")
         if permissions is not None and not isinstance(permissions, dict):
             raise InvalidParamsError("permissions must be an object", field="permissions")
-        self._members.pop((actor.key, conv.conversation_id), None)
         after = await self.store.max_seq(actor.key, conv.conversation_id, "turn")
         seq = await self._next_seq(actor, conv, "participant")
         record = self._participant_record(conv, pid, seq, after, role, permissions)
@@ -261,23 +240,28 @@ class ServiceBase:
             ref = opt_str(params, name)
             if ref is not None:
                 await self._lookup(actor, conv, cast(RecordKind, kind), ref)
-        async with self._lock(actor, conv):
-            seq = await self._last_turn(actor.key, conv.conversation_id) + 1
-            turn = self._new_turn(conv, actor.participant_id, params, source)
-            await self._put(actor, conv, "turn", turn["id"], turn, seq)
-            self._noted_turn(actor.key, conv.conversation_id, seq)
+        turn = self._new_turn(conv.conversation_id, actor.participant_id, params, source)
+        written = await self.store.append_turns(actor.key, {conv.conversation_id: [dict(turn)]})
+        if conv.conversation_id not in written:  # closed since it was read
+            self._open(await self._conversation(actor, {"conversationId": conv.conversation_id}))
         self._emit(actor, "mail.turn.added", {"conversationId": conv.conversation_id, "turn": turn})
         return turn
 
     @staticmethod
     def _new_turn(
-        conv: Record, author: str, params: dict[str, Any], source: dict[str, Any] | None
+        conversation_id: str,
+        author: str,
+        params: dict[str, Any],
+        source: dict[str, Any] | None,
+        *,
+        turn_id: str | None = None,
+        timestamp: int | None = None,
     ) -> Turn:
         return Turn(
-            id=new_id("turn"),
-            conversationId=conv.conversation_id,
+            id=turn_id or new_id("turn"),
+            conversationId=conversation_id,
             participantId=author,
-            timestamp=now_ms(),
+            timestamp=now_ms() if timestamp is None else timestamp,
             contentType=params["contentType"],
             content=params["content"],
             threadId=params.get("threadId"),

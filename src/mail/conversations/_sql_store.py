@@ -6,10 +6,10 @@ db-prune``) with its task."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from mail.conversations.store import ConversationStore, Record, RecordKind
+from mail.conversations.store import ConversationStore, Joiner, Record, RecordKind, plan_append
 from mail.db.store import CallerKey, dumps, loads
 
 if TYPE_CHECKING:
@@ -50,6 +50,40 @@ def _numbered(sql: str) -> str:
 _POSTGRES = {name: _numbered(sql) for name, sql in _SQLITE.items()}
 _POSTGRES["put"] = _POSTGRES["put"].replace("$9)", "$9::jsonb)")
 
+# Appending turns to a batch of conversations: their rows with their newest turn's seq
+# (one index step each), and their participants. ``{ids}``: one ``?`` per conversation.
+_SQLITE_CONVS = f"""SELECT {_COLUMNS}, (SELECT COALESCE(MAX(t.seq), 0)
+        FROM conversation_records AS t WHERE t.swarm_name = c.swarm_name
+        AND t.caller_role = c.caller_role AND t.caller_id = c.caller_id
+        AND t.conversation_id = c.conversation_id AND t.kind = 'turn')
+    FROM conversation_records AS c WHERE {_KEY} AND kind = 'conversation'
+    AND record_id = conversation_id AND conversation_id IN ({{ids}})"""
+_SQLITE_PEOPLE = f"""SELECT conversation_id, record_id, seq FROM conversation_records
+    WHERE {_KEY} AND kind = 'participant' AND conversation_id IN ({{ids}})"""
+#: conversations per statement (SQLite bounds a statement's parameters)
+_CHUNK = 500
+# many rows in one statement: one step of the database (the sqlite3 module lets the event
+# loop's thread run during each step, so a row per step waits for it once per row)
+_SQLITE_PUT_ROWS = _SQLITE["put"].replace("VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", "VALUES {rows}")
+_ROW_MARKS = "(?, ?, ?, ?, ?, ?, ?, ?, ?)"
+#: rows per statement (9 parameters each: within the 999 of older SQLite builds)
+_ROWS = 100
+# PostgreSQL locks the conversations' rows (in one order) until the transaction ends, so
+# that their turns are appended one transaction at a time, whichever server writes them;
+# their newest turns are read after the locks (a statement of its own sees what the
+# transaction that held them committed)
+_PG_KEY = "swarm_name = $1 AND caller_role = $2 AND caller_id = $3"
+_POSTGRES_LOCK = f"""SELECT conversation_id, kind, record_id, seq, task_id, data::text
+    FROM conversation_records WHERE {_PG_KEY} AND kind = 'conversation'
+    AND record_id = conversation_id AND conversation_id = ANY($4::text[])
+    ORDER BY conversation_id FOR UPDATE"""
+_POSTGRES_LAST = """SELECT c.id, (SELECT COALESCE(MAX(t.seq), 0) FROM conversation_records AS t
+        WHERE t.swarm_name = $1 AND t.caller_role = $2 AND t.caller_id = $3
+        AND t.conversation_id = c.id AND t.kind = 'turn')
+    FROM unnest($4::text[]) AS c(id)"""
+_POSTGRES_PEOPLE = f"""SELECT conversation_id, record_id, seq FROM conversation_records
+    WHERE {_PG_KEY} AND kind = 'participant' AND conversation_id = ANY($4::text[])"""
+
 
 def _key(key: CallerKey) -> tuple[str, str, str]:
     return (key.swarm, key.role, key.id)
@@ -57,6 +91,42 @@ def _key(key: CallerKey) -> tuple[str, str, str]:
 
 def _params(key: CallerKey, r: Record) -> tuple[Any, ...]:
     return (*_key(key), r.conversation_id, r.kind, r.record_id, r.seq, r.task_id, dumps(r.data))
+
+
+def _turn_params(key: CallerKey, rows: Sequence[Record], texts: dict[str, str]) -> list[Any]:
+    """The insert parameters of ``rows``, each turn's JSON taken from ``texts`` (by id)."""
+    return [
+        (*_key(key), r.conversation_id, r.kind, r.record_id, r.seq, r.task_id, texts[r.record_id])
+        if r.kind == "turn"
+        else _params(key, r)
+        for r in rows
+    ]
+
+
+def _texts(turns: Mapping[str, Sequence[dict[str, Any]]]) -> dict[str, str]:
+    return {t["id"]: dumps(t) for items in turns.values() for t in items}
+
+
+def _plan(
+    turns: Mapping[str, Sequence[dict[str, Any]]],
+    convs: Sequence[Any],
+    last: Mapping[str, int],
+    people: Sequence[Any],
+    join: Joiner | None,
+) -> dict[str, list[Record]]:
+    """The rows to write: ``convs`` the conversation rows found, ``last`` their newest
+    turn's seq, ``people`` their participants ``(conversation_id, id, seq)``."""
+    members: dict[str, list[tuple[str, int]]] = {}
+    for cid, pid, seq in people:
+        members.setdefault(cid, []).append((pid, int(seq)))
+    written: dict[str, list[Record]] = {}
+    for row in convs:
+        conv = _record(row)
+        cid = conv.conversation_id
+        rows = plan_append(conv, turns[cid], join, members.get(cid, ()), int(last[cid]))
+        if rows is not None:
+            written[cid] = rows
+    return written
 
 
 def _record(row: Any) -> Record:
@@ -104,6 +174,45 @@ class SQLiteConversationStore(ConversationStore):
 
         if params:
             await self._tasks.run("conversations.put_many", write)
+
+    async def append_turns(
+        self,
+        key: CallerKey,
+        turns: Mapping[str, Sequence[dict[str, Any]]],
+        join: Joiner | None = None,
+    ) -> dict[str, list[Record]]:
+        texts = _texts(turns)  # encoded before the first await
+        turns = {cid: list(items) for cid, items in turns.items()}
+        order = sorted(turns)
+        k = _key(key)
+
+        def write(conn: sqlite3.Connection) -> dict[str, list[Record]]:
+            conn.execute("BEGIN IMMEDIATE")  # the file's write lock: one writer at a time
+            try:
+                convs: list[Any] = []
+                people: list[Any] = []
+                for at in range(0, len(order), _CHUNK):
+                    ids = order[at : at + _CHUNK]
+                    marks = ", ".join("?" * len(ids))
+                    convs += conn.execute(_SQLITE_CONVS.format(ids=marks), (*k, *ids)).fetchall()
+                    people += conn.execute(_SQLITE_PEOPLE.format(ids=marks), (*k, *ids)).fetchall()
+                last = {row[0]: row[6] for row in convs}
+                written = _plan(turns, [row[:6] for row in convs], last, people, join)
+                params = [p for rows in written.values() for p in _turn_params(key, rows, texts)]
+                for at in range(0, len(params), _ROWS):
+                    chunk = params[at : at + _ROWS]
+                    sql = _SQLITE_PUT_ROWS.format(rows=", ".join([_ROW_MARKS] * len(chunk)))
+                    conn.execute(sql, [value for row in chunk for value in row])
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            return written
+
+        if not order:
+            return {}
+        return await self._tasks.run("conversations.append_turns", write)
 
     async def get(
         self, key: CallerKey, conversation_id: str, kind: RecordKind, record_id: str
@@ -157,6 +266,29 @@ class PostgresConversationStore(ConversationStore):
         with self._tasks.reported("conversations.put_many"):
             async with pool.acquire() as conn, conn.transaction():
                 await conn.executemany(_POSTGRES["put"], params)
+
+    async def append_turns(
+        self,
+        key: CallerKey,
+        turns: Mapping[str, Sequence[dict[str, Any]]],
+        join: Joiner | None = None,
+    ) -> dict[str, list[Record]]:
+        texts = _texts(turns)  # encoded before the first await
+        turns = {cid: list(items) for cid, items in turns.items()}
+        if not turns:
+            return {}
+        args = (*_key(key), sorted(turns))
+        pool = self._tasks.pool("conversations.append_turns")
+        with self._tasks.reported("conversations.append_turns"):
+            async with pool.acquire() as conn, conn.transaction():
+                convs = await conn.fetch(_POSTGRES_LOCK, *args)
+                last = dict(await conn.fetch(_POSTGRES_LAST, *args))
+                people = await conn.fetch(_POSTGRES_PEOPLE, *args)
+                written = _plan(turns, convs, last, people, join)
+                params = [p for rows in written.values() for p in _turn_params(key, rows, texts)]
+                if params:
+                    await conn.executemany(_POSTGRES["put"], params)
+        return written
 
     async def get(
         self, key: CallerKey, conversation_id: str, kind: RecordKind, record_id: str

@@ -4,7 +4,8 @@ intercepted turns of bound tasks."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any, cast
 
 from mail.conversations import _access as access
@@ -15,6 +16,7 @@ from mail.conversations._base import (
     Actor,
     ServiceBase,
     new_id,
+    new_ids,
     participant_of,
 )
 from mail.conversations._summary import extractive_summary
@@ -22,7 +24,6 @@ from mail.conversations.errors import (
     ThreadNestingLimitError,
 )
 from mail.conversations.models import (
-    CLOSED_STATUSES,
     Summary,
     Thread,
     Turn,
@@ -33,8 +34,9 @@ from mail.db.store import CallerKey
 
 __all__ = ["Intercepted", "TurnMethods"]
 
-#: an intercepted turn: its author, its ``mail/turn``-like params and its ``source``
-Intercepted = tuple[str, dict[str, Any], dict[str, Any]]
+#: an intercepted turn: its author, its ``mail/turn``-like params, its ``source`` and
+#: when it happened (the event's ISO-8601 time)
+Intercepted = tuple[str, dict[str, Any], dict[str, Any], str]
 
 
 class TurnMethods(ServiceBase):
@@ -49,70 +51,56 @@ class TurnMethods(ServiceBase):
         return {"turn": await self.record_turn(actor, conv, params)}
 
     async def intercept(
-        self, key: CallerKey, conversation_id: str, items: Sequence[Intercepted]
-    ) -> list[Turn]:
-        """Record intercepted turns (``(author, params, source)``, in order) in one write;
-        authors not yet participants join as ``worker``. Records nothing (silently) when
-        mail is off or the conversation is unknown or closed; a ``threadId`` or
-        ``inReplyTo`` the conversation does not have is dropped, the turn kept. Raises
+        self, key: CallerKey, items: Mapping[str, Sequence[Intercepted]]
+    ) -> dict[str, list[Turn]]:
+        """Record intercepted turns (``(author, params, source, event time)``, in order, by
+        conversation id) in one store write, each stamped with its event's time; authors not yet participants join as ``worker``. Records
+        nothing (silently) when mail is off, and nothing in a conversation that is
+        unknown or closed; a ``threadId`` or ``inReplyTo`` the conversation does not have
+        is dropped, the turn kept. Returns the turns recorded by conversation. Raises
         :class:`mail.errors.StorageError` when the store fails."""
-        if not self.enabled or not items:
-            return []
-        conv = await self.store.get(key, conversation_id, "conversation", conversation_id)
-        if conv is None or conv.data["status"] in CLOSED_STATUSES:
-            return []
-        members = await self._members_of(key, conversation_id)
-        known, part_seq = set(members[0]), members[1]
-        records: list[Record] = []
-        events: list[tuple[str, dict[str, Any]]] = []
-        async with self._lock(Actor(key=key, participant_id=""), conv):
-            turn_seq = await self._last_turn(key, conversation_id)
-            for author, params, source in items:
-                if author not in known:
-                    known.add(author)
-                    part_seq += 1
-                    joined = self._participant_record(conv, author, part_seq, turn_seq)
-                    records.append(joined)
-                    events.append(
-                        (
-                            "mail.participant.joined",
-                            {
-                                "conversationId": conversation_id,
-                                "participant": participant_of(joined),
-                            },
-                        )
-                    )
-                turn_seq += 1
-                clean = await self._known_refs(key, conv, params)
-                turn = self._new_turn(conv, author, clean, source)
-                records.append(
-                    Record(
-                        conversation_id=conversation_id,
-                        kind="turn",
-                        record_id=turn["id"],
-                        seq=turn_seq,
-                        task_id=conv.task_id,
-                        data=dict(turn),
-                    )
+        if not self.enabled:
+            return {}
+        ids = iter(new_ids("turn", sum(len(batch) for batch in items.values())))
+        turns: dict[str, list[dict[str, Any]]] = {}
+        for cid, batch in items.items():
+            turns[cid] = []
+            for author, said, source, at in batch:
+                params = await self._known_refs(key, cid, said) if _refers(said) else said
+                turn = self._new_turn(
+                    cid, author, params, source, turn_id=next(ids), timestamp=_epoch_ms(at)
                 )
-                events.append(
-                    ("mail.turn.added", {"conversationId": conversation_id, "turn": turn})
-                )
-            await self.store.put_many(key, records)
-            self._noted_turn(key, conversation_id, turn_seq)
-            self._members[(key, conversation_id)] = (frozenset(known), part_seq)
-        for event_type, data in events:
-            self.bus.publish(key, event_type, data, now_ms())
-        return [cast(Turn, r.data) for r in records if r.kind == "turn"]
+                turns[cid].append(cast("dict[str, Any]", turn))
+        written = await self.store.append_turns(key, turns, join=self._joined)
+        recorded = {
+            cid: [cast(Turn, r.data) for r in rows if r.kind == "turn"]
+            for cid, rows in written.items()
+        }
+        if self.bus.listening:
+            now = now_ms()
+            for cid, rows in written.items():
+                for r in rows:
+                    if r.kind == "participant":
+                        data = {"conversationId": cid, "participant": participant_of(r)}
+                        self.bus.publish(key, "mail.participant.joined", data, now)
+                    else:
+                        data = {"conversationId": cid, "turn": r.data}
+                        self.bus.publish(key, "mail.turn.added", data, now)
+        return recorded
+
+    @classmethod
+    def _joined(cls, conv: Record, author: str, seq: int, turns: int) -> Record:
+        """The row of an intercepted author who joins as ``worker``."""
+        return cls._participant_record(conv, author, seq, turns)
 
     async def _known_refs(
-        self, key: CallerKey, conv: Record, params: dict[str, Any]
+        self, key: CallerKey, conversation_id: str, params: dict[str, Any]
     ) -> dict[str, Any]:
         clean = {k: v for k, v in params.items() if k not in ("threadId", "inReplyTo")}
         refs: tuple[tuple[str, RecordKind], ...] = (("threadId", "thread"), ("inReplyTo", "turn"))
         for name, kind in refs:
             ref = params.get(name)
-            if isinstance(ref, str) and await self.store.get(key, conv.conversation_id, kind, ref):
+            if isinstance(ref, str) and await self.store.get(key, conversation_id, kind, ref):
                 clean[name] = ref
         return clean
 
@@ -245,6 +233,19 @@ class TurnMethods(ServiceBase):
             {"conversationId": conv.conversation_id, "summary": summary},
         )
         return record
+
+
+def _epoch_ms(iso: str) -> int:
+    """An event's ISO-8601 time in epoch milliseconds (now if it is not one)."""
+    try:
+        return int(datetime.fromisoformat(iso).timestamp() * 1000)
+    except (TypeError, ValueError):
+        return now_ms()
+
+
+def _refers(params: dict[str, Any]) -> bool:
+    """Whether a turn's params name a thread or a turn (to be checked)."""
+    return "threadId" in params or "inReplyTo" in params
 
 
 def _turn_matches(turn: dict[str, Any], filter_: dict[str, Any]) -> bool:

@@ -117,9 +117,16 @@ class EventBus:
         sub.closed.set()
         return True
 
+    @property
+    def listening(self) -> bool:
+        """Whether any subscription is open (events published now may reach someone)."""
+        return bool(self._subscriptions)
+
     def publish(self, key: CallerKey, event_type: str, data: dict[str, Any], now: int) -> None:
         """Deliver an event of ``key``'s conversations to the matching subscriptions
         (never blocks: a full queue drops its oldest event)."""
+        if not self._subscriptions:
+            return
         event = MailEvent(id=next(self._ids), type=event_type, data=data, timestamp=now)
         for sub in list(self._subscriptions.values()):
             if sub.key != key or not matches(sub.filter, event_type, data):

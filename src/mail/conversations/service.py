@@ -15,7 +15,13 @@ from typing import Any
 
 from mail.conversations import _access as access
 from mail.conversations._access import InvalidParamsError, opt_int, opt_str, req_str
-from mail.conversations._base import DEFAULT_LIMIT, MAX_LIMIT, Actor, new_id, participant_of
+from mail.conversations._base import (
+    DEFAULT_LIMIT,
+    MAX_LIMIT,
+    Actor,
+    ordered_id,
+    participant_of,
+)
 from mail.conversations._turns import TurnMethods
 from mail.conversations.errors import (
     ConversationNotFoundError,
@@ -75,7 +81,7 @@ class ConversationService(TurnMethods):
         if not isinstance(metadata, dict):
             raise InvalidParamsError("metadata must be an object", field="metadata")
         now = now_ms()
-        cid = new_id("conv")
+        cid = ordered_id("conv")
         data = Conversation(
             id=cid,
             type=kind,
@@ -273,7 +279,6 @@ class ConversationService(TurnMethods):
                 raise ParticipantNotFoundError(f"no participant {pid!r}", participantId=pid)
             member = gone
         reason = opt_str(params, "reason")
-        self._members.pop((actor.key, conv.conversation_id), None)
         member.data["leftAt"] = now_ms()
         await self.store.put(actor.key, member)
         self._emit(

@@ -13,13 +13,21 @@ task store's own connection and the ``conversation_records`` table its migration
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from mail.conversations.models import CLOSED_STATUSES
 from mail.db.store import CallerKey, dumps, loads
 
-__all__ = ["ConversationStore", "MemoryConversationStore", "Record", "RecordKind"]
+__all__ = [
+    "ConversationStore",
+    "Joiner",
+    "MemoryConversationStore",
+    "Record",
+    "RecordKind",
+    "plan_append",
+]
 
 RecordKind = Literal["conversation", "participant", "turn", "thread", "summary"]
 
@@ -37,6 +45,45 @@ class Record:
     seq: int
     data: dict[str, Any]
     task_id: str | None = None
+
+
+#: builds the row of an author who is not a participant yet: ``(conversation, author,
+#: participant seq, how many turns the conversation has)`` -> the participant record
+Joiner = Callable[[Record, str, int, int], Record]
+
+
+def plan_append(
+    conv: Record,
+    turns: Iterable[dict[str, Any]],
+    join: Joiner | None,
+    people: Iterable[tuple[str, int]],
+    last_turn: int,
+) -> list[Record] | None:
+    """The rows :meth:`ConversationStore.append_turns` writes in ``conv`` (``None`` when it
+    is closed): given its participants ``(id, seq)`` and its newest turn's seq."""
+    if conv.data["status"] in CLOSED_STATUSES:
+        return None
+    known = dict(people)
+    part_seq = max(known.values(), default=0)
+    rows: list[Record] = []
+    for turn in turns:
+        author = turn["participantId"]
+        if join is not None and author not in known:
+            part_seq += 1
+            known[author] = part_seq
+            rows.append(join(conv, author, part_seq, last_turn))
+        last_turn += 1
+        rows.append(
+            Record(
+                conversation_id=conv.conversation_id,
+                kind="turn",
+                record_id=turn["id"],
+                seq=last_turn,
+                task_id=conv.task_id,
+                data=turn,
+            )
+        )
+    return rows
 
 
 class ConversationStore(ABC):
@@ -58,6 +105,34 @@ class ConversationStore(ABC):
         has them."""
         for record in records:
             await self.put(key, record)
+
+    async def append_turns(
+        self,
+        key: CallerKey,
+        turns: Mapping[str, Sequence[dict[str, Any]]],
+        join: Joiner | None = None,
+    ) -> dict[str, list[Record]]:
+        """Append ``turns`` (wire objects, in order, by conversation id) in one transaction
+        where the backend has them. Each gets the next turn ``seq`` of its conversation,
+        allocated by the store under the conversation's lock, so that servers sharing a
+        database never give two turns one seq. An unknown or closed conversation gets
+        none. With ``join``, an author (``participantId``) who is no participant yet
+        (present or gone) is added first as ``join`` builds them. Returns the rows
+        written (participants and turns, in order) by conversation."""
+        written: dict[str, list[Record]] = {}
+        for cid in sorted(turns):
+            conv = await self.get(key, cid, "conversation", cid)
+            if conv is None:
+                continue
+            people = [
+                (r.record_id, r.seq) for r in await self.list_records(key, "participant", cid)
+            ]
+            last = await self.max_seq(key, cid, "turn")
+            rows = plan_append(conv, turns[cid], join, people, last)
+            if rows is not None:
+                await self.put_many(key, rows)
+                written[cid] = rows
+        return written
 
     @abstractmethod
     async def get(
@@ -82,16 +157,20 @@ class ConversationStore(ABC):
 
 
 class MemoryConversationStore(ConversationStore):
-    """A :class:`ConversationStore` in a dictionary (JSON text, so callers get copies)."""
+    """A :class:`ConversationStore` in dictionaries, one per conversation (JSON text, so
+    callers get copies)."""
 
     backend = "memory"
 
     def __init__(self) -> None:
-        self._rows: dict[tuple[CallerKey, str, str, str], tuple[int, str | None, str]] = {}
+        #: (caller, conversation id) -> (kind, record id) -> (seq, task id, data)
+        self._rows: dict[
+            tuple[CallerKey, str], dict[tuple[str, str], tuple[int, str | None, str]]
+        ] = {}
 
-    def _record(self, row_key: tuple[CallerKey, str, str, str]) -> Record:
-        _, conversation_id, kind, record_id = row_key
-        seq, task_id, data = self._rows[row_key]
+    @staticmethod
+    def _record(conversation_id: str, kind: str, record_id: str, row: tuple[Any, ...]) -> Record:
+        seq, task_id, data = row
         return Record(
             conversation_id=conversation_id,
             kind=kind,  # type: ignore[arg-type]  # stored from a RecordKind
@@ -102,37 +181,34 @@ class MemoryConversationStore(ConversationStore):
         )
 
     async def put(self, key: CallerKey, record: Record) -> None:
-        row_key = (key, record.conversation_id, record.kind, record.record_id)
-        self._rows[row_key] = (record.seq, record.task_id, dumps(record.data))
+        rows = self._rows.setdefault((key, record.conversation_id), {})
+        rows[(record.kind, record.record_id)] = (record.seq, record.task_id, dumps(record.data))
 
     async def get(
         self, key: CallerKey, conversation_id: str, kind: RecordKind, record_id: str
     ) -> Record | None:
-        row_key = (key, conversation_id, kind, record_id)
-        return self._record(row_key) if row_key in self._rows else None
+        row = self._rows.get((key, conversation_id), {}).get((kind, record_id))
+        return None if row is None else self._record(conversation_id, kind, record_id, row)
 
     async def list_records(
         self, key: CallerKey, kind: RecordKind, conversation_id: str | None = None
     ) -> list[Record]:
+        if conversation_id is None:
+            ids = [cid for k, cid in self._rows if k == key]
+        else:
+            ids = [conversation_id]
         found = [
-            row_key
-            for row_key in self._rows
-            if row_key[0] == key
-            and row_key[2] == kind
-            and (conversation_id is None or row_key[1] == conversation_id)
+            (row[0], record_id, cid, row)
+            for cid in ids
+            for (k, record_id), row in self._rows.get((key, cid), {}).items()
+            if k == kind
         ]
-        found.sort(key=lambda k: (self._rows[k][0], k[3]))
-        return [self._record(k) for k in found]
+        found.sort(key=lambda f: (f[0], f[1]))
+        return [self._record(cid, kind, record_id, row) for _, record_id, cid, row in found]
 
     async def max_seq(self, key: CallerKey, conversation_id: str, kind: RecordKind) -> int:
-        return max(
-            (
-                seq
-                for (k, c, kd, _), (seq, _, _) in self._rows.items()
-                if k == key and c == conversation_id and kd == kind
-            ),
-            default=0,
-        )
+        rows = self._rows.get((key, conversation_id), {})
+        return max((row[0] for (k, _), row in rows.items() if k == kind), default=0)
 
     async def bound_to(self, key: CallerKey, task_id: str) -> list[Record]:
         return [r for r in await self.list_records(key, "conversation") if r.task_id == task_id]

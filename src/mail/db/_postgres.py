@@ -151,22 +151,40 @@ _PRUNE_CANDIDATES = """SELECT swarm_name, caller_role, caller_id, task_id FROM (
     FROM tasks WHERE {state} IN ('completed', 'failed', 'cancelled')) AS finished
     WHERE ($1::timestamptz IS NOT NULL AND updated_at < $1)
        OR ($2::bigint IS NOT NULL AND rank > $2)"""
+#: the finished task a prune statement deletes the rows of
+_DOOMED_TASK = """SELECT swarm_name, caller_role, caller_id, task_id FROM tasks
+        WHERE swarm_name = $1 AND caller_role = $2 AND caller_id = $3 AND task_id = $4
+          AND {state} IN ('completed', 'failed', 'cancelled')"""
+
+
+def _prune_delete(table: str) -> str:
+    return f"""DELETE FROM {table} WHERE (swarm_name, caller_role, caller_id, task_id) IN (
+        {_DOOMED_TASK})"""
+
+
+# MAP Mail: every row of the conversations bound to the task (found by their conversation
+# row: only those are indexed by task)
+_PRUNE_CONVERSATIONS = f"""DELETE FROM conversation_records
+    WHERE (swarm_name, caller_role, caller_id, conversation_id) IN (
+        SELECT swarm_name, caller_role, caller_id, conversation_id FROM conversation_records
+        WHERE kind = 'conversation' AND (swarm_name, caller_role, caller_id, task_id) IN (
+            {_DOOMED_TASK}))"""
+
 # One statement per table, each run with (swarm, role, id, task_id); a task resumed since
 # it was picked no longer matches the state guard and keeps all its rows.
-_PRUNE_DELETES = tuple(
-    f"""DELETE FROM {table} WHERE (swarm_name, caller_role, caller_id, task_id) IN (
-        SELECT swarm_name, caller_role, caller_id, task_id FROM tasks
-        WHERE swarm_name = $1 AND caller_role = $2 AND caller_id = $3 AND task_id = $4
-          AND {{state}} IN ('completed', 'failed', 'cancelled'))"""
-    for table in (
-        "task_events",
-        "agent_histories",
-        "task_responses",
-        "task_breakpoints",
-        "task_stash",
-        "conversation_records",  # MAP Mail: the conversations bound to the task
-        "tasks",
-    )
+_PRUNE_DELETES = (
+    *(
+        _prune_delete(table)
+        for table in (
+            "task_events",
+            "agent_histories",
+            "task_responses",
+            "task_breakpoints",
+            "task_stash",
+        )
+    ),
+    _PRUNE_CONVERSATIONS,  # before the task rows it reads
+    _prune_delete("tasks"),
 )
 
 

@@ -18,7 +18,7 @@ that no query uses (the tables and their columns stay as they are).
 v1.3.6 server cannot live with (its older history rows deleted, one history row per task
 and agent enforced, ``task_events.seq`` NOT NULL). So when a store opens a database that
 already holds the original's tables and has not had version 2, it applies only the
-migrations marked ``v1_compatible`` (versions 1, 4, 5 and 6: nullable columns, new
+migrations marked ``v1_compatible`` (versions 1, 4, 5, 6 and 8: nullable columns, new
 tables, indexes v1.3.6's inserts cannot violate) and the store keeps its rows
 v1.3.6-readable (:func:`shares_with_v1`). Versions 2 and 3 wait for ``mail db-migrate
 --upgrade-from-v1`` (:func:`apply_postgres` with ``upgrade_from_v1=True``), which runs
@@ -193,6 +193,18 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
                 UNIQUE (swarm_name, caller_role, caller_id, conversation_id, kind, record_id))""",
             """CREATE INDEX idx_conversation_records_task
                 ON conversation_records (swarm_name, caller_role, caller_id, task_id)""",
+        ),
+    ),
+    Migration(
+        4,
+        "MAP Mail records by seq; by task only the conversations (not their every turn)",
+        (
+            """CREATE INDEX idx_conversation_records_seq ON conversation_records
+                (swarm_name, caller_role, caller_id, conversation_id, kind, seq)""",
+            "DROP INDEX idx_conversation_records_task",
+            """CREATE INDEX idx_conversation_records_task
+                ON conversation_records (swarm_name, caller_role, caller_id, task_id)
+                WHERE kind = 'conversation'""",
         ),
     ),
 )
@@ -418,6 +430,19 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
                 PRIMARY KEY (swarm_name, caller_role, caller_id, task_id))""",
             """CREATE INDEX IF NOT EXISTS idx_cluster_task_leases_owner
                 ON cluster_task_leases (owner, expires_at)""",
+        ),
+    ),
+    Migration(
+        8,
+        "MAP Mail records by seq; by task only the conversations (not their every turn)",
+        (
+            # indexes of our own table only: a database shared with v1.3.6 takes them
+            """CREATE INDEX IF NOT EXISTS idx_conversation_records_seq ON conversation_records
+                (swarm_name, caller_role, caller_id, conversation_id, kind, seq)""",
+            "DROP INDEX IF EXISTS idx_conversation_records_task",
+            """CREATE INDEX idx_conversation_records_task
+                ON conversation_records (swarm_name, caller_role, caller_id, task_id)
+                WHERE kind = 'conversation'""",
         ),
     ),
 )
