@@ -369,6 +369,81 @@ def test_a_new_task_with_a_taken_id_is_refused_on_another_replica(cluster: Clust
     assert "already exists" in again.json()["detail"]
 
 
+# --- MAP Mail across replicas ----------------------------------------------------------------
+
+
+def _rpc(replica: Replica, key: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    answer = httpx.post(
+        f"{replica.url}/map",
+        json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params},
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=10,
+        trust_env=False,
+    )
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert "result" in body, body
+    return dict(body["result"])
+
+
+def test_map_events_subscribed_on_a_stream_from_b_with_changes_made_on_c(
+    cluster: Cluster,
+) -> None:
+    a, b, c = cluster.replicas
+    subscribed = _rpc(a, cluster.key, "map/subscribe", {"filter": {}})
+    sid = subscribed["subscriptionId"]
+
+    async def scenario() -> list[dict[str, Any]]:
+        got: list[dict[str, Any]] = []
+        opened = asyncio.Event()
+
+        async def listen() -> None:
+            frame: dict[str, Any] = {}
+            async with (
+                _client(b, cluster.key) as client,
+                client.stream("GET", "/map/events", params={"subscription": sid}) as response,
+            ):
+                assert response.status_code == 200, await response.aread()
+                opened.set()
+                async for line in response.aiter_lines():
+                    done = read_line(frame, line)
+                    if done is not None and done["event"] == "map/event":
+                        got.append(done["data"]["params"]["event"])
+
+        listening = asyncio.create_task(listen())
+        await asyncio.wait_for(opened.wait(), 10)
+        created = await asyncio.to_thread(
+            _rpc, c, cluster.key, "mail/create", {"type": "multi-agent", "subject": "across"}
+        )
+        conversation = created["conversation"]["id"]
+        turn = {"conversationId": conversation, "contentType": "text", "content": {"text": "hi"}}
+        await asyncio.to_thread(_rpc, a, cluster.key, "mail/turn", turn)
+        for _ in range(200):  # until both events arrived (or the wait below fails)
+            if {"mail.created", "mail.turn.added"} <= {e["type"] for e in got}:
+                break
+            await asyncio.sleep(0.05)
+        gone = await asyncio.to_thread(
+            _rpc, c, cluster.key, "map/unsubscribe", {"subscriptionId": sid}
+        )
+        assert gone == {"unsubscribed": True}
+        await asyncio.wait_for(listening, 10)  # B's stream ends once C unsubscribed
+        return got
+
+    got = asyncio.run(scenario())
+    types = [e["type"] for e in got]
+    assert "mail.created" in types and "mail.turn.added" in types, types
+    ids = [int(e["id"]) for e in got]
+    assert ids == sorted(ids) and len(set(ids)) == len(ids)
+    # another caller cannot read the subscription from any replica
+    answer = httpx.get(
+        f"{c.url}/map/events",
+        params={"subscription": sid},
+        headers={"Authorization": f"Bearer {cluster.key}"},
+        trust_env=False,
+    )
+    assert answer.status_code == 404  # unsubscribed: gone everywhere
+
+
 # --- fail-over ------------------------------------------------------------------------------
 
 

@@ -9,6 +9,7 @@ them), and the ``mail`` filter (``conversationId``, ``threadId``, ``participantI
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import secrets
 from dataclasses import dataclass, field
@@ -134,6 +135,23 @@ class EventBus:
             if sub.queue.full():
                 sub.queue.get_nowait()
             sub.queue.put_nowait(event)
+
+    # --- beyond this process (cluster mode overrides these; here they are local) -----------
+
+    async def register(self, sub: Subscription) -> None:
+        """Make a new subscription known to every process serving the swarm."""
+
+    async def find(self, key: CallerKey, subscription_id: str) -> Subscription | None:
+        """The caller's subscription with this id, wherever it was made."""
+        return self.get(key, subscription_id)
+
+    async def forget(self, key: CallerKey, subscription_id: str) -> bool:
+        """End the caller's subscription, wherever it was made."""
+        return self.unsubscribe(key, subscription_id)
+
+    def feeding(self, sub: Subscription) -> contextlib.AbstractAsyncContextManager[None]:
+        """While the events of ``sub`` are streamed: here, :meth:`publish` feeds it."""
+        return contextlib.nullcontext()
 
     def close(self) -> None:
         """End every subscription (the server stops)."""

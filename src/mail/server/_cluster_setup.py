@@ -44,6 +44,10 @@ async def open_cluster(state: ServerState) -> None:
         return
     await state.cluster.open()
     from mail.server._cluster_auth import ClusterAuth  # noqa: PLC0415
+    from mail.server._cluster_map import SharedEventBus  # noqa: PLC0415
+
+    # MAP Mail's events and subscriptions go through Redis (before the service is made)
+    state.map_events = SharedEventBus(state.cluster, state.template.name)
 
     if isinstance(state.authenticator, ClusterAuth):
         await state.authenticator.seed()
@@ -62,6 +66,10 @@ def follow_cluster(state: ServerState, status: Callable[[MAILError], int]) -> No
     here = {"forward": forward_here, "back": back_here}
     state.cluster_tasks = ClusterTasks(state, state.cluster, here)
     state.spawn(state.cluster_tasks.run(status), "mail-cluster-tasks")
+    from mail.server._cluster_map import SharedEventBus  # noqa: PLC0415
+
+    if isinstance(state.map_events, SharedEventBus):
+        state.spawn(state.map_events.publish_forever(), "mail-cluster-map-events")
     state.spawn(state.cluster.run(), "mail-cluster-heartbeat")
     if isinstance(state.registry, SharedSwarmRegistry):
         state.spawn(state.registry.follow(), "mail-cluster-registry")

@@ -98,7 +98,7 @@ def _connect(state: ServerState, actor: Actor) -> dict[str, Any]:
     }
 
 
-def _subscribe(state: ServerState, actor: Actor, params: dict[str, Any]) -> dict[str, Any]:
+async def _subscribe(state: ServerState, actor: Actor, params: dict[str, Any]) -> dict[str, Any]:
     filter_ = params.get("filter") or {}
     if not isinstance(filter_, dict) or not isinstance(filter_.get("mail") or {}, dict):
         raise _RpcError(INVALID_PARAMS, "filter and filter.mail must be objects")
@@ -108,6 +108,7 @@ def _subscribe(state: ServerState, actor: Actor, params: dict[str, Any]) -> dict
     ):
         raise _RpcError(INVALID_PARAMS, "filter.eventTypes must be a list of strings")
     sub = state.map_events.subscribe(actor.key, filter_)
+    await state.map_events.register(sub)
     return {"subscriptionId": sub.id, "events": f"/map/events?subscription={sub.id}"}
 
 
@@ -167,10 +168,10 @@ async def _dispatch(
     if method == "map/connect":
         return _connect(state, actor)
     if method == "map/subscribe":
-        return _subscribe(state, actor, params)
+        return await _subscribe(state, actor, params)
     if method == "map/unsubscribe":
         sid = params.get("subscriptionId")
-        return {"unsubscribed": state.map_events.unsubscribe(actor.key, str(sid))}
+        return {"unsubscribed": await state.map_events.forget(actor.key, str(sid))}
     if method in METHODS:
         service = state.conversations
         if service is None:
@@ -241,6 +242,12 @@ async def post_map(state: AppState, caller: AdminOrUser, request: Request) -> Re
 
 
 async def _notifications(state: ServerState, sub: Subscription) -> AsyncIterator[ServerSentEvent]:
+    async with state.map_events.feeding(sub):
+        async for event in _notified(state, sub):
+            yield event
+
+
+async def _notified(state: ServerState, sub: Subscription) -> AsyncIterator[ServerSentEvent]:
     stop = asyncio.ensure_future(sub.closed.wait())
     closing = asyncio.ensure_future(state.closing.wait())
     try:
@@ -272,7 +279,7 @@ async def _notifications(state: ServerState, sub: Subscription) -> AsyncIterator
     response_class=Response,
 )
 async def map_events(state: AppState, caller: AdminOrUser, subscription: str) -> Response:
-    sub = state.map_events.get(actor_of(state, caller).key, subscription)
+    sub = await state.map_events.find(actor_of(state, caller).key, subscription)
     if sub is None:
         raise HTTPException(status_code=404, detail=f"no subscription {subscription!r}")
     return EventSourceResponse(_notifications(state, sub), headers=SSE_HEADERS, ping=0, sep=CRLF)
