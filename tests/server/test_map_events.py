@@ -91,6 +91,7 @@ async def test_every_action_emits_its_event(offline: Running) -> None:  # C4, C9
         "conversationId": cid,
         "closedBy": "user:u1",
         "reason": "done",
+        "status": "completed",
     }
 
 

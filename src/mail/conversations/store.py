@@ -80,6 +80,16 @@ class ConversationStore(ABC):
     async def bound_to(self, key: CallerKey, task_id: str) -> list[Record]:
         """The conversation records bound to ``task_id``, oldest first."""
 
+    @abstractmethod
+    async def owner_of(self, swarm: str, conversation_id: str) -> CallerKey | None:
+        """Whose conversation ``conversation_id`` of ``swarm`` is (``None``: nobody's);
+        for an admin observing another caller's conversation."""
+
+    @abstractmethod
+    async def list_every(self, swarm: str, kind: RecordKind) -> list[tuple[CallerKey, Record]]:
+        """The records of ``kind`` of every caller of ``swarm`` with their caller, ordered
+        by ``seq`` then id (an admin's ``mail/list`` of every caller's conversations)."""
+
 
 class MemoryConversationStore(ConversationStore):
     """A :class:`ConversationStore` in a dictionary (JSON text, so callers get copies)."""
@@ -136,3 +146,14 @@ class MemoryConversationStore(ConversationStore):
 
     async def bound_to(self, key: CallerKey, task_id: str) -> list[Record]:
         return [r for r in await self.list_records(key, "conversation") if r.task_id == task_id]
+
+    async def owner_of(self, swarm: str, conversation_id: str) -> CallerKey | None:
+        for key, cid, kind, rid in self._rows:
+            if key.swarm == swarm and kind == "conversation" and cid == rid == conversation_id:
+                return key
+        return None
+
+    async def list_every(self, swarm: str, kind: RecordKind) -> list[tuple[CallerKey, Record]]:
+        found = [k for k in self._rows if k[0].swarm == swarm and k[2] == kind]
+        found.sort(key=lambda k: (self._rows[k][0], k[3]))
+        return [(k[0], self._record(k)) for k in found]

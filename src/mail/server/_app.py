@@ -462,6 +462,8 @@ async def _open_store(state: ServerState) -> None:
 def _open_conversations(state: ServerState) -> None:
     """MAP Mail's service over the task store's database (in memory without a store)."""
     from mail.conversations import ConversationService, conversation_store_for  # noqa: PLC0415
+    from mail.conversations._lifecycle import StatusFollower  # noqa: PLC0415
+    from mail.conversations._llm_summary import summarizer_for  # noqa: PLC0415
     from mail.conversations.interception import Interceptor  # noqa: PLC0415
 
     settings = state.config.server.map
@@ -470,10 +472,13 @@ def _open_conversations(state: ServerState) -> None:
         bus=state.map_events,
         enabled=settings.enabled,
         max_thread_depth=settings.max_thread_depth,
+        summarizer=summarizer_for(settings),
     )
     if settings.enabled:
         state.interceptor = Interceptor(state.conversations)
         state.interceptor.start()
+        state.map_status = StatusFollower(state.conversations, state.interceptor.bound)
+        state.map_status.start()
 
 
 def run_server(config: MAILConfig) -> None:

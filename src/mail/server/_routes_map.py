@@ -27,6 +27,7 @@ from mail.core.message import new_task_id
 from mail.db.store import CallerKey
 from mail.errors import MAILError, StorageError, http_status_for
 from mail.server._deps import AdminOrUser, AppState
+from mail.server._map_start import create_with_task
 from mail.server._routes_message import send_message
 from mail.server._state import ServerState
 from mail.server.auth import Caller
@@ -68,7 +69,7 @@ def actor_of(state: ServerState, caller: Caller) -> Actor:
     """The caller as a MAP Mail participant (its rows are its runtime's)."""
     role = "swarm" if caller.role == "agent" else caller.role
     key = CallerKey(swarm=state.template.name, role=role, id=caller.id)
-    return Actor(key=key, participant_id=f"{caller.role}:{caller.id}")
+    return Actor(key=key, participant_id=f"{caller.role}:{caller.id}", admin=caller.role == "admin")
 
 
 def _error(request_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
@@ -171,6 +172,8 @@ async def _dispatch(
     if method == "map/unsubscribe":
         sid = params.get("subscriptionId")
         return {"unsubscribed": state.map_events.unsubscribe(actor.key, str(sid))}
+    if method == "mail/create" and params.get("startTask"):
+        return await create_with_task(state, caller, actor, params)
     if method in METHODS:
         service = state.conversations
         if service is None:

@@ -1,0 +1,165 @@
+"""A conversation's status over its life: closing (``mail/close``, an admin's archive, a
+failed bound task) and following the state of the task it is bound to.
+
+Statuses (R8): ``active``; ``paused`` while the bound task waits on a breakpoint (back to
+``active`` when it resumes); ``completed`` (``mail/close``), ``failed`` (the bound task
+failed, was cancelled or interrupted) and ``archived`` (an admin's ``mail/close`` with
+``status: "archived"``) are closed. A task that completes leaves its conversation open:
+it may be followed up (R5). Closing emits ``mail.closed`` (with ``status``); pausing and
+resuming emit :data:`STATUS_CHANGED`, our extension event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from mail.conversations._base import Actor, ServiceBase
+from mail.conversations.models import CLOSED_STATUSES
+from mail.conversations.store import Record
+from mail.db.store import CallerKey
+
+if TYPE_CHECKING:
+    from mail.core.runtime import MAILRuntime
+    from mail.core.tasks import MAILTask
+
+__all__ = ["STATUS_CHANGED", "SYSTEM", "LifecycleMethods", "StatusFollower"]
+
+logger = logging.getLogger("mail.server")
+
+#: the event of a status change that does not close (``paused`` <-> ``active``): no event
+#: of the seed fits, so it is ours, ``x-`` prefixed like custom content types
+STATUS_CHANGED = "x-mail.status.changed"
+#: who closes a conversation whose task failed
+SYSTEM = "system"
+
+#: a bound task's state -> the conversation's status (states not listed change nothing)
+_FOLLOWS = {
+    "running": "active",
+    "completed": "active",
+    "waiting_breakpoint": "paused",
+    "failed": "failed",
+    "cancelled": "failed",
+    "interrupted": "failed",
+}
+_WHY = {"failed": "failed", "cancelled": "was cancelled", "interrupted": "was interrupted"}
+
+
+class LifecycleMethods(ServiceBase):
+    """Closing a conversation and following its task."""
+
+    async def close_as(
+        self, actor: Actor, conv: Record, status: str, reason: str | None
+    ) -> dict[str, Any]:
+        """Set the closed ``status`` (``completed``, ``failed``, ``archived``) by ``actor``
+        and emit ``mail.closed{conversationId, closedBy, reason, status}``."""
+        conv.data.update(status=status, closedBy=actor.participant_id)
+        if reason is not None:
+            conv.data["closeReason"] = reason
+        await self._touch(actor, conv)
+        self._emit(
+            actor,
+            "mail.closed",
+            {
+                "conversationId": conv.conversation_id,
+                "closedBy": actor.participant_id,
+                "reason": reason,
+                "status": status,
+            },
+        )
+        return {"conversation": conv.data}
+
+    async def follow_task(
+        self, key: CallerKey, conversation_id: str, task_id: str, state: str
+    ) -> str | None:
+        """Apply the bound task's ``state`` (a :class:`~mail.core.tasks.TaskState` value)
+        to the conversation; returns its new status, or ``None`` when nothing changed (a
+        closed or unknown conversation, the same status)."""
+        target = _FOLLOWS.get(state)
+        conv = await self.store.get(key, conversation_id, "conversation", conversation_id)
+        if target is None or conv is None or conv.data["status"] in CLOSED_STATUSES:
+            return None
+        previous = conv.data["status"]
+        if target == previous:
+            return None
+        actor = Actor(key=key, participant_id=SYSTEM)
+        if target == "failed":
+            await self.close_as(actor, conv, "failed", f"task {task_id!r} {_WHY[state]}")
+            return target
+        conv.data["status"] = target
+        await self._touch(actor, conv)
+        self._emit(
+            actor,
+            STATUS_CHANGED,
+            {
+                "conversationId": conversation_id,
+                "status": target,
+                "previousStatus": previous,
+                "taskId": task_id,
+            },
+        )
+        return target
+
+
+class StatusFollower:
+    """Makes the conversations bound to a task follow its state (:meth:`attach` a
+    caller's runtime). The runtime tells it of every change of a task's record; for a task
+    no conversation is bound to (``bound`` answers an empty list) that is one lookup. The
+    changes are applied in order by one background task (:meth:`start`, :meth:`close`);
+    a failing store loses the change (logged)."""
+
+    def __init__(
+        self, service: LifecycleMethods, bound: Callable[[CallerKey, str], list[str]]
+    ) -> None:
+        self.service = service
+        self._bound = bound
+        self._queue: asyncio.Queue[tuple[CallerKey, str, str, list[str]] | None] = asyncio.Queue()
+        self._writer: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self._writer is None:
+            self._writer = asyncio.get_running_loop().create_task(
+                self._write(), name="mail-map-status"
+            )
+
+    async def close(self) -> None:
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            self._queue.put_nowait(None)
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                await asyncio.wait_for(asyncio.shield(writer), timeout=5.0)
+            writer.cancel()
+
+    def attach(self, runtime: MAILRuntime, key: CallerKey) -> None:
+        """Follow the tasks of ``runtime`` (the caller ``key``'s)."""
+        runtime.observe_tasks(lambda task: self.task_changed(key, task))
+
+    def task_changed(self, key: CallerKey, task: MAILTask) -> None:
+        """The observer of a runtime: cheap when nothing is bound to the task."""
+        bound = self._bound(key, task.task_id)
+        if bound:
+            self._queue.put_nowait((key, task.task_id, str(task.state), bound))
+
+    async def drain(self) -> None:
+        """Wait until the changes queued so far are applied (or lost)."""
+        await self._queue.join()
+
+    async def _write(self) -> None:
+        while True:
+            item = await self._queue.get()
+            try:
+                if item is None:
+                    return
+                key, task_id, state, bound = item
+                for conversation_id in bound:
+                    try:
+                        await self.service.follow_task(key, conversation_id, task_id, state)
+                    except Exception:  # a status is never worth failing a task for
+                        logger.exception(
+                            "conversation %s did not follow task %s", conversation_id, task_id
+                        )
+            finally:
+                self._queue.task_done()
