@@ -26,10 +26,7 @@ from mail.config.server import DEFAULT_CORS_ORIGINS
 from mail.errors import (
     AuthError,
     AuthServiceError,
-    InvalidMessageError,
     MAILError,
-    SwarmDefinitionError,
-    http_status_for,
 )
 from mail.net import (
     AddressPolicy,
@@ -58,10 +55,10 @@ from mail.server._cors import ConfiguredCORS
 from mail.server._deps import check_gates
 from mail.server._listen import check_port, recorded
 from mail.server._reload import APP, reload_environment, uvicorn_options, worker_config
-from mail.server._routes_core import SwarmNameTakenError
 from mail.server._routes_ui_page import mount_ui
 from mail.server._shutdown import serve
 from mail.server._state import ServerState, every
+from mail.server._statuses import server_status
 from mail.server.models import PATTERN_RULES, not_an_object
 from mail.stdlib import _settings as stdlib_settings
 from mail.version import PROTOCOL_VERSION, __version__
@@ -77,25 +74,13 @@ logger = logging.getLogger("mail.server")
 # Inside the server, bad input is a plain 400 like the protocol's documented errors. A
 # failing auth service is the documented 500 (CONTRACT 1.2) of the status table, with one of
 # the two fixed details RemoteAuth raises (the cause is in its log).
-_SERVER_STATUS: dict[type[MAILError], int] = {
-    InvalidMessageError: 400,
-    SwarmDefinitionError: 400,
-    SwarmNameTakenError: 409,
-}
 #: The body limit before the configuration is loaded (``create_app(None)``).
 _DEFAULT_BODY_LIMIT = 1_048_576
 
 
-def _status(error: MAILError) -> int:
-    for cls, status in _SERVER_STATUS.items():
-        if isinstance(error, cls):
-            return status
-    return http_status_for(error)
-
-
 async def _mail_error(_request: Request, error: Exception) -> JSONResponse:
     assert isinstance(error, MAILError)  # noqa: S101  # registered for MAILError only
-    status = _status(error)
+    status = server_status(error)
     server_side = status >= HTTPStatus.INTERNAL_SERVER_ERROR
     if server_side and not isinstance(error, AuthError):
         logger.error("request failed: %s", error)

@@ -21,9 +21,10 @@ from mail.conversations import Actor, MailProtocolError
 from mail.conversations._access import InvalidParamsError, opt_str
 from mail.conversations.errors import MailNotEnabledError
 from mail.core.message import new_task_id
-from mail.errors import MAILError, http_status_for
+from mail.errors import MAILError
 from mail.server._routes_message import send_message
 from mail.server._state import ServerState
+from mail.server._statuses import server_status
 from mail.server.auth import Caller
 from mail.server.models import MessageRequest
 
@@ -125,7 +126,7 @@ async def create_with_task(
         conv = await service.store.get(actor.key, cid, "conversation", cid)
         if conv is not None:
             await service.close_as(actor, conv, "failed", f"the task did not start: {e}")
-        raise TaskNotStartedError(str(e), status=http_status_for(e), conversationId=cid) from e
+        raise TaskNotStartedError(str(e), status=server_status(e), conversationId=cid) from e
     finally:
         interceptor.forget(actor.key, task_id)
     with contextlib.suppress(TimeoutError):  # late turns or statuses: the answer is not

@@ -25,11 +25,12 @@ from mail._sse import CRLF, SSE_HEADERS, compact_json
 from mail.conversations import METHODS, Actor, MailProtocolError, Subscription
 from mail.core.message import new_task_id
 from mail.db.store import CallerKey
-from mail.errors import MAILError, StorageError, http_status_for
+from mail.errors import MAILError, StorageError
 from mail.server._deps import AdminOrUser, AppState
 from mail.server._map_start import create_with_task
 from mail.server._routes_message import send_message
 from mail.server._state import ServerState
+from mail.server._statuses import server_status
 from mail.server.auth import Caller
 from mail.server.models import (
     ERROR_RESPONSES,
@@ -208,7 +209,7 @@ async def _answer(
         logger.exception("%s failed", method)
         answer = _error(request_id, INTERNAL, "internal error")
     except MAILError as e:  # map/send: what POST /message answers with an HTTP status
-        status = http_status_for(e)
+        status = server_status(e)
         answer = _error(request_id, SERVER_ERROR, str(e), {"status": status})
     else:
         answer = {"jsonrpc": "2.0", "id": request_id, "result": result}
