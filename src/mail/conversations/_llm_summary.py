@@ -37,10 +37,13 @@ _MAX_CHARS = 60_000
 _SYSTEM = (
     "You summarize a conversation between people and AI agents. Answer with one JSON "
     'object and nothing else, with these keys: {keys}. "text" is a summary of two to '
-    "four sentences; every other key is a list of short strings (at most five each, "
-    "possibly empty): keyPoints the main points, keyDecisions what was decided or agreed, "
-    "openQuestions the questions still unanswered."
+    "four sentences.{lists}"
 )
+_SECTION_MEANING = {
+    "keyPoints": "the main points",
+    "keyDecisions": "what was decided or agreed",
+    "openQuestions": "the questions still unanswered",
+}
 
 
 class _Unusable(Exception):
@@ -111,10 +114,17 @@ class LiteLLMSummarizer:
 
     def _request(self, turns: Sequence[Turn], sections: Sequence[str]) -> dict[str, Any]:
         keys = ", ".join(json.dumps(k) for k in ("text", *sections))
+        meanings = ", ".join(f"{name} {_SECTION_MEANING[name]}" for name in sections)
+        lists = (
+            " The others are lists of short strings (at most five each, possibly empty): "
+            f"{meanings}."
+            if sections
+            else ""
+        )
         request: dict[str, Any] = {
             "model": self.model,
             "messages": [
-                {"role": "system", "content": _SYSTEM.format(keys=keys)},
+                {"role": "system", "content": _SYSTEM.format(keys=keys, lists=lists)},
                 {"role": "user", "content": _transcript(turns)},
             ],
             "response_format": {"type": "json_object"},
@@ -133,9 +143,10 @@ class LiteLLMSummarizer:
             return {**extractive_summary(turns), "generator": "extractive"}
         from mail.factories._litellm import import_litellm  # noqa: PLC0415  # optional, heavy
 
+        request = self._request(turns, sections)
         try:
             litellm = import_litellm()
-            response = await litellm.acompletion(**self._request(turns, sections))
+            response = await litellm.acompletion(**request)
             content = response.choices[0].message.content
             summary = _parse(content, sections)
         except Exception as e:  # noqa: BLE001  # any failure of the call or answer: extractive
