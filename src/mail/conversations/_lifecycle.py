@@ -3,9 +3,11 @@ failed bound task) and following the state of the task it is bound to.
 
 Statuses (R8): ``active``; ``paused`` while the bound task waits on a breakpoint (back to
 ``active`` when it resumes); ``completed`` (``mail/close``), ``failed`` (the bound task
-failed, was cancelled or interrupted) and ``archived`` (an admin's ``mail/close`` with
+failed or was cancelled by its owner) and ``archived`` (an admin's ``mail/close`` with
 ``status: "archived"``) are closed. A task that completes leaves its conversation open:
-it may be followed up (R5). Closing emits ``mail.closed`` (with ``status``); pausing and
+it may be followed up (R5); so may a task a restart left ``interrupted``, and a task
+cancelled because its runtime shuts down (the server stops, an idle runtime is evicted)
+changes nothing either. Closing emits ``mail.closed`` (with ``status``); pausing and
 resuming emit :data:`STATUS_CHANGED`, our extension event.
 """
 
@@ -43,9 +45,8 @@ _FOLLOWS = {
     "waiting_breakpoint": "paused",
     "failed": "failed",
     "cancelled": "failed",
-    "interrupted": "failed",
 }
-_WHY = {"failed": "failed", "cancelled": "was cancelled", "interrupted": "was interrupted"}
+_WHY = {"failed": "failed", "cancelled": "was cancelled"}
 
 
 class LifecycleMethods(ServiceBase):
@@ -134,8 +135,14 @@ class StatusFollower:
             writer.cancel()
 
     def attach(self, runtime: MAILRuntime, key: CallerKey) -> None:
-        """Follow the tasks of ``runtime`` (the caller ``key``'s)."""
-        runtime.observe_tasks(lambda task: self.task_changed(key, task))
+        """Follow the tasks of ``runtime`` (the caller ``key``'s), except what its shutdown
+        does to them."""
+
+        def changed(task: MAILTask) -> None:
+            if not runtime.stopping:
+                self.task_changed(key, task)
+
+        runtime.observe_tasks(changed)
 
     def task_changed(self, key: CallerKey, task: MAILTask) -> None:
         """The observer of a runtime: cheap when nothing is bound to the task."""
