@@ -142,7 +142,7 @@ class StatusFollower:
             if not runtime.stopping:
                 self.task_changed(key, task)
 
-        runtime.observe_tasks(changed)
+        runtime.tasks.observe_tasks(changed)
 
     def task_changed(self, key: CallerKey, task: MAILTask) -> None:
         """The observer of a runtime: cheap when nothing is bound to the task."""

@@ -219,11 +219,6 @@ class MAILRuntime(V136RuntimeMethods):
         (:meth:`TaskTable.observe`; MAP Mail's interception)."""
         self.tasks.observe(observer)
 
-    def observe_tasks(self, observer: Callable[[MAILTask], None]) -> None:
-        """Call ``observer(task)`` each time a task's record changes, its state among them
-        (:meth:`TaskTable.observe_tasks`; MAP Mail's conversation statuses)."""
-        self.tasks.observe_tasks(observer)
-
     async def restore(self) -> int:
         """Load the stored tasks (none without a store); returns how many were loaded.
 
