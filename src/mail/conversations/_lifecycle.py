@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mail.conversations._base import Actor, ServiceBase
+from mail.conversations.errors import ConversationClosedError
 from mail.conversations.models import CLOSED_STATUSES
 from mail.conversations.store import Record
 from mail.db.store import CallerKey
@@ -56,7 +57,23 @@ class LifecycleMethods(ServiceBase):
         self, actor: Actor, conv: Record, status: str, reason: str | None
     ) -> dict[str, Any]:
         """Set the closed ``status`` (``completed``, ``failed``, ``archived``) by ``actor``
-        and emit ``mail.closed{conversationId, closedBy, reason, status}``."""
+        and emit ``mail.closed{conversationId, closedBy, reason, status}``. Raises 10001
+        when the conversation is closed already (archived, for ``archived``)."""
+        async with self._lock(actor, conv):
+            fresh = await self.store.get(
+                actor.key, conv.conversation_id, "conversation", conv.conversation_id
+            )
+            current = (fresh or conv).data["status"]
+            if current == "archived" or (status != "archived" and current in CLOSED_STATUSES):
+                raise ConversationClosedError(
+                    f"conversation {conv.conversation_id!r} is {current}",
+                    conversationId=conv.conversation_id,
+                )
+            return await self._closed(actor, fresh or conv, status, reason)
+
+    async def _closed(
+        self, actor: Actor, conv: Record, status: str, reason: str | None
+    ) -> dict[str, Any]:
         conv.data.update(status=status, closedBy=actor.participant_id)
         if reason is not None:
             conv.data["closeReason"] = reason
@@ -78,20 +95,25 @@ class LifecycleMethods(ServiceBase):
     ) -> str | None:
         """Apply the bound task's ``state`` (a :class:`~mail.core.tasks.TaskState` value)
         to the conversation; returns its new status, or ``None`` when nothing changed (a
-        closed or unknown conversation, the same status)."""
+        closed or unknown conversation, the same status). The change is made under the
+        conversation's lock, so that it never reopens a conversation closed meanwhile."""
         target = _FOLLOWS.get(state)
         conv = await self.store.get(key, conversation_id, "conversation", conversation_id)
-        if target is None or conv is None or conv.data["status"] in CLOSED_STATUSES:
-            return None
-        previous = conv.data["status"]
-        if target == previous:
+        if target is None or conv is None:
             return None
         actor = Actor(key=key, participant_id=SYSTEM)
-        if target == "failed":
-            await self.close_as(actor, conv, "failed", f"task {task_id!r} {_WHY[state]}")
-            return target
-        conv.data["status"] = target
-        await self._touch(actor, conv)
+        async with self._lock(actor, conv):
+            conv = await self.store.get(key, conversation_id, "conversation", conversation_id)
+            if conv is None or conv.data["status"] in CLOSED_STATUSES:
+                return None
+            previous = conv.data["status"]
+            if target == previous:
+                return None
+            if target == "failed":
+                await self._closed(actor, conv, "failed", f"task {task_id!r} {_WHY[state]}")
+                return target
+            conv.data["status"] = target
+            await self._touch(actor, conv)
         self._emit(
             actor,
             STATUS_CHANGED,

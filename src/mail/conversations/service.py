@@ -20,7 +20,6 @@ from mail.conversations._lifecycle import LifecycleMethods
 from mail.conversations._summary import SummaryMethods
 from mail.conversations._turns import TurnMethods
 from mail.conversations.errors import (
-    ConversationClosedError,
     ConversationNotFoundError,
     MailNotEnabledError,
     MailPermissionDeniedError,
@@ -238,11 +237,6 @@ class ConversationService(TurnMethods, SummaryMethods, LifecycleMethods):
         if status == "archived":
             if not actor.admin:
                 raise MailPermissionDeniedError("only an admin may archive", permission="archive")
-            if conv.data["status"] == "archived":
-                raise ConversationClosedError(
-                    f"conversation {conv.conversation_id!r} is archived",
-                    conversationId=conv.conversation_id,
-                )
             return await self.close_as(actor, conv, "archived", reason)
         if status != "completed":
             raise InvalidParamsError('status must be "completed" or "archived"', field="status")
