@@ -48,6 +48,8 @@ _FOLLOWS = {
     "cancelled": "failed",
 }
 _WHY = {"failed": "failed", "cancelled": "was cancelled"}
+#: conversations whose status a follower remembers (all forgotten beyond)
+_KNOWN = 10_000
 
 
 class LifecycleMethods(ServiceBase):
@@ -132,7 +134,9 @@ class StatusFollower:
     caller's runtime). The runtime tells it of every change of a task's record; for a task
     no conversation is bound to (``bound`` answers an empty list) that is one lookup. The
     changes are applied in order by one background task (:meth:`start`, :meth:`close`);
-    a failing store loses the change (logged)."""
+    a failing store loses the change (logged). The status it last applied (or found) per
+    conversation is remembered, so that the many changes that keep it (a turn that opens
+    and ends running) cost no store read."""
 
     def __init__(
         self, service: LifecycleMethods, bound: Callable[[CallerKey, str], list[str]]
@@ -141,6 +145,9 @@ class StatusFollower:
         self._bound = bound
         self._queue: asyncio.Queue[tuple[CallerKey, str, str, list[str]] | None] = asyncio.Queue()
         self._writer: asyncio.Task[None] | None = None
+        #: the status each conversation has as far as this follower knows: a closed one
+        #: stays closed, and only this follower pauses and resumes
+        self._known: dict[tuple[CallerKey, str], str] = {}
 
     def start(self) -> None:
         if self._writer is None:
@@ -184,11 +191,19 @@ class StatusFollower:
                     return
                 key, task_id, state, bound = item
                 for conversation_id in bound:
-                    try:
-                        await self.service.follow_task(key, conversation_id, task_id, state)
-                    except Exception:  # a status is never worth failing a task for
-                        logger.exception(
-                            "conversation %s did not follow task %s", conversation_id, task_id
-                        )
+                    await self._follow(key, conversation_id, task_id, state)
             finally:
                 self._queue.task_done()
+
+    async def _follow(self, key: CallerKey, conversation_id: str, task_id: str, state: str) -> None:
+        target = _FOLLOWS.get(state)
+        if target is None or self._known.get((key, conversation_id)) == target:
+            return
+        try:
+            await self.service.follow_task(key, conversation_id, task_id, state)
+        except Exception:  # a status is never worth failing a task for
+            logger.exception("conversation %s did not follow task %s", conversation_id, task_id)
+            return
+        if len(self._known) >= _KNOWN:
+            self._known.clear()
+        self._known[(key, conversation_id)] = target
