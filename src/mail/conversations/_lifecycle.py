@@ -149,6 +149,23 @@ class StatusFollower:
         #: stays closed, and only this follower pauses and resumes
         self._known: dict[tuple[CallerKey, str], str] = {}
 
+    @classmethod
+    def over(
+        cls, service: LifecycleMethods, bound: Callable[[CallerKey, str], list[str]]
+    ) -> StatusFollower:
+        """A follower of the tasks ``bound`` (the interceptor's) names, told of every
+        conversation ``service`` binds as it creates it (chained to its ``binder``)."""
+        follower = cls(service, bound)
+        bind = service.binder
+
+        def binder(key: CallerKey, task_id: str, conversation_id: str) -> None:
+            if bind is not None:
+                bind(key, task_id, conversation_id)
+            follower.created(key, conversation_id)
+
+        service.binder = binder
+        return follower
+
     def start(self) -> None:
         if self._writer is None:
             self._writer = asyncio.get_running_loop().create_task(
@@ -162,6 +179,13 @@ class StatusFollower:
             with contextlib.suppress(asyncio.CancelledError, TimeoutError):
                 await asyncio.wait_for(asyncio.shield(writer), timeout=5.0)
             writer.cancel()
+
+    def created(self, key: CallerKey, conversation_id: str) -> None:
+        """A conversation was just created (``active``): its first task change then costs
+        no store read."""
+        if len(self._known) >= _KNOWN:
+            self._known.clear()
+        self._known[(key, conversation_id)] = "active"
 
     def attach(self, runtime: MAILRuntime, key: CallerKey) -> None:
         """Follow the tasks of ``runtime`` (the caller ``key``'s), except what its shutdown

@@ -462,7 +462,7 @@ def _open_conversations(state: ServerState) -> None:
     if settings.enabled:
         state.interceptor = Interceptor(state.conversations)
         state.interceptor.start()
-        state.map_status = StatusFollower(state.conversations, state.interceptor.bound)
+        state.map_status = StatusFollower.over(state.conversations, state.interceptor.bound)
         state.map_status.start()
 
 
