@@ -52,6 +52,25 @@ def test_list_and_show(
     assert out.rstrip().endswith("text: Ship it?")
 
 
+async def _redacted(server: LiveServer) -> str:
+    async with MAILClient(server.url, api_key=server.user_key) as client:
+        created = await client.mail_create(
+            initialTurn={"contentType": "text", "content": {"text": "the secret"}}
+        )
+        cid = str(created["conversation"]["id"])
+        await client.mail_turn_redact(conversationId=cid, turnId=created["initialTurn"]["id"])
+        return cid
+
+
+def test_a_redacted_turn_shows_as_redacted(
+    live_server: LiveServer, empty_toml: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cid = asyncio.run(_redacted(live_server))
+    assert main(["conversation", cid, *conn(live_server, empty_toml)]) == 0
+    out = capsys.readouterr().out
+    assert out.rstrip().endswith("text: [redacted]") and "secret" not in out
+
+
 def test_an_unknown_conversation_fails(
     live_server: LiveServer, empty_toml: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

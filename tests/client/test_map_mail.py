@@ -31,6 +31,12 @@ async def test_conversation_round_trip(offline: str, connect: Connect) -> None:
     assert sent["status"] == "completed"
     replay = await client.mail_replay(conversationId=cid, fromTurnId=turn["id"])
     assert [t["source"]["type"] for t in replay["turns"]] == ["intercepted"]
+    redacted = (await client.mail_turn_redact(conversationId=cid, turnId=turn["id"]))["turn"]
+    assert (redacted["id"], redacted["status"], redacted["content"]) == (
+        turn["id"],
+        "redacted",
+        None,
+    )
 
 
 async def test_errors_carry_the_code(offline: str, connect: Connect) -> None:

@@ -95,6 +95,7 @@ METHODS = (
     "mail_thread_list",
     "mail_summary",
     "mail_replay",
+    "mail_turn_redact",
 )
 
 

@@ -130,6 +130,7 @@ def test_every_documented_env_variable_is_covered() -> None:
         "MAIL_REDIS_URL",
         "MAIL_REPLICA_ID",
         "MAIL_LEASE_SECONDS",
+        "MAIL_MAP_SUMMARY_API_KEY",
     }
 
 

@@ -29,6 +29,10 @@ def test_a_mail_filter_matches_only_mail_events() -> None:
         {"mail": {"conversationId": "c1"}}, "task.completed", {"conversationId": "c1"}
     )
     assert matches({}, "task.completed", {})
+    # our x-mail.* events are mail events
+    status = {"conversationId": "c1", "status": "paused"}
+    assert matches({"mail": {"conversationId": "c1"}}, "x-mail.status.changed", status)
+    assert not matches({"mail": {"conversationId": "c2"}}, "x-mail.status.changed", status)
 
 
 def test_event_types_are_any_of() -> None:

@@ -78,7 +78,12 @@ async def test_close_completes_and_refuses_changes(
     got = await service.call("mail/get", ME, {"conversationId": cid})
     assert got["conversation"]["status"] == "completed"
     event = sub.queue.get_nowait()
-    assert event.data == {"conversationId": cid, "closedBy": "user:u1", "reason": "done"}
+    assert event.data == {
+        "conversationId": cid,
+        "closedBy": "user:u1",
+        "reason": "done",
+        "status": "completed",
+    }
     c = {"conversationId": cid}
     assert await code_of(say(service, cid, "late")) == 10001
     assert (

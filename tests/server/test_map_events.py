@@ -45,6 +45,8 @@ async def subscribe(user: httpx.AsyncClient, filter_: dict[str, Any]) -> str:
 
 
 async def test_every_action_emits_its_event(offline: Running) -> None:  # C4, C9
+    # every event of the seed's table (section 1.4); x-mail.status.changed, our extension,
+    # is in test_map_start.py
     user = await offline.user()
     sid = await subscribe(user, {})
     async with user.stream("GET", f"/map/events?subscription={sid}") as stream:
@@ -60,8 +62,9 @@ async def test_every_action_emits_its_event(offline: Running) -> None:  # C4, C9
         await rpc(user, "mail/invite", {**c, "participant": {"id": "agent:w"}})
         await rpc(user, "mail/leave", {**c, "participantId": "agent:w", "reason": "bye"})
         await rpc(user, "mail/summary", c)
+        await rpc(user, "x-mail/turn/redact", {**c, "turnId": turn["id"]})
         await rpc(user, "mail/close", {**c, "reason": "done"})
-        events = await take(stream, 8)
+        events = await take(stream, 9)
     assert all(e["subscriptionId"] == sid for e in events)
     by_type = {e["event"]["type"]: e["event"]["data"] for e in events}
     assert list(by_type) == [
@@ -71,6 +74,7 @@ async def test_every_action_emits_its_event(offline: Running) -> None:  # C4, C9
         "mail.thread.created",
         "mail.participant.left",
         "mail.summary.generated",
+        "mail.turn.updated",
         "mail.closed",
     ]
     assert by_type["mail.created"] == {
@@ -87,10 +91,16 @@ async def test_every_action_emits_its_event(offline: Running) -> None:  # C4, C9
         "reason": "bye",
     }
     assert by_type["mail.summary.generated"]["summary"]["conversationId"] == cid
+    assert by_type["mail.turn.updated"] == {
+        "conversationId": cid,
+        "turnId": turn["id"],
+        "status": "redacted",
+    }
     assert by_type["mail.closed"] == {
         "conversationId": cid,
         "closedBy": "user:u1",
         "reason": "done",
+        "status": "completed",
     }
 
 

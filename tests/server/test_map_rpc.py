@@ -87,6 +87,7 @@ async def test_every_mail_method_is_handled(offline: Running) -> None:  # C3
         "mail/thread/list": {"conversationId": cid},
         "mail/summary": {"conversationId": cid},
         "mail/replay": {"conversationId": cid, "fromTurnId": turn},
+        "x-mail/turn/redact": {"conversationId": cid, "turnId": turn},
         "mail/leave": {"conversationId": cid},
         "mail/join": {"conversationId": cid, "role": "initiator"},
         "mail/close": {"conversationId": cid, "reason": "done"},

@@ -60,6 +60,8 @@ async def fetch_conversation(client: MAILClient, cid: str) -> dict[str, Any]:
 
 
 def _turn_text(turn: dict[str, Any]) -> str:
+    if turn.get("status") == "redacted":
+        return "[redacted]"
     content = turn.get("content")
     if isinstance(content, dict) and isinstance(content.get("text"), str):
         return str(content["text"])

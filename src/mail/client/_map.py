@@ -248,3 +248,8 @@ class MapMailMethods:
     async def mail_replay(self, **params: Any) -> MailTurnsResult:
         """``mail/replay``: ``{turns, nextCursor}``."""
         return cast("MailTurnsResult", await self.map_call("mail/replay", params))
+
+    async def mail_turn_redact(self, **params: Any) -> MailTurnResult:
+        """``x-mail/turn/redact`` (this server's extension): ``{turn}``, its content
+        ``null`` and status ``redacted``; params ``conversationId``, ``turnId``, ``reason``."""
+        return cast("MailTurnResult", await self.map_call("x-mail/turn/redact", params))

@@ -39,6 +39,7 @@ ENV_OVERRIDES: Mapping[str, str] = MappingProxyType(
         "MAIL_REDIS_URL": "server.cluster.redis_url",
         "MAIL_REPLICA_ID": "server.cluster.replica_id",
         "MAIL_LEASE_SECONDS": "server.cluster.lease_seconds",
+        "MAIL_MAP_SUMMARY_API_KEY": "server.map.summary_api_key",
     }
 )
 # Variables holding numbers: parsed before validation (a string that is not a number is

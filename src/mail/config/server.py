@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import logging
 import socket
+from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import AliasChoices, Field, field_validator, model_validator
+from pydantic import AliasChoices, ConfigDict, Field, field_validator, model_validator
 
 from mail._limits import NAME_PATTERN
 from mail.config._base import DEFAULT_DATA_DIR, ConfigModel, NetworkRules, http_url
@@ -177,10 +178,37 @@ def _is_host_entry(text: str) -> bool:
 
 
 class MapConfig(ConfigModel):
-    """``[server.map]``: MAP Mail, the ``POST /map`` JSON-RPC methods ``mail/*``."""
+    """``[server.map]``: MAP Mail, the ``POST /map`` JSON-RPC methods ``mail/*``.
+
+    ``summarizer`` makes ``mail/summary``'s summaries: ``"extractive"`` (offline, the
+    default) or ``"litellm"``: the LiteLLM model ``summary_model`` (required then), at
+    ``summary_api_base`` with ``summary_api_key`` (env ``MAIL_MAP_SUMMARY_API_KEY``; kept
+    out of ``repr`` and errors) if set, each call bounded by ``summary_timeout`` seconds.
+    """
+
+    model_config = ConfigDict(hide_input_in_errors=True)
 
     enabled: bool = True
     max_thread_depth: int = Field(default=8, ge=1)
+    summarizer: Literal["extractive", "litellm"] = "extractive"
+    summary_model: str | None = Field(default=None, min_length=1)
+    summary_api_base: str | None = None
+    summary_api_key: str | None = Field(default=None, repr=False)
+    summary_timeout: float = Field(default=60.0, gt=0, allow_inf_nan=False)
+
+    @field_validator("summary_api_base")
+    @classmethod
+    def _check_api_base(cls, value: str | None) -> str | None:
+        return http_url(value)
+
+    @model_validator(mode="after")
+    def _litellm_needs_a_model(self) -> MapConfig:
+        if self.summarizer == "litellm" and self.summary_model is None:
+            raise ValueError(
+                'summarizer "litellm" needs summary_model, a LiteLLM model name '
+                '(e.g. "openai/gpt-4o-mini")'
+            )
+        return self
 
 
 class ServerConfig(ConfigModel):

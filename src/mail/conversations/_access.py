@@ -8,13 +8,14 @@ import binascii
 import json
 from typing import Any
 
-from mail.conversations.errors import MailProtocolError
-from mail.conversations.models import Participant, Turn
+from mail.conversations.errors import MailPermissionDeniedError, MailProtocolError
+from mail.conversations.models import Participant, Permissions, Turn
 
 __all__ = [
     "InvalidParamsError",
     "decode_cursor",
     "encode_cursor",
+    "narrowing",
     "opt_str",
     "opt_int",
     "req_str",
@@ -69,6 +70,38 @@ def decode_cursor(cursor: Any) -> list[Any] | None:
     if not isinstance(position, list):
         raise InvalidParamsError("cursor is not one this server handed out")
     return position
+
+
+_HISTORY = ("none", "from-join", "full")
+
+
+def narrowing(defaults: Permissions, overrides: Any) -> dict[str, Any]:
+    """The ``permissions`` of a ``mail/join`` (``{}`` for none): checked against the
+    role's ``defaults``, which a participant joining by itself may only narrow (a
+    permission set to false, a shorter ``historyAccess``); widening one raises 10003."""
+    if overrides is None:
+        return {}
+    if not isinstance(overrides, dict):
+        raise InvalidParamsError("permissions must be an object", field="permissions")
+    for name, value in overrides.items():
+        if name not in defaults:
+            raise InvalidParamsError(f"unknown permission {name!r}", field="permissions")
+        if name == "historyAccess":
+            if value not in _HISTORY:
+                raise InvalidParamsError(
+                    f"historyAccess must be one of {_HISTORY}", field="permissions"
+                )
+            wider = _HISTORY.index(value) > _HISTORY.index(defaults["historyAccess"])
+        elif not isinstance(value, bool):
+            raise InvalidParamsError(f"{name} must be a boolean", field="permissions")
+        else:
+            wider = value and not defaults[name]  # type: ignore[literal-required]  # known key
+        if wider:
+            raise MailPermissionDeniedError(
+                f"joining may only narrow the role's permissions, not grant {name}",
+                permission=name,
+            )
+    return overrides
 
 
 def visible(turn: Turn, seq: int, viewer: Participant, joined_seq: int) -> bool:

@@ -3,14 +3,17 @@ and permission checks, adding participants and recording turns."""
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
 from mail.conversations import _access as access
 from mail.conversations._access import InvalidParamsError, opt_str, req_str
+from mail.conversations._summarizers import ExtractiveSummarizer, Summarizer
 from mail.conversations.errors import (
     ConversationClosedError,
     ConversationNotFoundError,
@@ -50,10 +53,13 @@ MAX_LIMIT = 1000
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Actor:
-    """Who acts: the caller's rows (``key``) and its participant id."""
+    """Who acts: the rows it acts on (``key``: the caller's own, or, for an admin acting
+    on another caller's conversation, that caller's), its participant id, and whether
+    it is an admin (R6: admins observe any caller's conversation)."""
 
     key: CallerKey
     participant_id: str
+    admin: bool = False
 
 
 def new_id(prefix: str) -> str:
@@ -78,7 +84,8 @@ class ServiceBase:
 
     ``enabled=False`` makes every method raise
     :class:`~mail.conversations.errors.MailNotEnabledError` (10010); ``max_thread_depth``
-    bounds thread nesting (10009 beyond it).
+    bounds thread nesting (10009 beyond it); ``summarizer`` makes ``mail/summary``'s
+    summaries (extractive by default).
     """
 
     def __init__(
@@ -88,13 +95,28 @@ class ServiceBase:
         bus: EventBus | None = None,
         enabled: bool = True,
         max_thread_depth: int = 8,
+        summarizer: Summarizer | None = None,
     ) -> None:
+        self.summarizer: Summarizer = summarizer or ExtractiveSummarizer()
         self.store = store
         self.bus = bus or EventBus()
         self.enabled = enabled
         self.max_thread_depth = max_thread_depth
         #: told ``(key, task_id, conversation_id)`` when a conversation is bound to a task
         self.binder: Callable[[CallerKey, str, str], None] | None = None
+        # one lock per conversation being changed in this process (status changes, closes,
+        # redactions: read, check, write); gone once nobody holds it
+        self._locks: weakref.WeakValueDictionary[tuple[CallerKey, str], asyncio.Lock] = (
+            weakref.WeakValueDictionary()
+        )
+
+    def _lock(self, actor: Actor, conv: Record) -> asyncio.Lock:
+        """The lock of ``conv`` in this process (turn numbers are the store's affair)."""
+        key = (actor.key, conv.conversation_id)
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = self._locks[key] = asyncio.Lock()
+        return lock
 
     # --- loading and checks ---------------------------------------------------------------
 
@@ -116,9 +138,16 @@ class ServiceBase:
                 conversationId=conv.conversation_id,
             )
 
-    async def _member(self, actor: Actor, conv: Record, pid: str | None = None) -> Record:
+    async def _member(
+        self, actor: Actor, conv: Record, pid: str | None = None, *, reading: bool = False
+    ) -> Record:
+        """The participant ``pid`` (the actor by default); raises 10002 when absent. An
+        admin that is no participant ``reading`` the conversation reads as an observer
+        (default permissions, full history) that is not recorded."""
         pid = pid or actor.participant_id
         record = await self.store.get(actor.key, conv.conversation_id, "participant", pid)
+        if (record is None or record.data["leftAt"] is not None) and reading and actor.admin:
+            return self._participant_record(conv, actor.participant_id, 0, 0, "observer")
         if record is None or record.data["leftAt"] is not None:
             raise NotAParticipantError(
                 f"{pid!r} is not a participant of {conv.conversation_id!r}",

@@ -35,6 +35,10 @@ _SQLITE = {
         AND conversation_id = ? AND kind = ?""",
     "bound_to": f"""SELECT {_COLUMNS} FROM conversation_records WHERE {_KEY}
         AND task_id = ? AND kind = 'conversation' ORDER BY seq, record_id""",
+    "owner_of": """SELECT caller_role, caller_id FROM conversation_records WHERE swarm_name = ?
+        AND kind = 'conversation' AND conversation_id = ? AND record_id = ? LIMIT 1""",
+    "list_every": f"""SELECT caller_role, caller_id, {_COLUMNS} FROM conversation_records
+        WHERE swarm_name = ? AND kind = ? ORDER BY seq, record_id""",
 }
 
 
@@ -127,6 +131,10 @@ def _plan(
         if rows is not None:
             written[cid] = rows
     return written
+
+
+def _owned(swarm: str, row: Any) -> tuple[CallerKey, Record]:
+    return CallerKey(swarm=swarm, role=row[0], id=row[1]), _record(row[2:])
 
 
 def _record(row: Any) -> Record:
@@ -239,6 +247,15 @@ class SQLiteConversationStore(ConversationStore):
         rows = await self._rows("bound_to", _SQLITE["bound_to"], (*_key(key), task_id))
         return [_record(row) for row in rows]
 
+    async def owner_of(self, swarm: str, conversation_id: str) -> CallerKey | None:
+        args = (swarm, conversation_id, conversation_id)
+        rows = await self._rows("owner_of", _SQLITE["owner_of"], args)
+        return CallerKey(swarm=swarm, role=rows[0][0], id=rows[0][1]) if rows else None
+
+    async def list_every(self, swarm: str, kind: RecordKind) -> list[tuple[CallerKey, Record]]:
+        rows = await self._rows("list_every", _SQLITE["list_every"], (swarm, kind))
+        return [_owned(swarm, row) for row in rows]
+
 
 class PostgresConversationStore(ConversationStore):
     """Conversation records in the database of a :class:`~mail.db.PostgresStore` (open
@@ -315,6 +332,15 @@ class PostgresConversationStore(ConversationStore):
     async def bound_to(self, key: CallerKey, task_id: str) -> list[Record]:
         rows = await self._fetch("bound_to", _POSTGRES["bound_to"], *_key(key), task_id)
         return [_record(row) for row in rows]
+
+    async def owner_of(self, swarm: str, conversation_id: str) -> CallerKey | None:
+        args = (swarm, conversation_id, conversation_id)
+        rows = await self._fetch("owner_of", _POSTGRES["owner_of"], *args)
+        return CallerKey(swarm=swarm, role=rows[0][0], id=rows[0][1]) if rows else None
+
+    async def list_every(self, swarm: str, kind: RecordKind) -> list[tuple[CallerKey, Record]]:
+        rows = await self._fetch("list_every", _POSTGRES["list_every"], swarm, kind)
+        return [_owned(swarm, row) for row in rows]
 
 
 def conversation_store_for(tasks: object | None) -> ConversationStore:

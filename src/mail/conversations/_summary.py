@@ -1,51 +1,74 @@
-"""The default summarizer: extractive and deterministic (no LLM), over a conversation's
-public turns."""
+"""``mail/summary``: summaries cached per conversation and thread, made by the service's
+:class:`~mail.conversations._summarizers.Summarizer` from the public turns."""
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Sequence
+from typing import Any, cast
 
-from mail.conversations.models import Turn
+from mail.conversations._access import InvalidParamsError, opt_str
+from mail.conversations._base import Actor, ServiceBase
+from mail.conversations._summarizers import SECTIONS
+from mail.conversations.models import Summary, Turn, now_ms
+from mail.conversations.store import Record
 
-__all__ = ["extractive_summary"]
-
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
-_DECISION = re.compile(r"\b(decided|decide|agreed|agree|will|approved|chose|choose)\b", re.I)
-_MAX_POINTS = 5
-
-
-def _text(turn: Turn) -> str:
-    content = turn["content"]
-    if isinstance(content, dict) and isinstance(content.get("text"), str):
-        return str(content["text"]).strip()
-    if turn["contentType"] == "text" and isinstance(content, str):
-        return content.strip()
-    return ""
+__all__ = ["SummaryMethods"]
 
 
-def extractive_summary(turns: Sequence[Turn]) -> dict[str, object]:
-    """``text``, ``keyPoints``, ``keyDecisions`` and ``openQuestions`` drawn from the
-    sentences of ``turns``' text content, in turn order: the first sentence of each turn
-    (key points, at most five), sentences saying something was decided or will be done,
-    and sentences ending with a question mark (the last ones, at most five)."""
-    sentences: list[tuple[str, str]] = []
-    points: list[str] = []
-    for turn in turns:
-        parts = [s.strip() for s in _SENTENCE.split(_text(turn)) if s.strip()]
-        if parts and len(points) < _MAX_POINTS:
-            points.append(f"{turn['participantId']}: {parts[0]}")
-        sentences += [(turn["participantId"], s) for s in parts]
-    decisions = [s for _, s in sentences if _DECISION.search(s) and not s.endswith("?")]
-    questions = [s for _, s in sentences if s.endswith("?")]
-    authors = sorted({t["participantId"] for t in turns})
-    text = f"{len(turns)} turns by {', '.join(authors) or 'nobody'}." + (
-        f" It starts: {json.dumps(sentences[0][1])}." if sentences else ""
-    )
-    return {
-        "text": text,
-        "keyPoints": points,
-        "keyDecisions": decisions[:_MAX_POINTS],
-        "openQuestions": questions[-_MAX_POINTS:],
-    }
+class SummaryMethods(ServiceBase):
+    """``mail/summary``."""
+
+    async def summary(self, actor: Actor, params: dict[str, Any]) -> dict[str, Any]:
+        """``mail/summary``: the cached summary of the conversation (or ``scope.threadId``),
+        generated when there is none, it lacks a section ``include`` asks for, a turn was
+        redacted since, or ``regenerate`` is set."""
+        conv = await self._conversation(actor, params)
+        await self._member(actor, conv, reading=True)
+        thread = opt_str(params.get("scope") or {}, "threadId")
+        if thread is not None:
+            await self._lookup(actor, conv, "thread", thread)
+        include = params.get("include") or {}
+        if not isinstance(include, dict):
+            raise InvalidParamsError("include must be an object", field="include")
+        wanted = [name for name in SECTIONS if include.get(name, True) is not False]
+        cached = await self.store.get(actor.key, conv.conversation_id, "summary", thread or "*")
+        if (
+            cached is None
+            or params.get("regenerate")
+            or cached.data.get("stale")
+            or any(name not in cached.data for name in wanted)
+        ):
+            cached = await self._summarize(actor, conv, thread, wanted)
+        data = {k: v for k, v in cached.data.items() if include.get(k, True) is not False}
+        return {"summary": data}
+
+    async def _summarize(
+        self, actor: Actor, conv: Record, thread: str | None, sections: Sequence[str]
+    ) -> Record:
+        rows = await self.store.list_records(actor.key, "turn", conv.conversation_id)
+        public = [
+            cast(Turn, r.data)
+            for r in rows
+            if r.data["visibility"]["type"] == "all"
+            and r.data["status"] != "redacted"
+            and not r.data["contentType"].startswith("x-")
+            and (thread is None or r.data["threadId"] == thread)
+        ]
+        made = await self.summarizer(public, sections)
+        summary = cast(
+            Summary,
+            {
+                "conversationId": conv.conversation_id,
+                "scope": {"threadId": thread} if thread else {},
+                **made,
+                "turnCount": len(public),
+                "generatedAt": now_ms(),
+            },
+        )
+        record = await self._put(actor, conv, "summary", thread or "*", summary, 0)
+        self._emit(
+            actor,
+            "mail.summary.generated",
+            {"conversationId": conv.conversation_id, "summary": summary},
+        )
+        return record

@@ -19,12 +19,11 @@ from mail.conversations._base import (
     new_ids,
     participant_of,
 )
-from mail.conversations._summary import extractive_summary
 from mail.conversations.errors import (
+    MailPermissionDeniedError,
     ThreadNestingLimitError,
 )
 from mail.conversations.models import (
-    Summary,
     Thread,
     Turn,
     now_ms,
@@ -49,6 +48,45 @@ class TurnMethods(ServiceBase):
         self._allowed(await self._member(actor, conv), "canSend")
         self._check_turn_params(params)
         return {"turn": await self.record_turn(actor, conv, params)}
+
+    async def redact(self, actor: Actor, params: dict[str, Any]) -> dict[str, Any]:
+        """``x-mail/turn/redact`` (our extension, R7): the turn's content becomes
+        ``null`` and its status ``redacted``; emits ``mail.turn.updated``. Allowed to the
+        turn's author and the initiator while the conversation is open, and to an admin
+        at any time. The conversation's cached summaries are dropped (regenerated on the
+        next ``mail/summary``). Redacting a redacted turn changes nothing."""
+        conv = await self._conversation(actor, params)
+        turn = await self._lookup(actor, conv, "turn", req_str(params, "turnId"))
+        reason = opt_str(params, "reason")
+        if not actor.admin:
+            self._open(conv)
+            member = await self._member(actor, conv)
+            author = turn.data["participantId"] == actor.participant_id
+            if not author and member.data["role"] != "initiator":
+                raise MailPermissionDeniedError(
+                    "only the turn's author, the initiator or an admin may redact it",
+                    permission="redact",
+                )
+        if turn.data["status"] == "redacted":
+            return {"turn": turn.data}
+        redaction = {"by": actor.participant_id, "at": now_ms(), "reason": reason}
+        turn.data.update(content=None, status="redacted")
+        turn.data["metadata"] = {**turn.data["metadata"], "redaction": redaction}
+        async with self._lock(actor, conv):
+            await self.store.put(actor.key, turn)
+        for cached in await self.store.list_records(actor.key, "summary", conv.conversation_id):
+            cached.data = {"stale": True}  # it may quote the redacted content
+            await self.store.put(actor.key, cached)
+        self._emit(
+            actor,
+            "mail.turn.updated",
+            {
+                "conversationId": conv.conversation_id,
+                "turnId": turn.record_id,
+                "status": "redacted",
+            },
+        )
+        return {"turn": turn.data}
 
     async def intercept(
         self, key: CallerKey, items: Mapping[str, Sequence[Intercepted]]
@@ -107,7 +145,7 @@ class TurnMethods(ServiceBase):
     async def turns_list(self, actor: Actor, params: dict[str, Any]) -> dict[str, Any]:
         """``mail/turns/list``: the turns the caller sees, filtered, paged by cursor."""
         conv = await self._conversation(actor, params)
-        member = await self._member(actor, conv)
+        member = await self._member(actor, conv, reading=True)
         filter_ = params.get("filter") or {}
         thread = opt_str(filter_, "threadId")
         if thread is not None:
@@ -128,7 +166,7 @@ class TurnMethods(ServiceBase):
     async def replay(self, actor: Actor, params: dict[str, Any]) -> dict[str, Any]:
         """``mail/replay``: the visible turns after ``fromTurnId``, in order."""
         conv = await self._conversation(actor, params)
-        member = await self._member(actor, conv)
+        member = await self._member(actor, conv, reading=True)
         start = 0
         from_turn = opt_str(params, "fromTurnId")
         if from_turn is not None:
@@ -181,7 +219,7 @@ class TurnMethods(ServiceBase):
     async def thread_list(self, actor: Actor, params: dict[str, Any]) -> dict[str, Any]:
         """``mail/thread/list``: the threads (children of ``parentThreadId`` if given)."""
         conv = await self._conversation(actor, params)
-        await self._member(actor, conv)
+        await self._member(actor, conv, reading=True)
         parent = opt_str(params, "parentThreadId")
         if parent is not None:
             await self._lookup(actor, conv, "thread", parent)
@@ -189,50 +227,6 @@ class TurnMethods(ServiceBase):
         if "parentThreadId" in params:
             rows = [r for r in rows if r.data["parentThreadId"] == parent]
         return {"threads": [r.data for r in rows]}
-
-    async def summary(self, actor: Actor, params: dict[str, Any]) -> dict[str, Any]:
-        """``mail/summary``: the cached summary of the conversation (or ``scope.threadId``),
-        generated when there is none or ``regenerate`` is set."""
-        conv = await self._conversation(actor, params)
-        await self._member(actor, conv)
-        thread = opt_str(params.get("scope") or {}, "threadId")
-        if thread is not None:
-            await self._lookup(actor, conv, "thread", thread)
-        rid = thread or "*"
-        cached = await self.store.get(actor.key, conv.conversation_id, "summary", rid)
-        if cached is None or params.get("regenerate"):
-            cached = await self._summarize(actor, conv, thread)
-        include = params.get("include") or {}
-        data = {k: v for k, v in cached.data.items() if include.get(k, True) is not False}
-        return {"summary": data}
-
-    async def _summarize(self, actor: Actor, conv: Record, thread: str | None) -> Record:
-        rows = await self.store.list_records(actor.key, "turn", conv.conversation_id)
-        public = [
-            cast(Turn, r.data)
-            for r in rows
-            if r.data["visibility"]["type"] == "all"
-            and not r.data["contentType"].startswith("x-")
-            and (thread is None or r.data["threadId"] == thread)
-        ]
-        summary = cast(
-            Summary,
-            {
-                "conversationId": conv.conversation_id,
-                "scope": {"threadId": thread} if thread else {},
-                **extractive_summary(public),
-                "turnCount": len(public),
-                "generatedAt": now_ms(),
-                "generator": "extractive",
-            },
-        )
-        record = await self._put(actor, conv, "summary", thread or "*", summary, 0)
-        self._emit(
-            actor,
-            "mail.summary.generated",
-            {"conversationId": conv.conversation_id, "summary": summary},
-        )
-        return record
 
 
 def _epoch_ms(iso: str) -> int:

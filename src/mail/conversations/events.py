@@ -3,7 +3,8 @@
 A subscription belongs to a caller (:class:`~mail.db.CallerKey`) and sees only the
 events of that caller's conversations that match its filter: ``eventTypes`` (any of
 them), and the ``mail`` filter (``conversationId``, ``threadId``, ``participantId``,
-``contentType``, combined with AND; only ``mail.*`` events match it).
+``contentType``, combined with AND; only ``mail.*`` events, and our ``x-mail.*`` ones,
+match it).
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ def matches(filter_: dict[str, Any], event_type: str, data: dict[str, Any]) -> b
     mail = filter_.get("mail")
     if not mail:
         return True
-    if not event_type.startswith("mail."):
+    if not event_type.startswith(("mail.", "x-mail.")):
         return False
     found = _fields(data)
     return all(value is None or value in found.get(name, set()) for name, value in mail.items())

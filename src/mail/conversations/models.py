@@ -86,7 +86,8 @@ class TurnSource(TypedDict):
 
 
 class Turn(TypedDict):
-    """One turn of a conversation."""
+    """One turn of a conversation; a ``redacted`` one has ``content`` null and
+    ``metadata.redaction{by, at, reason}`` (``x-mail/turn/redact``)."""
 
     id: str
     conversationId: str
@@ -134,7 +135,10 @@ class Conversation(TypedDict):
 
 
 class Summary(TypedDict):
-    """A summary of a conversation or one thread of it (``scope.threadId``)."""
+    """A summary of a conversation or one thread of it (``scope.threadId``):
+    ``generator`` is ``extractive`` or ``litellm`` (then ``model`` names the model);
+    ``fallbackFrom: "litellm"`` marks an extractive summary made because the model
+    failed."""
 
     conversationId: str
     scope: dict[str, str]
@@ -144,7 +148,9 @@ class Summary(TypedDict):
     openQuestions: NotRequired[list[str]]
     turnCount: int
     generatedAt: int
-    generator: str
+    generator: Literal["extractive", "litellm"]
+    model: NotRequired[str]
+    fallbackFrom: NotRequired[Literal["litellm"]]
 
 
 _EVERYTHING = Permissions(

@@ -22,6 +22,8 @@ from mail.conversations._base import (
     ordered_id,
     participant_of,
 )
+from mail.conversations._lifecycle import LifecycleMethods
+from mail.conversations._summary import SummaryMethods
 from mail.conversations._turns import TurnMethods
 from mail.conversations.errors import (
     ConversationNotFoundError,
@@ -34,9 +36,11 @@ from mail.conversations.models import (
     CONVERSATION_TYPES,
     Conversation,
     Participant,
+    default_permissions,
     now_ms,
 )
 from mail.conversations.store import Record
+from mail.db.store import CallerKey
 
 __all__ = ["METHODS", "Actor", "ConversationService"]
 #: the ``mail/*`` methods, by JSON-RPC name: the :class:`ConversationService` method
@@ -54,21 +58,37 @@ METHODS: dict[str, str] = {
     "mail/thread/list": "thread_list",
     "mail/summary": "summary",
     "mail/replay": "replay",
+    # our extension (R7): redaction, the one change that emits mail.turn.updated
+    "x-mail/turn/redact": "redact",
 }
+#: the ``mail/list`` filter with which an admin lists every caller's conversations
+ALL_CALLERS = "x-allCallers"
 
 
-class ConversationService(TurnMethods):
+class ConversationService(TurnMethods, SummaryMethods, LifecycleMethods):
     """MAP Mail over a conversation store (see :class:`~mail.conversations._base.ServiceBase`
     for the arguments)."""
 
     async def call(self, method: str, actor: Actor, params: dict[str, Any]) -> dict[str, Any]:
-        """Run the ``mail/*`` ``method``; raises ``KeyError`` for an unknown one."""
+        """Run the ``mail/*`` ``method``; raises ``KeyError`` for an unknown one. An admin
+        naming another caller's conversation acts on that caller's rows (R6)."""
         handler: Callable[[Actor, dict[str, Any]], Awaitable[dict[str, Any]]] = getattr(
             self, METHODS[method]
         )
         if not self.enabled:
             raise MailNotEnabledError("MAP Mail is not enabled on this server")
+        cid = params.get("conversationId")
+        if actor.admin and isinstance(cid, str) and method != "mail/create":
+            actor = await self._as_owner(actor, cid)
         return await handler(actor, params)
+
+    async def _as_owner(self, actor: Actor, conversation_id: str) -> Actor:
+        if await self.store.get(actor.key, conversation_id, "conversation", conversation_id):
+            return actor
+        owner = await self.store.owner_of(actor.key.swarm, conversation_id)
+        if owner is None:
+            return actor  # the method answers 10000
+        return Actor(key=owner, participant_id=actor.participant_id, admin=True)
 
     # --- conversations --------------------------------------------------------------------
 
@@ -149,7 +169,7 @@ class ConversationService(TurnMethods):
     async def get(self, actor: Actor, params: dict[str, Any]) -> dict[str, Any]:
         """``mail/get``: the conversation, with the ``include``d parts."""
         conv = await self._conversation(actor, params)
-        member = await self._member(actor, conv)
+        member = await self._member(actor, conv, reading=True)
         include = params.get("include") or {}
         result: dict[str, Any] = {"conversation": conv.data}
         if include.get("participants"):
@@ -174,8 +194,9 @@ class ConversationService(TurnMethods):
         return [participant_of(r) for r in rows if r.data["leftAt"] is None]
 
     async def list_conversations(self, actor: Actor, params: dict[str, Any]) -> dict[str, Any]:
-        """``mail/list``: the caller's conversations, oldest first, ``limit`` per page
-        (``filter.taskId``, our extension: only those bound to that task)."""
+        """``mail/list``: the caller's conversations, oldest first, ``limit`` per page;
+        with ``filter.taskId`` (our extension) only those bound to that task; with
+        ``filter["x-allCallers"]`` (admins only, else 10003) every caller's."""
         filter_ = params.get("filter") or {}
         if not isinstance(filter_, dict):
             raise InvalidParamsError("filter must be an object", field="filter")
@@ -186,23 +207,33 @@ class ConversationService(TurnMethods):
             )
         limit = min(opt_int(params, "limit", minimum=1) or DEFAULT_LIMIT, MAX_LIMIT)
         after = access.decode_cursor(params.get("cursor"))
-        if task_id is not None:
-            rows = await self.store.bound_to(actor.key, task_id)
+        if filter_.get(ALL_CALLERS):
+            if not actor.admin:
+                raise MailPermissionDeniedError(
+                    f"only an admin may list with {ALL_CALLERS}", permission=ALL_CALLERS
+                )
+            rows = await self.store.list_every(actor.key.swarm, "conversation")
+            if task_id is not None:
+                rows = [(k, r) for k, r in rows if r.task_id == task_id]
+        elif task_id is not None:
+            rows = [(actor.key, r) for r in await self.store.bound_to(actor.key, task_id)]
         else:
-            rows = await self.store.list_records(actor.key, "conversation")
+            rows = [
+                (actor.key, r) for r in await self.store.list_records(actor.key, "conversation")
+            ]
         if after is not None:
-            rows = [r for r in rows if [r.seq, r.record_id] > after]
+            rows = [(k, r) for k, r in rows if [r.seq, r.record_id] > after]
         picked: list[Record] = []
-        for row in rows:
+        for key, row in rows:
             if len(picked) > limit:
                 break
-            if await self._listed(actor, row, filter_):
+            if await self._listed(key, row, filter_):
                 picked.append(row)
         page, more = picked[:limit], len(picked) > limit
         cursor = access.encode_cursor([page[-1].seq, page[-1].record_id]) if more else None
         return {"conversations": [r.data for r in page], "nextCursor": cursor}
 
-    async def _listed(self, actor: Actor, row: Record, filter_: dict[str, Any]) -> bool:
+    async def _listed(self, key: CallerKey, row: Record, filter_: dict[str, Any]) -> bool:
         if filter_.get("type") and row.data["type"] not in filter_["type"]:
             return False
         if filter_.get("status") and row.data["status"] not in filter_["status"]:
@@ -210,33 +241,28 @@ class ConversationService(TurnMethods):
         pid = filter_.get("participantId")
         if pid is None:
             return True
-        member = await self.store.get(actor.key, row.conversation_id, "participant", str(pid))
+        member = await self.store.get(key, row.conversation_id, "participant", str(pid))
         return member is not None and member.data["leftAt"] is None
 
     async def close(self, actor: Actor, params: dict[str, Any]) -> dict[str, Any]:
-        """``mail/close``: status ``completed``; only the initiator or a moderator."""
+        """``mail/close``: status ``completed`` (the initiator or a moderator), or, with
+        ``status: "archived"``, ``archived`` (an admin; a closed conversation too)."""
         conv = await self._conversation(actor, params)
+        reason = opt_str(params, "reason")
+        status = params.get("status", "completed")
+        if status == "archived":
+            if not actor.admin:
+                raise MailPermissionDeniedError("only an admin may archive", permission="archive")
+            return await self.close_as(actor, conv, "archived", reason)
+        if status != "completed":
+            raise InvalidParamsError('status must be "completed" or "archived"', field="status")
         self._open(conv)
         member = await self._member(actor, conv)
         if member.data["role"] not in ("initiator", "moderator"):
             raise MailPermissionDeniedError(
                 "only the initiator or a moderator may close", permission="close"
             )
-        reason = opt_str(params, "reason")
-        conv.data.update(status="completed", closedBy=actor.participant_id)
-        if reason is not None:
-            conv.data["closeReason"] = reason
-        await self._touch(actor, conv)
-        self._emit(
-            actor,
-            "mail.closed",
-            {
-                "conversationId": conv.conversation_id,
-                "closedBy": actor.participant_id,
-                "reason": reason,
-            },
-        )
-        return {"conversation": conv.data}
+        return await self.close_as(actor, conv, "completed", reason)
 
     # --- participants ---------------------------------------------------------------------
 
@@ -251,8 +277,18 @@ class ConversationService(TurnMethods):
             raise ParticipantAlreadyJoinedError(
                 f"{actor.participant_id!r} already joined", participantId=actor.participant_id
             )
-        role = params.get("role", "worker")
-        participant = await self._add_participant(actor, conv, actor.participant_id, role, None)
+        foreign = actor.admin and conv.data["createdBy"] != actor.participant_id
+        role = params.get("role", "observer" if foreign else "worker")
+        if foreign and role != "observer":
+            raise MailPermissionDeniedError(
+                "an admin joins another caller's conversation as observer", permission="role"
+            )
+        if not isinstance(role, str):
+            raise InvalidParamsError("role must be a string", field="role")
+        narrowed = access.narrowing(default_permissions(role), params.get("permissions"))
+        participant = await self._add_participant(
+            actor, conv, actor.participant_id, role, narrowed or None
+        )
         result: dict[str, Any] = {"conversation": conv.data, "participant": participant}
         catch_up = params.get("catchUp")
         if isinstance(catch_up, dict):

@@ -155,6 +155,16 @@ class ConversationStore(ABC):
     async def bound_to(self, key: CallerKey, task_id: str) -> list[Record]:
         """The conversation records bound to ``task_id``, oldest first."""
 
+    @abstractmethod
+    async def owner_of(self, swarm: str, conversation_id: str) -> CallerKey | None:
+        """Whose conversation ``conversation_id`` of ``swarm`` is (``None``: nobody's);
+        for an admin observing another caller's conversation."""
+
+    @abstractmethod
+    async def list_every(self, swarm: str, kind: RecordKind) -> list[tuple[CallerKey, Record]]:
+        """The records of ``kind`` of every caller of ``swarm`` with their caller, ordered
+        by ``seq`` then id (an admin's ``mail/list`` of every caller's conversations)."""
+
 
 class MemoryConversationStore(ConversationStore):
     """A :class:`ConversationStore` in dictionaries, one per conversation (JSON text, so
@@ -212,3 +222,20 @@ class MemoryConversationStore(ConversationStore):
 
     async def bound_to(self, key: CallerKey, task_id: str) -> list[Record]:
         return [r for r in await self.list_records(key, "conversation") if r.task_id == task_id]
+
+    async def owner_of(self, swarm: str, conversation_id: str) -> CallerKey | None:
+        for (key, cid), rows in self._rows.items():
+            if key.swarm == swarm and cid == conversation_id and ("conversation", cid) in rows:
+                return key
+        return None
+
+    async def list_every(self, swarm: str, kind: RecordKind) -> list[tuple[CallerKey, Record]]:
+        found = [
+            (row[0], record_id, key, cid, row)
+            for (key, cid), rows in self._rows.items()
+            if key.swarm == swarm
+            for (k, record_id), row in rows.items()
+            if k == kind
+        ]
+        found.sort(key=lambda f: (f[0], f[1]))
+        return [(key, self._record(cid, kind, rid, row)) for _, rid, key, cid, row in found]

@@ -223,10 +223,17 @@ class ListenerTee:
     def __init__(self, inner: TaskListener | None) -> None:
         self.inner = inner
         self.observers: list[Callable[[EventLog], None]] = []
+        #: told of every change of a task's record (its state among them)
+        self.task_observers: list[Callable[[MAILTask], None]] = []
 
     def task_changed(self, task: MAILTask) -> None:
         if self.inner is not None:
             self.inner.task_changed(task)
+        for observer in self.task_observers:
+            try:
+                observer(task)
+            except Exception:
+                logger.exception("a task observer of task %s failed", task.task_id)
 
     def events_added(self, log: EventLog) -> None:
         if self.inner is not None:
@@ -268,14 +275,23 @@ class TaskTable:
         """Call ``observer(log)`` each time a task's log gets a stored event, from now on,
         after the listener is told. ``observer`` runs on every append: it must be cheap,
         and what it raises is logged, never raised."""
+        self._tee().observers.append(observer)
+
+    def observe_tasks(self, observer: Callable[[MAILTask], None]) -> None:
+        """Call ``observer(task)`` each time a task's record changes (created, a turn
+        opened or closed, cancelled, restored as interrupted), from now on, after the
+        listener is told; cheap and never raising, as :meth:`observe`."""
+        self._tee().task_observers.append(observer)
+
+    def _tee(self) -> ListenerTee:
         tee = (
             self.listener if isinstance(self.listener, ListenerTee) else ListenerTee(self.listener)
         )
-        tee.observers.append(observer)
         self.listener = tee
         for task in self:
             task.listener = tee
             task.log.listener = tee
+        return tee
 
     def __contains__(self, task_id: object) -> bool:
         return task_id in self._tasks

@@ -26,10 +26,7 @@ from mail.config.server import DEFAULT_CORS_ORIGINS
 from mail.errors import (
     AuthError,
     AuthServiceError,
-    InvalidMessageError,
     MAILError,
-    SwarmDefinitionError,
-    http_status_for,
 )
 from mail.net import (
     AddressPolicy,
@@ -58,10 +55,10 @@ from mail.server._cors import ConfiguredCORS
 from mail.server._deps import check_gates
 from mail.server._listen import check_port, recorded
 from mail.server._reload import APP, reload_environment, uvicorn_options, worker_config
-from mail.server._routes_core import SwarmNameTakenError
 from mail.server._routes_ui_page import mount_ui
 from mail.server._shutdown import serve
 from mail.server._state import ServerState, every
+from mail.server._statuses import server_status
 from mail.server.models import PATTERN_RULES, not_an_object
 from mail.stdlib import _settings as stdlib_settings
 from mail.version import PROTOCOL_VERSION, __version__
@@ -77,25 +74,13 @@ logger = logging.getLogger("mail.server")
 # Inside the server, bad input is a plain 400 like the protocol's documented errors. A
 # failing auth service is the documented 500 (CONTRACT 1.2) of the status table, with one of
 # the two fixed details RemoteAuth raises (the cause is in its log).
-_SERVER_STATUS: dict[type[MAILError], int] = {
-    InvalidMessageError: 400,
-    SwarmDefinitionError: 400,
-    SwarmNameTakenError: 409,
-}
 #: The body limit before the configuration is loaded (``create_app(None)``).
 _DEFAULT_BODY_LIMIT = 1_048_576
 
 
-def _status(error: MAILError) -> int:
-    for cls, status in _SERVER_STATUS.items():
-        if isinstance(error, cls):
-            return status
-    return http_status_for(error)
-
-
 async def _mail_error(_request: Request, error: Exception) -> JSONResponse:
     assert isinstance(error, MAILError)  # noqa: S101  # registered for MAILError only
-    status = _status(error)
+    status = server_status(error)
     server_side = status >= HTTPStatus.INTERNAL_SERVER_ERROR
     if server_side and not isinstance(error, AuthError):
         logger.error("request failed: %s", error)
@@ -319,7 +304,7 @@ def create_app(
             await state.close(save_registry=False)
             raise
         state.registry.start_health_checks()
-        follow_cluster(state, _status)
+        follow_cluster(state, server_status)
         idle = state.config.server.idle_runtime_seconds
         state.spawn(
             every(min(60.0, idle), lambda: state.swarms.evict_idle(idle), "evict-idle"),
@@ -462,6 +447,8 @@ async def _open_store(state: ServerState) -> None:
 def _open_conversations(state: ServerState) -> None:
     """MAP Mail's service over the task store's database (in memory without a store)."""
     from mail.conversations import ConversationService, conversation_store_for  # noqa: PLC0415
+    from mail.conversations._lifecycle import StatusFollower  # noqa: PLC0415
+    from mail.conversations._llm_summary import summarizer_for  # noqa: PLC0415
     from mail.conversations.interception import Interceptor  # noqa: PLC0415
 
     settings = state.config.server.map
@@ -470,10 +457,13 @@ def _open_conversations(state: ServerState) -> None:
         bus=state.map_events,
         enabled=settings.enabled,
         max_thread_depth=settings.max_thread_depth,
+        summarizer=summarizer_for(settings),
     )
     if settings.enabled:
         state.interceptor = Interceptor(state.conversations)
         state.interceptor.start()
+        state.map_status = StatusFollower.over(state.conversations, state.interceptor.bound)
+        state.map_status.start()
 
 
 def run_server(config: MAILConfig) -> None:

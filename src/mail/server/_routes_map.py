@@ -25,10 +25,12 @@ from mail._sse import CRLF, SSE_HEADERS, compact_json
 from mail.conversations import METHODS, Actor, MailProtocolError, Subscription
 from mail.core.message import new_task_id
 from mail.db.store import CallerKey
-from mail.errors import MAILError, StorageError, http_status_for
+from mail.errors import MAILError, StorageError
 from mail.server._deps import AdminOrUser, AppState
+from mail.server._map_start import create_with_task
 from mail.server._routes_message import send_message
 from mail.server._state import ServerState
+from mail.server._statuses import server_status
 from mail.server.auth import Caller
 from mail.server.models import (
     ERROR_RESPONSES,
@@ -68,7 +70,7 @@ def actor_of(state: ServerState, caller: Caller) -> Actor:
     """The caller as a MAP Mail participant (its rows are its runtime's)."""
     role = "swarm" if caller.role == "agent" else caller.role
     key = CallerKey(swarm=state.template.name, role=role, id=caller.id)
-    return Actor(key=key, participant_id=f"{caller.role}:{caller.id}")
+    return Actor(key=key, participant_id=f"{caller.role}:{caller.id}", admin=caller.role == "admin")
 
 
 def _error(request_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
@@ -172,6 +174,8 @@ async def _dispatch(
     if method == "map/unsubscribe":
         sid = params.get("subscriptionId")
         return {"unsubscribed": await state.map_events.forget(actor.key, str(sid))}
+    if method == "mail/create" and params.get("startTask"):
+        return await create_with_task(state, caller, actor, params)
     if method in METHODS:
         service = state.conversations
         if service is None:
@@ -206,7 +210,7 @@ async def _answer(
         logger.exception("%s failed", method)
         answer = _error(request_id, INTERNAL, "internal error")
     except MAILError as e:  # map/send: what POST /message answers with an HTTP status
-        status = http_status_for(e)
+        status = server_status(e)
         answer = _error(request_id, SERVER_ERROR, str(e), {"status": status})
     else:
         answer = {"jsonrpc": "2.0", "id": request_id, "result": result}

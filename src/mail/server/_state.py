@@ -20,6 +20,7 @@ from mail.net import InterswarmRouter, SessionSource, SwarmRegistry
 if TYPE_CHECKING:
     from mail.config import MAILConfig
     from mail.conversations import ConversationService
+    from mail.conversations._lifecycle import StatusFollower
     from mail.conversations.interception import Interceptor
     from mail.db import RetentionJob, TaskStore
     from mail.server._cluster import Cluster
@@ -172,6 +173,8 @@ class CallerSwarms:
         try:
             if state.interceptor is not None:
                 await state.interceptor.attach(swarm.runtime, key)
+                if state.map_status is not None:
+                    state.map_status.attach(swarm.runtime, key)
             if state.cluster_tasks is not None:
                 # a replica loads a task when it takes its lease, never at once
                 state.cluster_tasks.attach(swarm.runtime, key)
@@ -300,6 +303,8 @@ class ServerState:
     conversations: ConversationService | None = None
     #: records the turns of tasks bound to conversations (with :attr:`conversations`)
     interceptor: Interceptor | None = None
+    #: makes conversations follow the state of their bound tasks (with :attr:`interceptor`)
+    map_status: StatusFollower | None = None
     #: the ``mail.*`` events of ``map/subscribe`` subscriptions
     map_events: EventBus = field(default_factory=EventBus)
     #: the background prune job (``[database] prune_interval``), ``None``: no job
@@ -356,6 +361,8 @@ class ServerState:
             await self.cluster_tasks.stopped()
         if self.interceptor is not None:
             await self.interceptor.close()
+        if self.map_status is not None:
+            await self.map_status.close()
         for template in (self.template, *self.replaced):
             try:
                 await template.close_mcp()
