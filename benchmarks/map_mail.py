@@ -38,6 +38,7 @@ from typing import Any
 
 import aiohttp
 
+from mail import MAILAgentTemplate, MAILSwarmTemplate
 from mail.config import load_config
 from mail.server import create_app
 from mail.testing import StaticAuth
@@ -57,7 +58,23 @@ def _bench_http() -> Any:
     return module
 
 
-def _app(data_dir: Path, enabled: bool) -> Any:
+def _paced_template() -> MAILSwarmTemplate:
+    """The same swarm, each turn waiting the milliseconds its task's body starts with."""
+    paced = _bench_http().agents.paced
+    supervisor = MAILAgentTemplate(
+        "supervisor",
+        lambda **_params: paced("supervisor"),
+        ["worker"],
+        [],
+        {},
+        enable_entrypoint=True,
+        can_complete_tasks=True,
+    )
+    worker = MAILAgentTemplate("worker", lambda **_params: paced("worker"), ["supervisor"], [], {})
+    return MAILSwarmTemplate("bench", "1.0.0", [supervisor, worker], [], "supervisor")
+
+
+def _app(data_dir: Path, enabled: bool, paced: bool = False) -> Any:
     config = load_config(
         None,
         env={},
@@ -71,7 +88,7 @@ def _app(data_dir: Path, enabled: bool) -> Any:
             "database": {"persist": True, "sqlite_path": str(data_dir / "mail.db")},
         },
     )
-    template = _bench_http()._template()
+    template = _paced_template() if paced else _bench_http()._template()
     return create_app(config, template=template, authenticator=StaticAuth({KEY: ("user", "b")}))
 
 
@@ -81,8 +98,8 @@ async def _bind(session: aiohttp.ClientSession, url: str, task_id: str) -> None:
         assert "result" in await response.json()
 
 
-async def _task(session: aiohttp.ClientSession, url: str, task_id: str) -> None:
-    body = f"q{task_id[-6:]}"
+async def _task(session: aiohttp.ClientSession, url: str, task_id: str, turn_ms: int = 0) -> None:
+    body = f"{turn_ms}:q{task_id[-6:]}" if turn_ms else f"q{task_id[-6:]}"
     async with session.post(f"{url}/message", json={"body": body, "task_id": task_id}) as r:
         answer = await r.json()
     if answer.get("response") != "answer:" + body:
@@ -110,6 +127,22 @@ async def _chunk(
     return elapsed + time.perf_counter() - start, cpu + time.process_time() - start_cpu
 
 
+async def _wave(
+    session: aiohttp.ClientSession, url: str, app: Any, mode: str, n: int, turn_ms: int
+) -> tuple[float, float]:
+    """Run ``n`` tasks at once, each turn waiting ``turn_ms`` as an LLM call would: the
+    wall time until every answer is in and every turn written, and the CPU time."""
+    ids = [f"bench-{uuid.uuid4().hex}" for _ in range(n)]
+    if mode == "bound":
+        await asyncio.gather(*(_bind(session, url, t) for t in ids))  # untimed
+    start, start_cpu = time.perf_counter(), time.process_time()
+    await asyncio.gather(*(_task(session, url, t, turn_ms) for t in ids))
+    interceptor = app.state.mail.interceptor
+    if interceptor is not None:
+        await interceptor.drain()
+    return time.perf_counter() - start, time.process_time() - start_cpu
+
+
 def _ratios(times: dict[str, list[float]], mode: str) -> str:
     ratios = [t / base for t, base in zip(times[mode], times["off"], strict=True)]
     return f"median {statistics.median(ratios):.3f} (rounds {min(ratios):.3f} - {max(ratios):.3f})"
@@ -119,8 +152,9 @@ async def main(args: argparse.Namespace) -> None:
     async with AsyncExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mail-map-bench-")))
         servers: dict[str, tuple[str, Any]] = {}
+        paced = args.turn_ms > 0
         for mode in MODES:
-            app = _app(tmp / mode, enabled=mode != "off")
+            app = _app(tmp / mode, enabled=mode != "off", paced=paced)
             servers[mode] = (await stack.enter_async_context(serve(app)), app)
         session = await stack.enter_async_context(
             aiohttp.ClientSession(headers={"Authorization": f"Bearer {KEY}"})
@@ -133,7 +167,10 @@ async def main(args: argparse.Namespace) -> None:
             order = MODES[r % 3 :] + MODES[: r % 3]
             for mode in order:
                 url, app = servers[mode]
-                wall, used = await _chunk(session, url, app, mode, args.chunk)
+                if paced:
+                    wall, used = await _wave(session, url, app, mode, args.chunk, args.turn_ms)
+                else:
+                    wall, used = await _chunk(session, url, app, mode, args.chunk)
                 times[mode].append(wall)
                 cpu[mode].append(used)
     for mode in MODES:
@@ -146,4 +183,11 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="MAP Mail's cost on tasks (issue 26)")
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--chunk", type=int, default=100)
+    parser.add_argument(
+        "--turn-ms",
+        type=int,
+        default=0,
+        help="each agent turn waits this long, as an LLM call would; a chunk's tasks then "
+        "run all at once (default 0: sequential tasks, no wait: the worst case)",
+    )
     asyncio.run(main(parser.parse_args()))
