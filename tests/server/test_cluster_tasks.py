@@ -210,6 +210,16 @@ def test_a_task_created_on_a_is_streamed_from_b_and_followed_up_on_c(cluster: Cl
     ).json()
     assert record["state"] == "completed"
     assert int(record["events"][-1]["id"]) >= ids[-1]
+    # every replica lists it, as the store has it
+    for replica in (a, b, c):
+        listed = httpx.get(
+            f"{replica.url}/tasks",
+            params={"limit": 100, "events": "false"},
+            headers={"Authorization": f"Bearer {cluster.key}"},
+            trust_env=False,
+        ).json()
+        mine = [t for t in listed["tasks"] if t["task_id"] == task_id]
+        assert len(mine) == 1 and mine[0]["state"] == "completed", (replica.id, mine)
 
 
 async def _follow_when_known(replica: Replica, key: str, task_id: str, seen: Seen) -> None:
