@@ -189,3 +189,24 @@ async def test_joining_may_only_narrow_permissions(offline: Running) -> None:
     joined = await result(admin, "mail/join", {**c, "permissions": {"canObserve": False}})
     assert joined["participant"]["permissions"]["canObserve"] is False
     assert await code(admin, "mail/turns/list", c) == 10003
+
+
+async def test_an_admins_subscription_may_follow_every_callers_conversations(
+    start: Start, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    running = await start(config_for(tmp_path, "sqlite", request))
+    user, admin, other = await running.user(), await running.admin(), await running.user2()
+    assert await code(user, "map/subscribe", {"filter": {"x-allCallers": True}}) == 10003
+    everyone = await subscribe(admin, {"x-allCallers": True, "eventTypes": ["mail.created"]})
+    own = await subscribe(admin, {"eventTypes": ["mail.created"]})
+    async with admin.stream("GET", f"/map/events?subscription={everyone}") as stream:
+        assert stream.status_code == 200
+        first = (await result(user, "mail/create", {"subject": "u1's"}))["conversation"]["id"]
+        second = (await result(other, "mail/create", {"subject": "u2's"}))["conversation"]["id"]
+        got = await take(stream, 2)
+    assert [e["event"]["data"]["conversationId"] for e in got] == [first, second]
+    # the admin's plain subscription got nothing of theirs: its first event is its own
+    mine = (await result(admin, "mail/create", {"subject": "mine"}))["conversation"]["id"]
+    async with admin.stream("GET", f"/map/events?subscription={own}") as stream:
+        (event,) = await take(stream, 1)
+    assert event["event"]["data"]["conversationId"] == mine

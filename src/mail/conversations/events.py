@@ -67,6 +67,18 @@ def _fields(data: dict[str, Any]) -> dict[str, set[str]]:
     return {name: {str(v) for v in values if v is not None} for name, values in found.items()}
 
 
+#: A subscription filter's key (our extension, admins only): every caller's events.
+ALL_CALLERS = "x-allCallers"
+
+
+def reaches(sub: Subscription, key: CallerKey, event_type: str, data: dict[str, Any]) -> bool:
+    """Whether an event of ``key``'s conversations goes to ``sub``: its caller's (or, with
+    ``filter["x-allCallers"]``, an admin's, any caller's), passing its filter."""
+    if sub.key != key and not sub.filter.get(ALL_CALLERS):
+        return False
+    return matches(sub.filter, event_type, data)
+
+
 def matches(filter_: dict[str, Any], event_type: str, data: dict[str, Any]) -> bool:
     """Whether an event passes a ``map/subscribe`` filter."""
     types = filter_.get("eventTypes")
@@ -131,7 +143,7 @@ class EventBus:
             return
         event = MailEvent(id=next(self._ids), type=event_type, data=data, timestamp=now)
         for sub in list(self._subscriptions.values()):
-            if sub.key != key or not matches(sub.filter, event_type, data):
+            if not reaches(sub, key, event_type, data):
                 continue
             if sub.queue.full():
                 sub.queue.get_nowait()

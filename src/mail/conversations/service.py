@@ -32,6 +32,7 @@ from mail.conversations.errors import (
     ParticipantAlreadyJoinedError,
     ParticipantNotFoundError,
 )
+from mail.conversations.events import ALL_CALLERS
 from mail.conversations.models import (
     CONVERSATION_TYPES,
     Conversation,
@@ -62,7 +63,6 @@ METHODS: dict[str, str] = {
     "x-mail/turn/redact": "redact",
 }
 #: the ``mail/list`` filter with which an admin lists every caller's conversations
-ALL_CALLERS = "x-allCallers"
 
 
 class ConversationService(TurnMethods, SummaryMethods, LifecycleMethods):

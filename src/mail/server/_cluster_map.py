@@ -20,7 +20,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from mail.conversations.events import EventBus, MailEvent, Subscription, matches
+from mail.conversations.events import EventBus, MailEvent, Subscription, reaches
 from mail.db.store import CallerKey
 from mail.server._cluster import redis_errors
 
@@ -169,7 +169,7 @@ class SharedEventBus(EventBus):
 
     @staticmethod
     def _offer(sub: Subscription, entry_id: str, item: dict[str, Any]) -> None:
-        if _key(item["key"]) != sub.key or not matches(sub.filter, item["type"], item["data"]):
+        if not reaches(sub, _key(item["key"]), item["type"], item["data"]):
             return
         event = MailEvent(
             id=_event_id(entry_id), type=item["type"], data=item["data"], timestamp=item["now"]

@@ -23,6 +23,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from mail._sse import CRLF, SSE_HEADERS, compact_json
 from mail.conversations import METHODS, Actor, MailProtocolError, Subscription
+from mail.conversations.events import ALL_CALLERS
 from mail.core.message import new_task_id
 from mail.db.store import CallerKey
 from mail.errors import MAILError, StorageError
@@ -109,6 +110,8 @@ async def _subscribe(state: ServerState, actor: Actor, params: dict[str, Any]) -
         isinstance(types, list) and all(isinstance(t, str) for t in types)
     ):
         raise _RpcError(INVALID_PARAMS, "filter.eventTypes must be a list of strings")
+    if filter_.get(ALL_CALLERS) and not actor.admin:
+        raise _RpcError(10003, f"only an admin may subscribe with filter.{ALL_CALLERS}")
     sub = state.map_events.subscribe(actor.key, filter_)
     await state.map_events.register(sub)
     return {"subscriptionId": sub.id, "events": f"/map/events?subscription={sub.id}"}
