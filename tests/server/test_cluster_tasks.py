@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import asyncpg
 import httpx
 import pytest
 from tests._servers import clean_env, stop
@@ -477,6 +478,39 @@ async def _rest_from(replica: Replica, key: str, seen: Seen) -> None:
     await _events(replica, key, seen.task_id, seen.events[-1][0], rest)
     seen.events += rest.events
     seen.final, seen.final_event = rest.final, rest.final_event
+
+
+def test_a_replica_that_loses_a_lease_stops_running_the_task(cluster: Cluster) -> None:
+    """As if A had been cut off from the database past its lease: the lease goes to a
+    replica that does not exist, so A's renewal finds it lost and B takes it over."""
+    a, b, _ = cluster.replicas
+    task_id = f"t-{uuid.uuid4().hex[:8]}"
+
+    async def scenario() -> Seen:
+        seen, started = Seen(task_id=task_id), asyncio.Event()
+        streaming = asyncio.create_task(_stream_until_cut(a, cluster.key, seen, started))
+        await asyncio.wait_for(started.wait(), 10)
+        conn = await asyncpg.connect(cluster.env["DATABASE_URL"], timeout=5)
+        try:
+            await conn.execute(
+                "UPDATE cluster_task_leases SET owner = 'gone', "
+                "expires_at = now() - interval '1 second' WHERE task_id = $1",
+                task_id,
+            )
+        finally:
+            await conn.close()
+        await asyncio.wait_for(streaming, 30)  # A ends its stream: no final event of its own
+        assert seen.final is None, seen
+        await asyncio.wait_for(_rest_from(b, cluster.key, seen), 30)
+        return seen
+
+    seen = asyncio.run(scenario())
+    names = [e for _, e in seen.events]
+    assert _contiguous([i for i, _ in seen.events]), seen.events  # no gap, no duplicate
+    assert names.count("task_taken_over") == 1, names
+    assert seen.final_event == "task_complete" and seen.final is not None
+    assert seen.final["status"] == "completed"
+    assert "lost the lease of task " + task_id in a.output()
 
 
 def test_a_replica_stopped_with_sigterm_leaves_its_tasks_to_the_others(cluster: Cluster) -> None:

@@ -215,6 +215,14 @@ class EventLog:
             if self._waiters:
                 self._wake()
 
+    def abandon(self) -> None:
+        """Drop the events the store did not commit and wake the followers, so that they
+        end (cluster mode: another replica runs the task now and numbers its events)."""
+        if self.committed_seq is not None:
+            del self._events[max(self.committed_seq - self._first_seq + 1, 0) :]
+        if self._waiters:
+            self._wake()
+
     def _wake(self) -> None:
         waiters, self._waiters = self._waiters, []
         for waiter in waiters:

@@ -110,6 +110,8 @@ class ClusterTasks:
         self.relay.on_final = self._finished
         self._system = SystemMessages(state.template.name)
         self._watchers: set[asyncio.Task[None]] = set()
+        #: the tasks this replica stopped running because another took their lease
+        self.moved: set[tuple[CallerKey, str]] = set()
 
     def key(self, caller: Caller) -> CallerKey:
         role = "swarm" if caller.role == "agent" else caller.role
@@ -439,10 +441,16 @@ class ClusterTasks:
         runtime.forget(task)
         if runtime.recorder is not None:
             runtime.recorder.drop(task_id)
+        self.moved.add((key, task_id))
+        # this copy is over (in memory only): its followers here stop, with no final event
+        # of their own (the clients follow it where it runs now, with Last-Event-ID)
+        task.state = TaskState.INTERRUPTED
         moved = TaskStateError(f"task '{task_id}' moved to another replica; follow it there")
         for future in (task.turn, *task.waiters):
             if future is not None and not future.done():
                 future.set_exception(moved)
+                future.exception()  # retrieved: whoever waits gets it, nobody else logs it
+        task.log.abandon()
 
     async def _take_over(self, claimed: Claimed) -> None:
         caller = caller_of(claimed.key)

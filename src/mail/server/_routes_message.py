@@ -11,6 +11,7 @@ from fastapi.responses import Response
 from mail.core.events import MAILEvent
 from mail.core.message import new_task_id
 from mail.core.tasks import turn_status
+from mail.errors import TaskStateError
 from mail.server._deps import AdminOrUser, AppState, UICaller
 from mail.server._routing import StrictJSONRoute
 from mail.server._shutdown import handed_over, shutting_down, unless_closing
@@ -97,11 +98,23 @@ async def task_stream(
     are HTTP errors). When the server stops, a single server ends it with a final
     ``task_error`` saying how to resume; a replica just ends it (the task goes on on
     another replica, where the client follows it with ``Last-Event-ID``)."""
+    if state.cluster_tasks is not None:
+        events = _until_moved(events)
     first = await anext(events)
     final = state.cluster_tasks is None
     return event_response(
         events, first, closing=state.closing, task_id=task_id, final_on_stop=final
     )
+
+
+async def _until_moved(events: AsyncIterator[MAILEvent]) -> AsyncIterator[MAILEvent]:
+    """``events``, ending quietly when the task moved to another replica (this one lost
+    its lease): the client follows it there with ``Last-Event-ID``."""
+    try:
+        async for event in events:
+            yield event
+    except TaskStateError:
+        return
 
 
 async def answer_from_elsewhere(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -194,7 +194,7 @@ async def get_task(
 
 
 async def _replay_then_follow(
-    swarm: MAILSwarm, task: MAILTask, after: int, ping: float
+    swarm: MAILSwarm, task: MAILTask, after: int, ping: float, moved: Callable[[], bool]
 ) -> AsyncIterator[MAILEvent]:
     # every end of a turn is logged first, so the log's cursor sees it
     # stored task_complete events are left out: the stream closes with its own final one
@@ -203,6 +203,8 @@ async def _replay_then_follow(
     )
     async for event in follow:
         yield event
+    if moved():  # cluster mode: another replica runs it now; the client follows it there
+        return
     await swarm.runtime.persisted()  # the end of the turn is stored before it is told
     body = task.response["message"]["body"] if task.response is not None else ""
     yield closing_event(task, body)
@@ -228,15 +230,20 @@ async def task_events(
                 f"Last-Event-ID must be a sequence number, got {last_event_id!r}"
             )
         cursor = int(last_event_id)
-    if state.cluster_tasks is not None:
-        found = state.cluster_tasks.local(caller, task_id)
+    cluster = state.cluster_tasks
+    if cluster is not None:
+        found = cluster.local(caller, task_id)
         if found is None:
-            await state.cluster_tasks.view(caller, task_id)  # 404 before the stream starts
-            return event_response(state.cluster_tasks.follow(caller, task_id, cursor))
+            await cluster.view(caller, task_id)  # 404 before the stream starts
+            return event_response(cluster.follow(caller, task_id, cursor))
         swarm, task = found
+        key = cluster.key(caller)
+        moved: Callable[[], bool] = lambda: (key, task_id) in cluster.moved  # noqa: E731
     else:
         swarm, task = await _local_task(state, caller, task_id)
-    return event_response(_replay_then_follow(swarm, task, cursor, ping=state.ping_interval))
+        moved = lambda: False  # noqa: E731  # a single server's tasks never move
+    follow = _replay_then_follow(swarm, task, cursor, state.ping_interval, moved)
+    return event_response(follow)
 
 
 # --- /ui -------------------------------------------------------------------------------------
