@@ -34,6 +34,7 @@ from mail.db._sql import (
     event_from_row,
     key_params,
     prepare,
+    prune_deletes,
     task_from_row,
 )
 from mail.db.store import (
@@ -157,35 +158,8 @@ _DOOMED_TASK = """SELECT swarm_name, caller_role, caller_id, task_id FROM tasks
           AND {state} IN ('completed', 'failed', 'cancelled')"""
 
 
-def _prune_delete(table: str) -> str:
-    return f"""DELETE FROM {table} WHERE (swarm_name, caller_role, caller_id, task_id) IN (
-        {_DOOMED_TASK})"""
-
-
-# MAP Mail: every row of the conversations bound to the task (found by their conversation
-# row: only those are indexed by task)
-_PRUNE_CONVERSATIONS = f"""DELETE FROM conversation_records
-    WHERE (swarm_name, caller_role, caller_id, conversation_id) IN (
-        SELECT swarm_name, caller_role, caller_id, conversation_id FROM conversation_records
-        WHERE kind = 'conversation' AND (swarm_name, caller_role, caller_id, task_id) IN (
-            {_DOOMED_TASK}))"""
-
-# One statement per table, each run with (swarm, role, id, task_id); a task resumed since
-# it was picked no longer matches the state guard and keeps all its rows.
-_PRUNE_DELETES = (
-    *(
-        _prune_delete(table)
-        for table in (
-            "task_events",
-            "agent_histories",
-            "task_responses",
-            "task_breakpoints",
-            "task_stash",
-        )
-    ),
-    _PRUNE_CONVERSATIONS,  # before the task rows it reads
-    _prune_delete("tasks"),
-)
+# One statement per table, each run with (swarm, role, id, task_id).
+_PRUNE_DELETES = prune_deletes(_DOOMED_TASK)
 
 
 def _describe(dsn: str | None) -> str:

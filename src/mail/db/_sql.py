@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DetailKind",
+    "prune_deletes",
     "Dialect",
     "Rows",
     "combined",
@@ -223,3 +224,33 @@ def combined(prepared: Sequence[tuple[str, Rows]]) -> Rows:
     for _, task_rows in prepared:
         rows.add(task_rows)
     return rows
+
+
+#: The tables of a task's rows besides its record.
+_TASK_TABLES = (
+    "task_events",
+    "agent_histories",
+    "task_responses",
+    "task_breakpoints",
+    "task_stash",
+)
+
+
+def prune_deletes(doomed_task: str) -> tuple[str, ...]:
+    """The statements that delete a pruned task's rows, one per table, each taking the
+    dialect's ``doomed_task`` (a ``SELECT swarm_name, caller_role, caller_id, task_id``
+    of the task, still finished) as its guard: a task resumed since it was picked no
+    longer matches and keeps all its rows. MAP Mail's rows of the conversations bound to
+    the task go too (found by their conversation row: only those are indexed by task),
+    before the task's record, which that statement reads."""
+
+    def delete(table: str) -> str:
+        return f"""DELETE FROM {table} WHERE (swarm_name, caller_role, caller_id, task_id) IN (
+        {doomed_task})"""
+
+    conversations = f"""DELETE FROM conversation_records
+    WHERE (swarm_name, caller_role, caller_id, conversation_id) IN (
+        SELECT swarm_name, caller_role, caller_id, conversation_id FROM conversation_records
+        WHERE kind = 'conversation' AND (swarm_name, caller_role, caller_id, task_id) IN (
+            {doomed_task}))"""
+    return (*(delete(t) for t in _TASK_TABLES), conversations, delete("tasks"))
