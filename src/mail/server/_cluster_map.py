@@ -61,6 +61,8 @@ class SharedEventBus(EventBus):
         self.cluster = cluster
         self.stream = f"mail:map:{swarm}"
         self._outbox: asyncio.Queue[str] = asyncio.Queue()
+        #: subscription id -> the stream entry its events start after (known here)
+        self._marks: dict[str, str] = {}
 
     @property
     def _redis(self) -> Any:
@@ -95,10 +97,14 @@ class SharedEventBus(EventBus):
     async def register(self, sub: Subscription) -> None:
         """Record ``sub`` in Redis, starting after the stream's newest entry."""
         newest = await self._redis.xrevrange(self.stream, count=1)
-        mark = newest[0][0] if newest else "0-0"
-        record = {"key": [sub.key.swarm, sub.key.role, sub.key.id], "filter": sub.filter}
-        record["mark"] = mark
-        await self._redis.set(_sub_key(sub.id), json.dumps(record), ex=_SUB_TTL)
+        self._marks[sub.id] = newest[0][0] if newest else "0-0"
+        await self._save(sub)
+
+    async def _save(self, sub: Subscription, **flags: bool) -> None:
+        """Write ``sub``'s key: its caller, filter and mark (``xx``: only if it exists)."""
+        key = [sub.key.swarm, sub.key.role, sub.key.id]
+        record = {"key": key, "filter": sub.filter, "mark": self._marks[sub.id]}
+        await self._redis.set(_sub_key(sub.id), json.dumps(record), ex=_SUB_TTL, **flags)
 
     async def find(self, key: CallerKey, subscription_id: str) -> Subscription | None:
         """The caller's subscription, made here or on another replica."""
@@ -113,20 +119,22 @@ class SharedEventBus(EventBus):
             return None  # another caller's: as unknown
         sub = Subscription(id=subscription_id, key=key, filter=record["filter"])
         self._subscriptions[sub.id] = sub
+        self._marks[sub.id] = record["mark"]
         return sub
 
     async def forget(self, key: CallerKey, subscription_id: str) -> bool:
         """End the subscription here and everywhere (its streams see the key gone)."""
-        local = self.unsubscribe(key, subscription_id)
-        found = local or await self.find(key, subscription_id) is not None
-        if found:
-            self.unsubscribe(key, subscription_id)
-            await self._redis.delete(_sub_key(subscription_id))
-        return found
+        if await self.find(key, subscription_id) is None:
+            return False
+        self.unsubscribe(key, subscription_id)
+        self._marks.pop(subscription_id, None)
+        await self._redis.delete(_sub_key(subscription_id))
+        return True
 
     @contextlib.asynccontextmanager
     async def feeding(self, sub: Subscription) -> AsyncIterator[None]:
-        """Feed ``sub``'s queue from the stream while its events are streamed."""
+        """Feed ``sub``'s queue from the stream while its events are streamed; then note
+        where it stopped, for a stream opened later on any replica."""
         reader = asyncio.get_running_loop().create_task(self._feed(sub))
         try:
             yield
@@ -134,15 +142,13 @@ class SharedEventBus(EventBus):
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await reader
+            if sub.id in self._marks:  # not unsubscribed meanwhile
+                with contextlib.suppress(*redis_errors()):
+                    await self._save(sub, xx=True)
 
     async def _feed(self, sub: Subscription) -> None:
-        raw = await self._redis.get(_sub_key(sub.id))
-        if raw is None:
-            sub.closed.set()
-            return
-        mark = json.loads(raw)["mark"]
         checked = time.monotonic()
-        while not sub.closed.is_set():
+        while not sub.closed.is_set() and (mark := self._marks.get(sub.id)) is not None:
             try:
                 entries = await self._redis.xread({self.stream: mark}, count=200, block=_BLOCK_MS)
                 if time.monotonic() - checked >= _CHECK_SECONDS:
@@ -154,18 +160,8 @@ class SharedEventBus(EventBus):
                 await asyncio.sleep(1.0)
                 continue
             for entry_id, fields in entries[0][1] if entries else []:
-                mark = entry_id
+                self._marks[sub.id] = entry_id
                 self._offer(sub, entry_id, json.loads(fields["e"]))
-            if entries:  # where a stream opened later on any replica starts
-                with contextlib.suppress(*redis_errors()):
-                    await self._remember(sub, mark)
-
-    async def _remember(self, sub: Subscription, mark: str) -> None:
-        raw = await self._redis.get(_sub_key(sub.id))
-        if raw is not None:
-            record = json.loads(raw)
-            record["mark"] = mark
-            await self._redis.set(_sub_key(sub.id), json.dumps(record), ex=_SUB_TTL, xx=True)
 
     @staticmethod
     def _offer(sub: Subscription, entry_id: str, item: dict[str, Any]) -> None:
