@@ -221,7 +221,7 @@ class StoreRecorder:
         """Write everything noted now; False (and :attr:`error` set) when some of it could
         not be stored (it is kept for the next write)."""
         async with self._writing:
-            records = dict(self._tasks)
+            records = dict(self._tasks) if self.on_commit is not None else {}
             changes, logs = self._take()
             waiters, self._waiters = self._waiters, []
             try:

@@ -252,7 +252,7 @@ class ClusterTasks:
             if isinstance(await self.leases.take(key, task_id, point), str):
                 raise exists
             return None
-        owner = await self.acquire(caller, swarm, task_id)
+        owner = await self._take_turn(caller, swarm, message, resume_from)
         if owner is not None:
             handed = {
                 **request,
@@ -262,9 +262,19 @@ class ClusterTasks:
             }
             answer = await self.relay.hand_over(owner, "message", handed)
             return Handed(owner, int(answer["start"]))
-        point = checkpoint(swarm.runtime, message, resume_from)
-        await self.leases.take(key, task_id, point)
         return None
+
+    async def _take_turn(
+        self, caller: Caller, swarm: MAILSwarm, message: MAILMessage, resume_from: str | None
+    ) -> str | None:
+        """Make this replica run the turn ``message`` starts in an existing task: ``None``
+        once its lease records where the turn starts, else the replica that holds it."""
+        task_id = message["message"]["task_id"]
+        owner = await self.acquire(caller, swarm, task_id)
+        if owner is None:
+            point = checkpoint(swarm.runtime, message, resume_from)
+            await self.leases.take(self.key(caller), task_id, point)
+        return owner
 
     async def cancel(self, caller: Caller, task_id: str) -> None:
         """Cancel the task here or on the replica running it."""
@@ -359,13 +369,11 @@ class ClusterTasks:
                 request["entrypoint"],
                 task_id,
             )
-            owner = await self.acquire(caller, swarm, task_id)
+            owner = await self._take_turn(caller, swarm, message, request["resume_from"])
             if owner is not None:  # it moved meanwhile: the asking replica tries again
                 raise HTTPException(503, f"task '{task_id}' moved to replica {owner}; try again")
             task = swarm.get_task_by_id(task_id)
             start = task.log.last_seq if task is not None else 0
-            point = checkpoint(swarm.runtime, message, request["resume_from"])
-            await self.leases.take(self.key(caller), task_id, point)
             await swarm.submit_message_nowait(message, request["resume_from"], **request["kwargs"])
             self.watch_timeout(swarm, task_id, float(request["timeout"]))
         return {"start": start}
