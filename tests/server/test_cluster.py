@@ -13,13 +13,15 @@ skipped, with the reason, when either is unreachable.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -232,35 +234,57 @@ def _delete_heartbeats(redis_url: str, tag: str) -> None:
         client.close()
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+@contextmanager
+def running_replicas(
+    root: Path,
+    names: Sequence[str] = ("a", "b", "c"),
+    *,
+    swarms: Path = SWARMS,
+    swarm: str = SWARM,
+    env: Mapping[str, str] | None = None,
+) -> Iterator[Cluster]:
+    """Replicas ``names`` of ``swarm`` on a throwaway PostgreSQL database and the test
+    Redis (3 s leases; ``env`` adds to their environment), with the admin key the first
+    seeded; stopped, their heartbeats removed and the database dropped afterwards."""
     admin_url = _postgres_admin_url()
     redis_url = _redis_url()
     database = f"mail_test_{uuid.uuid4().hex}"
     _admin(admin_url, f'CREATE DATABASE "{database}"')
     tag = f"test-{uuid.uuid4().hex[:8]}"
-    env = clean_env() | {
+    full_env = clean_env() | {
         "DATABASE_URL": urlsplit(admin_url)._replace(path=f"/{database}").geturl(),
         "MAIL_REDIS_URL": redis_url,
         "MAIL_LEASE_SECONDS": "3",
         "MAIL_TEST_TAG": tag,
+        **(env or {}),
     }
-    root = tmp_path_factory.mktemp("cluster")
     replicas: list[Replica] = []
     try:
-        for name in ("a", "b", "c"):
-            replicas.append(_start(name, env, root))
+        for name in names:
+            replicas.append(_start(name, full_env, root, swarms, swarm))
         # the first replica seeded the shared keys from the credentials file it created
-        import json
-
         keys = json.loads((replicas[0].data / "credentials.json").read_text(encoding="utf-8"))
         admin = next(k["key"] for k in keys["keys"] if k["role"] == "admin")
-        yield Cluster(replicas, env, admin)
+        yield Cluster(replicas, full_env, admin)
     finally:
         for replica in replicas:
             stop(replica.process)
         _delete_heartbeats(redis_url, tag)
         _admin(admin_url, f'DROP DATABASE "{database}" WITH (FORCE)')
+
+
+def call(url: str, key: str, method: str, path: str, **options: Any) -> httpx.Response:
+    """``method path`` on the replica at ``url`` with ``key`` (``options`` as httpx's)."""
+    headers = {"Authorization": f"Bearer {key}"}
+    return httpx.request(
+        method, f"{url}{path}", headers=headers, timeout=30, trust_env=False, **options
+    )
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with running_replicas(tmp_path_factory.mktemp("cluster")) as started:
+        yield started
 
 
 def _auth(key: str) -> dict[str, str]:

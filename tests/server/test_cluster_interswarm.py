@@ -11,20 +11,11 @@ import json
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from tests._servers import clean_env, stop
 from tests.interswarm.peer_process import REPO, PeerProcess, _alpha_definition
-from tests.server.test_cluster import (
-    Replica,
-    _admin,
-    _delete_heartbeats,
-    _postgres_admin_url,
-    _redis_url,
-    _start,
-)
+from tests.server.test_cluster import Replica, call, running_replicas
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -39,55 +30,34 @@ class Federation:
 
 
 def _post(url: str, key: str, path: str, body: dict[str, object]) -> httpx.Response:
-    return httpx.post(
-        f"{url}{path}",
-        json=body,
-        headers={"Authorization": f"Bearer {key}"},
-        timeout=30,
-        trust_env=False,
-    )
+    return call(url, key, "POST", path, json=body)
 
 
 @pytest.fixture(scope="module")
 def federation(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Federation]:
-    admin_url = _postgres_admin_url()
-    redis_url = _redis_url()
-    database = f"mail_test_{uuid.uuid4().hex}"
-    _admin(admin_url, f'CREATE DATABASE "{database}"')
-    tag = f"test-{uuid.uuid4().hex[:8]}"
     root = tmp_path_factory.mktemp("cluster-interswarm")
     swarms = root / "swarms.json"
     swarms.write_text(json.dumps([_alpha_definition()]), encoding="utf-8")
-    env = clean_env() | {
-        "DATABASE_URL": urlsplit(admin_url)._replace(path=f"/{database}").geturl(),
-        "MAIL_REDIS_URL": redis_url,
-        "MAIL_LEASE_SECONDS": "3",
-        "MAIL_TEST_TAG": tag,
+    env = {
         "PYTHONPATH": str(REPO),
         "SWARM_AUTH_TOKEN_BETA": "alpha-to-beta",  # beta's key for alpha, on every replica
     }
     beta = PeerProcess(root / "beta")
-    replicas: list[Replica] = []
     try:
         beta.start()
-        replicas = [_start(name, env, root, swarms, "alpha") for name in ("a", "b")]
-        a, b = replicas
-        keys = json.loads((a.data / "credentials.json").read_text(encoding="utf-8"))
-        admin = next(k["key"] for k in keys["keys"] if k["role"] == "admin")
-        user = _post(a.url, admin, "/keys", {"role": "user", "id": "dana"})
-        peer = _post(a.url, admin, "/keys", {"role": "agent", "id": "beta"})
-        assert user.status_code == 201 and peer.status_code == 201, (user.text, peer.text)
-        body = {"name": "beta", "base_url": beta.url, "auth_token": "alpha-to-beta"}
-        registered = _post(a.url, admin, "/swarms", {**body, "volatile": False})
-        assert registered.status_code == 200, registered.text
-        asyncio.run(beta.link("alpha", b.url, peer.json()["key"]))  # beta knows only B
-        yield Federation(a, b, beta, admin, user.json()["key"])
+        with running_replicas(root, ("a", "b"), swarms=swarms, swarm="alpha", env=env) as started:
+            a, b = started.replicas
+            admin = started.admin_key
+            user = _post(a.url, admin, "/keys", {"role": "user", "id": "dana"})
+            peer = _post(a.url, admin, "/keys", {"role": "agent", "id": "beta"})
+            assert user.status_code == 201 and peer.status_code == 201, (user.text, peer.text)
+            body = {"name": "beta", "base_url": beta.url, "auth_token": "alpha-to-beta"}
+            registered = _post(a.url, admin, "/swarms", {**body, "volatile": False})
+            assert registered.status_code == 200, registered.text
+            asyncio.run(beta.link("alpha", b.url, peer.json()["key"]))  # beta knows only B
+            yield Federation(a, b, beta, admin, user.json()["key"])
     finally:
         beta.stop()
-        for replica in replicas:
-            stop(replica.process)
-        _delete_heartbeats(redis_url, tag)
-        _admin(admin_url, f'DROP DATABASE "{database}" WITH (FORCE)')
 
 
 def test_a_peers_answer_reaching_another_replica_completes_the_task(

@@ -24,23 +24,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import asyncpg
 import httpx
 import pytest
-from tests._servers import clean_env, stop
 from tests.persistence.server_process import read_line
-from tests.server.test_cluster import (
-    REPO,
-    SWARMS,
-    Replica,
-    _admin,
-    _delete_heartbeats,
-    _postgres_admin_url,
-    _redis_url,
-    _start,
-)
+from tests.server.test_cluster import REPO, SWARMS, Replica, _start, call, running_replicas
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -76,39 +65,17 @@ def _swarms_file(root: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    admin_url = _postgres_admin_url()
-    redis_url = _redis_url()
-    database = f"mail_test_{uuid.uuid4().hex}"
-    _admin(admin_url, f'CREATE DATABASE "{database}"')
-    tag = f"test-{uuid.uuid4().hex[:8]}"
-    env = clean_env() | {
-        "DATABASE_URL": urlsplit(admin_url)._replace(path=f"/{database}").geturl(),
-        "MAIL_REDIS_URL": redis_url,
-        "MAIL_LEASE_SECONDS": str(LEASE),
-        "MAIL_TEST_TAG": tag,
-        "PYTHONPATH": str(REPO),
-    }
     root = tmp_path_factory.mktemp("cluster-tasks")
     swarms = _swarms_file(root)
-    replicas: list[Replica] = []
-    try:
-        for name in ("a", "b", "c"):
-            replicas.append(_start(name, env, root, swarms, "slow"))
-        keys = json.loads((replicas[0].data / "credentials.json").read_text(encoding="utf-8"))
-        admin = next(k["key"] for k in keys["keys"] if k["role"] == "admin")
-        created = httpx.post(
-            f"{replicas[0].url}/keys",
-            json={"role": "user", "id": "carol"},
-            headers={"Authorization": f"Bearer {admin}"},
-            trust_env=False,
+    env = {"MAIL_LEASE_SECONDS": str(LEASE), "PYTHONPATH": str(REPO)}
+    with running_replicas(root, swarms=swarms, swarm="slow", env=env) as started:
+        a = started.replicas[0]
+        created = call(
+            a.url, started.admin_key, "POST", "/keys", json={"role": "user", "id": "carol"}
         )
         assert created.status_code == 201, created.text
-        yield Cluster(replicas, created.json()["key"], env, root, swarms)
-    finally:
-        for replica in replicas:
-            stop(replica.process)
-        _delete_heartbeats(redis_url, tag)
-        _admin(admin_url, f'DROP DATABASE "{database}" WITH (FORCE)')
+        key = created.json()["key"]
+        yield Cluster(started.replicas, key, started.env, root, swarms)
 
 
 # --- a client that reads server-sent events ---------------------------------------------
@@ -203,21 +170,13 @@ def test_a_task_created_on_a_is_streamed_from_b_and_followed_up_on_c(cluster: Cl
     ids = [i for i, _ in again.events]
     assert ids and ids[0] == on_a.events[-1][0] + 2  # after the stored task_complete
     assert _contiguous(ids, ids[0])
-    record = httpx.get(
-        f"{a.url}/task",
-        params={"task_id": task_id},
-        headers={"Authorization": f"Bearer {cluster.key}"},
-        trust_env=False,
-    ).json()
+    record = call(a.url, cluster.key, "GET", "/task", params={"task_id": task_id}).json()
     assert record["state"] == "completed"
     assert int(record["events"][-1]["id"]) >= ids[-1]
     # every replica lists it, as the store has it
     for replica in (a, b, c):
-        listed = httpx.get(
-            f"{replica.url}/tasks",
-            params={"limit": 100, "events": "false"},
-            headers={"Authorization": f"Bearer {cluster.key}"},
-            trust_env=False,
+        listed = call(
+            replica.url, cluster.key, "GET", "/tasks", params={"limit": 100, "events": "false"}
         ).json()
         mine = [t for t in listed["tasks"] if t["task_id"] == task_id]
         assert len(mine) == 1 and mine[0]["state"] == "completed", (replica.id, mine)
@@ -302,50 +261,39 @@ def test_a_cancel_sent_to_c_stops_the_task_a_runs(cluster: Cluster) -> None:
     assert cancelled.json() == {"task_id": task_id, "status": "cancelled"}
     assert on_a.final_event == "task_error"
     assert on_a.final is not None and on_a.final["status"] == "cancelled"
-    again = httpx.post(
-        f"{c.url}/tasks/{task_id}/cancel",
-        headers={"Authorization": f"Bearer {cluster.key}"},
-        trust_env=False,
-    )
+    again = call(c.url, cluster.key, "POST", f"/tasks/{task_id}/cancel")
     assert again.status_code == 409, again.text
-    missing = httpx.post(
-        f"{c.url}/tasks/no-such-task/cancel",
-        headers={"Authorization": f"Bearer {cluster.key}"},
-        trust_env=False,
-    )
+    missing = call(c.url, cluster.key, "POST", "/tasks/no-such-task/cancel")
     assert missing.status_code == 404
 
 
 def test_a_breakpoint_paused_on_a_is_answered_through_b(cluster: Cluster) -> None:
     a, b, c = cluster.replicas
     task_id = f"t-{uuid.uuid4().hex[:8]}"
-    headers = {"Authorization": f"Bearer {cluster.key}"}
-    paused = httpx.post(
-        f"{a.url}/message",
+    paused = call(
+        a.url,
+        cluster.key,
+        "POST",
+        "/message",
         json={"body": "What is the weather in Paris?", "task_id": task_id},
-        headers=headers,
-        timeout=30,
-        trust_env=False,
     )
     assert paused.status_code == 200, paused.text
     assert paused.json()["status"] == "waiting_breakpoint"
     calls = json.loads(paused.json()["response"])
     assert calls[0]["name"] == "get_weather_forecast"
-    record = httpx.get(
-        f"{c.url}/task", params={"task_id": task_id}, headers=headers, trust_env=False
-    ).json()
+    record = call(c.url, cluster.key, "GET", "/task", params={"task_id": task_id}).json()
     assert record["state"] == "waiting_breakpoint"  # C reads the store's copy
-    answered = httpx.post(
-        f"{b.url}/message",
+    answered = call(
+        b.url,
+        cluster.key,
+        "POST",
+        "/message",
         json={
             "task_id": task_id,
             "resume_from": "breakpoint_tool_call",
             "kwargs": {"breakpoint_tool_call_result": "Sunny, 21 C, light wind"},
             "show_events": True,
         },
-        headers=headers,
-        timeout=30,
-        trust_env=False,
     )
     assert answered.status_code == 200, answered.text
     answer = answered.json()
@@ -360,21 +308,10 @@ def test_a_breakpoint_paused_on_a_is_answered_through_b(cluster: Cluster) -> Non
 def test_a_new_task_with_a_taken_id_is_refused_on_another_replica(cluster: Cluster) -> None:
     a, b, _ = cluster.replicas
     task_id = f"t-{uuid.uuid4().hex[:8]}"
-    headers = {"Authorization": f"Bearer {cluster.key}"}
-    done = httpx.post(
-        f"{a.url}/message",
-        json={"body": "mine", "task_id": task_id},
-        headers=headers,
-        timeout=30,
-        trust_env=False,
-    )
+    done = call(a.url, cluster.key, "POST", "/message", json={"body": "mine", "task_id": task_id})
     assert done.status_code == 200, done.text
-    again = httpx.post(
-        f"{b.url}/message",
-        json={"body": "mine too", "task_id": task_id},
-        headers=headers,
-        timeout=30,
-        trust_env=False,
+    again = call(
+        b.url, cluster.key, "POST", "/message", json={"body": "mine too", "task_id": task_id}
     )
     assert again.status_code == 409
     assert "already exists" in again.json()["detail"]
@@ -384,12 +321,12 @@ def test_a_new_task_with_a_taken_id_is_refused_on_another_replica(cluster: Clust
 
 
 def _rpc(replica: Replica, key: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    answer = httpx.post(
-        f"{replica.url}/map",
+    answer = call(
+        replica.url,
+        key,
+        "POST",
+        "/map",
         json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params},
-        headers={"Authorization": f"Bearer {key}"},
-        timeout=10,
-        trust_env=False,
     )
     assert answer.status_code == 200, answer.text
     body = answer.json()
@@ -446,12 +383,7 @@ def test_map_events_subscribed_on_a_stream_from_b_with_changes_made_on_c(
     ids = [int(e["id"]) for e in got]
     assert ids == sorted(ids) and len(set(ids)) == len(ids)
     # another caller cannot read the subscription from any replica
-    answer = httpx.get(
-        f"{c.url}/map/events",
-        params={"subscription": sid},
-        headers={"Authorization": f"Bearer {cluster.key}"},
-        trust_env=False,
-    )
+    answer = call(c.url, cluster.key, "GET", "/map/events", params={"subscription": sid})
     assert answer.status_code == 404  # unsubscribed: gone everywhere
 
 
