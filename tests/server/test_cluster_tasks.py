@@ -151,7 +151,6 @@ def test_a_task_created_on_a_is_streamed_from_b_and_followed_up_on_c(cluster: Cl
             _send(a, cluster.key, {"body": "hello there", "task_id": task_id}, on_a)
         )
         # B follows the task while A runs it: stored events, then live ones from Redis
-        await asyncio.sleep(0)  # the task starts first; B's reply waits for it if needed
         following = asyncio.create_task(_follow_when_known(b, cluster.key, task_id, from_b))
         await asyncio.wait_for(asyncio.gather(sending, following), 30)
         again = Seen()
@@ -343,7 +342,7 @@ def test_map_events_subscribed_on_a_stream_from_b_with_changes_made_on_c(
 
     async def scenario() -> list[dict[str, Any]]:
         got: list[dict[str, Any]] = []
-        opened = asyncio.Event()
+        opened, both = asyncio.Event(), asyncio.Event()
 
         async def listen() -> None:
             frame: dict[str, Any] = {}
@@ -357,6 +356,8 @@ def test_map_events_subscribed_on_a_stream_from_b_with_changes_made_on_c(
                     done = read_line(frame, line)
                     if done is not None and done["event"] == "map/event":
                         got.append(done["data"]["params"]["event"])
+                        if {"mail.created", "mail.turn.added"} <= {e["type"] for e in got}:
+                            both.set()
 
         listening = asyncio.create_task(listen())
         await asyncio.wait_for(opened.wait(), 10)
@@ -366,10 +367,7 @@ def test_map_events_subscribed_on_a_stream_from_b_with_changes_made_on_c(
         conversation = created["conversation"]["id"]
         turn = {"conversationId": conversation, "contentType": "text", "content": {"text": "hi"}}
         await asyncio.to_thread(_rpc, a, cluster.key, "mail/turn", turn)
-        for _ in range(200):  # until both events arrived (or the wait below fails)
-            if {"mail.created", "mail.turn.added"} <= {e["type"] for e in got}:
-                break
-            await asyncio.sleep(0.05)
+        await asyncio.wait_for(both.wait(), 10)
         gone = await asyncio.to_thread(
             _rpc, c, cluster.key, "map/unsubscribe", {"subscriptionId": sid}
         )
