@@ -122,6 +122,29 @@ async def test_json_rpc_errors(offline: Running) -> None:
     assert refused.status_code == 401 and "detail" in refused.json()
 
 
+async def test_a_create_with_bad_participants_stores_nothing(offline: Running) -> None:
+    user = await offline.user()
+    for people, says in (
+        ("agent:bob", "initialParticipants must be a list"),
+        (["agent:bob"], "an object with an id"),
+        ([{"id": "agent:bob", "role": "boss"}], "role must be one of"),
+    ):
+        params = {"subject": "half made", "initialParticipants": people}
+        error = (await rpc(user, "mail/create", params))["error"]
+        assert error["code"] == -32602 and says in error["message"], error
+    listed = (await rpc(user, "mail/list", {}))["result"]["conversations"]
+    assert [c for c in listed if c["subject"] == "half made"] == []
+    twice = [{"id": "agent:bob"}, {"id": "agent:bob", "role": "observer"}]
+    created = (await rpc(user, "mail/create", {"initialParticipants": twice}))["result"]
+    got = await rpc(
+        user,
+        "mail/get",
+        {"conversationId": created["conversation"]["id"], "include": {"participants": True}},
+    )
+    people = {p["id"]: p["role"] for p in got["result"]["participants"]}
+    assert people == {created["participant"]["id"]: "initiator", "agent:bob": "worker"}
+
+
 async def test_batches_answer_each_request_but_notifications(offline: Running) -> None:
     user = await offline.user()
     batch = [

@@ -195,10 +195,7 @@ class ServiceBase:
     async def _add_participant(
         self, actor: Actor, conv: Record, pid: str, role: Any, permissions: Any
     ) -> Participant:
-        if role not in ROLES:
-            raise InvalidParamsError(f"role must be one of {ROLES}", field="role")
-        if permissions is not None and not isinstance(permissions, dict):
-            raise InvalidParamsError("permissions must be an object", field="permissions")
+        self._check_role(role, permissions)
         after = await self.store.max_seq(actor.key, conv.conversation_id, "turn")
         seq = await self._next_seq(actor, conv, "participant")
         record = self._participant_record(conv, pid, seq, after, role, permissions)
@@ -210,6 +207,13 @@ class ServiceBase:
             {"conversationId": conv.conversation_id, "participant": participant},
         )
         return participant
+
+    @staticmethod
+    def _check_role(role: Any, permissions: Any) -> None:
+        if role not in ROLES:
+            raise InvalidParamsError(f"role must be one of {ROLES}", field="role")
+        if permissions is not None and not isinstance(permissions, dict):
+            raise InvalidParamsError("permissions must be an object", field="permissions")
 
     @staticmethod
     def _participant_record(

@@ -127,7 +127,8 @@ class ConversationService(TurnMethods, SummaryMethods, LifecycleMethods):
             task_id=data["taskId"],
             data=dict(data),
         )
-        await self.store.put(actor.key, conv)
+        people = self._initial_people(actor, conv, params.get("initialParticipants"))
+        await self.store.put_many(actor.key, [conv, *people])  # all or nothing
         if data["taskId"] is not None and self.binder is not None:
             self.binder(actor.key, data["taskId"], cid)
         self._emit(
@@ -140,20 +141,41 @@ class ConversationService(TurnMethods, SummaryMethods, LifecycleMethods):
                 "createdBy": actor.participant_id,
             },
         )
-        me = await self._add_participant(actor, conv, actor.participant_id, "initiator", None)
-        for other in params.get("initialParticipants") or []:
-            if isinstance(other, dict) and other.get("id") != actor.participant_id:
-                await self._add_participant(
-                    actor,
-                    conv,
-                    str(other.get("id")),
-                    other.get("role", "worker"),
-                    other.get("permissions"),
-                )
+        joined = [participant_of(p) for p in people]
+        for participant in joined:
+            self._emit(
+                actor,
+                "mail.participant.joined",
+                {"conversationId": cid, "participant": participant},
+            )
+        me = joined[0]
         result: dict[str, Any] = {"conversation": conv.data, "participant": me}
         if initial is not None:
             result["initialTurn"] = await self.record_turn(actor, conv, initial)
         return result
+
+    def _initial_people(self, actor: Actor, conv: Record, others: Any) -> list[Record]:
+        """The rows of a new conversation's participants: the caller as initiator, then
+        ``initialParticipants`` (checked; an id given twice joins once)."""
+        if others is not None and not isinstance(others, list):
+            raise InvalidParamsError(
+                "initialParticipants must be a list", field="initialParticipants"
+            )
+        people = [self._participant_record(conv, actor.participant_id, 1, 0, "initiator")]
+        for other in others or []:
+            if not isinstance(other, dict) or not isinstance(other.get("id"), str):
+                raise InvalidParamsError(
+                    "each of initialParticipants must be an object with an id",
+                    field="initialParticipants",
+                )
+            if other["id"] in {p.record_id for p in people}:
+                continue
+            role, permissions = other.get("role", "worker"), other.get("permissions")
+            self._check_role(role, permissions)
+            people.append(
+                self._participant_record(conv, other["id"], len(people) + 1, 0, role, permissions)
+            )
+        return people
 
     async def _check_parents(self, actor: Actor, data: Conversation) -> None:
         parent = data["parentConversationId"]
