@@ -7,6 +7,8 @@ from tests.conversations.conftest import KEY, actor
 from tests.conversations.test_service import BOB, ME, code_of, new, say
 
 from mail.conversations import Actor, ConversationService, EventBus
+from mail.conversations._lifecycle import StatusFollower
+from mail.core.tasks import MAILTask, TaskState
 from mail.db import CallerKey
 
 ADMIN = Actor(
@@ -23,12 +25,12 @@ async def test_a_conversation_follows_its_task(service: ConversationService, bus
     sub = bus.subscribe(KEY, {"eventTypes": ["x-mail.status.changed", "mail.closed"]})
     cid = (await new(service, taskId="t1"))["conversation"]["id"]
     follow = service.follow_task
-    assert await follow(KEY, cid, "t1", "running") is None  # already active
+    assert await follow(KEY, cid, "t1", "running") == "active"  # already: no event
     assert await follow(KEY, cid, "t1", "waiting_breakpoint") == "paused"
     assert await status(service, cid) == "paused"
     assert await follow(KEY, cid, "t1", "completed") == "active"
     assert await follow(KEY, cid, "t1", "cancelled") == "failed"
-    assert await follow(KEY, cid, "t1", "running") is None  # closed: it stays failed
+    assert await follow(KEY, cid, "t1", "running") == "failed"  # closed: it stays so
     assert await follow(KEY, "conv-nope", "t1", "failed") is None
     got = (await service.call("mail/get", ME, {"conversationId": cid}))["conversation"]
     assert (got["status"], got["closedBy"], got["closeReason"]) == (
@@ -69,3 +71,29 @@ async def test_redaction_rights(service: ConversationService) -> None:
     assert by_author["turn"]["status"] == "redacted"
     by_initiator = await service.call(redact, ME, {"conversationId": cid, "turnId": mine["id"]})
     assert by_initiator["turn"]["content"] is None
+
+
+async def test_a_follower_applies_a_pause_and_its_resume_in_order(
+    service: ConversationService,
+) -> None:
+    follower = StatusFollower.over(service, lambda key, task_id: [cid] if task_id == "t1" else [])
+    cid = (await new(service, taskId="t1"))["conversation"]["id"]
+    follower.start()
+    try:
+        task = MAILTask("t1", "user:me", [])
+        for state in ("running", "waiting_breakpoint", "running", "completed"):
+            task.state = TaskState(state)
+            follower.task_changed(KEY, task)  # both queued before either is applied
+        await follower.drain()
+        assert await status(service, cid) == "active"
+        task.state = TaskState.WAITING_BREAKPOINT
+        follower.task_changed(KEY, task)
+        await follower.drain()
+        assert await status(service, cid) == "paused"
+        await service.call("mail/close", ME, {"conversationId": cid})
+        task.state = TaskState.RUNNING
+        follower.task_changed(KEY, task)  # closed elsewhere: it stays closed
+        await follower.drain()
+        assert await status(service, cid) == "completed"
+    finally:
+        await follower.close()

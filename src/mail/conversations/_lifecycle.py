@@ -50,6 +50,10 @@ _FOLLOWS = {
 _WHY = {"failed": "failed", "cancelled": "was cancelled"}
 #: conversations whose status a follower remembers (all forgotten beyond)
 _KNOWN = 10_000
+#: what a follower remembers of a conversation that is no more
+_GONE = "gone"
+#: statuses no task change alters
+_SETTLED = (*CLOSED_STATUSES, _GONE)
 
 
 class LifecycleMethods(ServiceBase):
@@ -96,21 +100,22 @@ class LifecycleMethods(ServiceBase):
         self, key: CallerKey, conversation_id: str, task_id: str, state: str
     ) -> str | None:
         """Apply the bound task's ``state`` (a :class:`~mail.core.tasks.TaskState` value)
-        to the conversation; returns its new status, or ``None`` when nothing changed (a
-        closed or unknown conversation, the same status). The change is made under the
-        conversation's lock, so that it never reopens a conversation closed meanwhile."""
+        to the conversation; returns the status it has then (changed or not: a closed
+        conversation stays closed), or ``None`` when there is no such conversation. The
+        change is made under the conversation's lock, so that it never reopens a
+        conversation closed meanwhile."""
         target = _FOLLOWS.get(state)
         conv = await self.store.get(key, conversation_id, "conversation", conversation_id)
         if target is None or conv is None:
-            return None
+            return None if conv is None else str(conv.data["status"])
         actor = Actor(key=key, participant_id=SYSTEM)
         async with self._lock(actor, conv):
             conv = await self.store.get(key, conversation_id, "conversation", conversation_id)
-            if conv is None or conv.data["status"] in CLOSED_STATUSES:
+            if conv is None:
                 return None
             previous = conv.data["status"]
-            if target == previous:
-                return None
+            if previous in CLOSED_STATUSES or target == previous:
+                return str(previous)
             if target == "failed":
                 await self._closed(actor, conv, "failed", f"task {task_id!r} {_WHY[state]}")
                 return target
@@ -133,10 +138,12 @@ class StatusFollower:
     """Makes the conversations bound to a task follow its state (:meth:`attach` a
     caller's runtime). The runtime tells it of every change of a task's record; for a task
     no conversation is bound to (``bound`` answers an empty list) that is one lookup. The
-    changes are applied in order by one background task (:meth:`start`, :meth:`close`);
-    a failing store loses the change (logged). The status it last applied (or found) per
-    conversation is remembered, so that the many changes that keep it (a turn that opens
-    and ends running) cost no store read."""
+    follower remembers the status each conversation will have once the changes it queued
+    are applied, so that the many changes that keep it (a turn that opens and ends
+    running) are dropped at once: only a change of status is queued, and applied in order
+    by one background task (:meth:`start`, :meth:`close`) under the conversation's lock.
+    A failing store loses the change (logged), and the conversation's status is read
+    again at its next change."""
 
     def __init__(
         self, service: LifecycleMethods, bound: Callable[[CallerKey, str], list[str]]
@@ -183,9 +190,7 @@ class StatusFollower:
     def created(self, key: CallerKey, conversation_id: str) -> None:
         """A conversation was just created (``active``): its first task change then costs
         no store read."""
-        if len(self._known) >= _KNOWN:
-            self._known.clear()
-        self._known[(key, conversation_id)] = "active"
+        self._remember(key, conversation_id, "active")
 
     def attach(self, runtime: MAILRuntime, key: CallerKey) -> None:
         """Follow the tasks of ``runtime`` (the caller ``key``'s), except what its shutdown
@@ -198,10 +203,28 @@ class StatusFollower:
         runtime.tasks.observe_tasks(changed)
 
     def task_changed(self, key: CallerKey, task: MAILTask) -> None:
-        """The observer of a runtime: cheap when nothing is bound to the task."""
+        """The observer of a runtime: cheap when nothing is bound to the task, or when
+        the change keeps the statuses of the conversations bound to it."""
         bound = self._bound(key, task.task_id)
-        if bound:
-            self._queue.put_nowait((key, task.task_id, str(task.state), bound))
+        if not bound:
+            return
+        state = str(task.state)
+        target = _FOLLOWS.get(state)
+        if target is None:
+            return
+        changing = []
+        for conversation_id in bound:
+            known = self._known.get((key, conversation_id))
+            if known != target and known not in _SETTLED:
+                changing.append(conversation_id)
+                self._remember(key, conversation_id, target)
+        if changing:
+            self._queue.put_nowait((key, task.task_id, state, changing))
+
+    def _remember(self, key: CallerKey, conversation_id: str, status: str) -> None:
+        if len(self._known) >= _KNOWN:
+            self._known.clear()
+        self._known[(key, conversation_id)] = status
 
     async def drain(self) -> None:
         """Wait until the changes queued so far are applied (or lost)."""
@@ -220,14 +243,11 @@ class StatusFollower:
                 self._queue.task_done()
 
     async def _follow(self, key: CallerKey, conversation_id: str, task_id: str, state: str) -> None:
-        target = _FOLLOWS.get(state)
-        if target is None or self._known.get((key, conversation_id)) == target:
-            return
         try:
-            await self.service.follow_task(key, conversation_id, task_id, state)
+            status = await self.service.follow_task(key, conversation_id, task_id, state)
         except Exception:  # a status is never worth failing a task for
             logger.exception("conversation %s did not follow task %s", conversation_id, task_id)
+            self._known.pop((key, conversation_id), None)  # read it again next time
             return
-        if len(self._known) >= _KNOWN:
-            self._known.clear()
-        self._known[(key, conversation_id)] = target
+        if status is None or status in CLOSED_STATUSES:  # no change of the task alters it
+            self._remember(key, conversation_id, status or _GONE)
