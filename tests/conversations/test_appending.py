@@ -17,7 +17,7 @@ from tests.conversations.test_service import ME, new, say
 
 from mail.conversations import ConversationService, EventBus, conversation_store_for
 from mail.conversations.interception import Interceptor
-from mail.core.events import EventLog, EventName
+from mail.core.events import EventLog, EventName, MAILEvent
 from mail.db import PostgresStore, SQLiteStore, TaskStore
 
 AT = "2026-11-27T06:00:00.123456+00:00"
@@ -137,7 +137,13 @@ async def test_interceptor_batches_drain_at_once_and_fail_per_conversation(
     tasks = SQLiteStore(tmp_path / "mail.db")
     await tasks.open()
     service = ConversationService(conversation_store_for(tasks))
-    interceptor = Interceptor(service, interval=60.0)  # drain() must not wait for it
+    logs = {task: EventLog(task) for task in ("t-good", "t-bad", "t-unbound")}
+
+    async def events(key: object, task_id: str, after: int) -> list[MAILEvent]:
+        return logs[task_id].since(after) if task_id in logs else []
+
+    # eager: caught up by the writer, whose 60 s of gathering drain() must not wait for
+    interceptor = Interceptor(service, events, eager=True, interval=60.0)
     interceptor.start()
     try:
         good = (await new(service, taskId="t-good"))["conversation"]["id"]
@@ -151,7 +157,6 @@ async def test_interceptor_batches_drain_at_once_and_fail_per_conversation(
             )
         finally:
             conn.close()
-        logs = {task: EventLog(task) for task in ("t-good", "t-bad", "t-unbound")}
         for n in range(3):
             for log in logs.values():
                 _message(log, f"{log.task_id}-{n}")

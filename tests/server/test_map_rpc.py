@@ -141,8 +141,8 @@ async def test_a_create_with_bad_participants_stores_nothing(offline: Running) -
         "mail/get",
         {"conversationId": created["conversation"]["id"], "include": {"participants": True}},
     )
-    people = {p["id"]: p["role"] for p in got["result"]["participants"]}
-    assert people == {created["participant"]["id"]: "initiator", "agent:bob": "worker"}
+    roles = {p["id"]: p["role"] for p in got["result"]["participants"]}
+    assert roles == {created["participant"]["id"]: "initiator", "agent:bob": "worker"}
 
 
 async def test_batches_answer_each_request_but_notifications(offline: Running) -> None:

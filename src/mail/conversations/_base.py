@@ -7,7 +7,7 @@ import asyncio
 import secrets
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -104,6 +104,9 @@ class ServiceBase:
         self.max_thread_depth = max_thread_depth
         #: told ``(key, task_id, conversation_id)`` when a conversation is bound to a task
         self.binder: Callable[[CallerKey, str, str], None] | None = None
+        #: writes the intercepted turns of a bound conversation's task that are not yet
+        #: (the interceptor's), before a method reads or changes the conversation
+        self.catch_up: Callable[[CallerKey, Record], Awaitable[None]] | None = None
         # one lock per conversation being changed in this process (status changes, closes,
         # redactions: read, check, write); gone once nobody holds it
         self._locks: weakref.WeakValueDictionary[tuple[CallerKey, str], asyncio.Lock] = (
@@ -124,11 +127,19 @@ class ServiceBase:
         self.bus.publish(actor.key, event_type, data, now_ms())
 
     async def _conversation(self, actor: Actor, params: dict[str, Any]) -> Record:
+        """The conversation ``params`` names, its intercepted turns caught up first (when
+        it is bound to a task and open); raises 10000 when there is none."""
         cid = req_str(params, "conversationId")
         record = await self.store.get(actor.key, cid, "conversation", cid)
         if record is None:
             raise ConversationNotFoundError(f"no conversation {cid!r}", conversationId=cid)
+        await self._catch_up(actor.key, record)
         return record
+
+    async def _catch_up(self, key: CallerKey, conv: Record) -> None:
+        open_ = conv.data["status"] not in CLOSED_STATUSES
+        if conv.task_id is not None and open_ and self.catch_up is not None:
+            await self.catch_up(key, conv)
 
     @staticmethod
     def _open(conv: Record) -> None:

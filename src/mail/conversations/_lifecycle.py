@@ -117,6 +117,7 @@ class LifecycleMethods(ServiceBase):
             if previous in CLOSED_STATUSES or target == previous:
                 return str(previous)
             if target == "failed":
+                await self._catch_up(key, conv)  # the task's last turns, then the close
                 await self._closed(actor, conv, "failed", f"task {task_id!r} {_WHY[state]}")
                 return target
             conv.data["status"] = target

@@ -9,7 +9,14 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from mail.conversations.store import ConversationStore, Joiner, Record, RecordKind, plan_append
+from mail.conversations.store import (
+    ConversationStore,
+    Joiner,
+    Mark,
+    Record,
+    RecordKind,
+    plan_append,
+)
 from mail.db.store import CallerKey, dumps, loads
 
 if TYPE_CHECKING:
@@ -62,8 +69,8 @@ _SQLITE_CONVS = f"""SELECT {_COLUMNS}, (SELECT COALESCE(MAX(t.seq), 0)
         AND t.conversation_id = c.conversation_id AND t.kind = 'turn')
     FROM conversation_records AS c WHERE {_KEY} AND kind = 'conversation'
     AND record_id = conversation_id AND conversation_id IN ({{ids}})"""
-_SQLITE_PEOPLE = f"""SELECT conversation_id, record_id, seq FROM conversation_records
-    WHERE {_KEY} AND kind = 'participant' AND conversation_id IN ({{ids}})"""
+_SQLITE_PEOPLE = f"""SELECT conversation_id, record_id, seq, kind FROM conversation_records
+    WHERE {_KEY} AND kind IN ('participant', 'mark') AND conversation_id IN ({{ids}})"""
 #: conversations per statement (SQLite bounds a statement's parameters)
 _CHUNK = 500
 # many rows in one statement: one step of the database (the sqlite3 module lets the event
@@ -85,8 +92,8 @@ _POSTGRES_LAST = """SELECT c.id, (SELECT COALESCE(MAX(t.seq), 0) FROM conversati
         WHERE t.swarm_name = $1 AND t.caller_role = $2 AND t.caller_id = $3
         AND t.conversation_id = c.id AND t.kind = 'turn')
     FROM unnest($4::text[]) AS c(id)"""
-_POSTGRES_PEOPLE = f"""SELECT conversation_id, record_id, seq FROM conversation_records
-    WHERE {_PG_KEY} AND kind = 'participant' AND conversation_id = ANY($4::text[])"""
+_POSTGRES_PEOPLE = f"""SELECT conversation_id, record_id, seq, kind FROM conversation_records
+    WHERE {_PG_KEY} AND kind IN ('participant', 'mark') AND conversation_id = ANY($4::text[])"""
 
 
 def _key(key: CallerKey) -> tuple[str, str, str]:
@@ -117,17 +124,27 @@ def _plan(
     last: Mapping[str, int],
     people: Sequence[Any],
     join: Joiner | None,
+    marks: Mapping[str, Mark] | None,
 ) -> dict[str, list[Record]]:
     """The rows to write: ``convs`` the conversation rows found, ``last`` their newest
-    turn's seq, ``people`` their participants ``(conversation_id, id, seq)``."""
+    turn's seq, ``people`` their participants and marks ``(conversation_id, id, seq,
+    kind)``."""
     members: dict[str, list[tuple[str, int]]] = {}
-    for cid, pid, seq in people:
-        members.setdefault(cid, []).append((pid, int(seq)))
+    marked: dict[tuple[str, str], int] = {}
+    for cid, rid, seq, kind in people:
+        if kind == "mark":
+            marked[(cid, rid)] = int(seq)
+        else:
+            members.setdefault(cid, []).append((rid, int(seq)))
     written: dict[str, list[Record]] = {}
     for row in convs:
         conv = _record(row)
         cid = conv.conversation_id
-        rows = plan_append(conv, turns[cid], join, members.get(cid, ()), int(last[cid]))
+        mark = (marks or {}).get(cid)
+        stored = marked.get((cid, mark[0]), 0) if mark is not None else 0
+        rows = plan_append(
+            conv, turns[cid], join, members.get(cid, ()), int(last[cid]), mark, stored
+        )
         if rows is not None:
             written[cid] = rows
     return written
@@ -188,6 +205,7 @@ class SQLiteConversationStore(ConversationStore):
         key: CallerKey,
         turns: Mapping[str, Sequence[dict[str, Any]]],
         join: Joiner | None = None,
+        marks: Mapping[str, Mark] | None = None,
     ) -> dict[str, list[Record]]:
         texts = _texts(turns)  # encoded before the first await
         turns = {cid: list(items) for cid, items in turns.items()}
@@ -201,11 +219,11 @@ class SQLiteConversationStore(ConversationStore):
                 people: list[Any] = []
                 for at in range(0, len(order), _CHUNK):
                     ids = order[at : at + _CHUNK]
-                    marks = ", ".join("?" * len(ids))
-                    convs += conn.execute(_SQLITE_CONVS.format(ids=marks), (*k, *ids)).fetchall()
-                    people += conn.execute(_SQLITE_PEOPLE.format(ids=marks), (*k, *ids)).fetchall()
+                    places = ", ".join("?" * len(ids))
+                    convs += conn.execute(_SQLITE_CONVS.format(ids=places), (*k, *ids)).fetchall()
+                    people += conn.execute(_SQLITE_PEOPLE.format(ids=places), (*k, *ids)).fetchall()
                 last = {row[0]: row[6] for row in convs}
-                written = _plan(turns, [row[:6] for row in convs], last, people, join)
+                written = _plan(turns, [row[:6] for row in convs], last, people, join, marks)
                 params = [p for rows in written.values() for p in _turn_params(key, rows, texts)]
                 for at in range(0, len(params), _ROWS):
                     chunk = params[at : at + _ROWS]
@@ -289,6 +307,7 @@ class PostgresConversationStore(ConversationStore):
         key: CallerKey,
         turns: Mapping[str, Sequence[dict[str, Any]]],
         join: Joiner | None = None,
+        marks: Mapping[str, Mark] | None = None,
     ) -> dict[str, list[Record]]:
         texts = _texts(turns)  # encoded before the first await
         turns = {cid: list(items) for cid, items in turns.items()}
@@ -301,7 +320,7 @@ class PostgresConversationStore(ConversationStore):
                 convs = await conn.fetch(_POSTGRES_LOCK, *args)
                 last = dict(await conn.fetch(_POSTGRES_LAST, *args))
                 people = await conn.fetch(_POSTGRES_PEOPLE, *args)
-                written = _plan(turns, convs, last, people, join)
+                written = _plan(turns, convs, last, people, join, marks)
                 params = [p for rows in written.values() for p in _turn_params(key, rows, texts)]
                 if params:
                     await conn.executemany(_POSTGRES["put"], params)

@@ -28,7 +28,7 @@ from mail.conversations.models import (
     Turn,
     now_ms,
 )
-from mail.conversations.store import Record, RecordKind
+from mail.conversations.store import Mark, Record, RecordKind
 from mail.db.store import CallerKey
 
 __all__ = ["Intercepted", "TurnMethods"]
@@ -89,10 +89,16 @@ class TurnMethods(ServiceBase):
         return {"turn": turn.data}
 
     async def intercept(
-        self, key: CallerKey, items: Mapping[str, Sequence[Intercepted]]
+        self,
+        key: CallerKey,
+        items: Mapping[str, Sequence[Intercepted]],
+        marks: Mapping[str, Mark] | None = None,
     ) -> dict[str, list[Turn]]:
         """Record intercepted turns (``(author, params, source, event time)``, in order, by
-        conversation id) in one store write, each stamped with its event's time; authors not yet participants join as ``worker``. Records
+        conversation id) in one store write, each stamped with its event's time; authors
+        not yet participants join as ``worker``. With ``marks``, the conversations' marks
+        move on in the same write, and the turns they cover already are left out (see
+        :meth:`~mail.conversations.store.ConversationStore.append_turns`). Records
         nothing (silently) when mail is off, and nothing in a conversation that is
         unknown or closed; a ``threadId`` or ``inReplyTo`` the conversation does not have
         is dropped, the turn kept. Returns the turns recorded by conversation. Raises
@@ -109,7 +115,7 @@ class TurnMethods(ServiceBase):
                     cid, author, params, source, turn_id=next(ids), timestamp=_epoch_ms(at)
                 )
                 turns[cid].append(cast("dict[str, Any]", turn))
-        written = await self.store.append_turns(key, turns, join=self._joined)
+        written = await self.store.append_turns(key, turns, join=self._joined, marks=marks)
         recorded = {
             cid: [cast(Turn, r.data) for r in rows if r.kind == "turn"]
             for cid, rows in written.items()
@@ -121,7 +127,7 @@ class TurnMethods(ServiceBase):
                     if r.kind == "participant":
                         data = {"conversationId": cid, "participant": participant_of(r)}
                         self.bus.publish(key, "mail.participant.joined", data, now)
-                    else:
+                    elif r.kind == "turn":
                         data = {"conversationId": cid, "turn": r.data}
                         self.bus.publish(key, "mail.turn.added", data, now)
         return recorded

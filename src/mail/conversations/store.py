@@ -3,8 +3,9 @@ in-memory implementation.
 
 Every row belongs to a caller (:class:`~mail.db.CallerKey`, as tasks do) and to one
 conversation. A row is a *record*: its ``kind`` (``conversation``, ``participant``,
-``turn``, ``thread``, ``summary``), its id within the conversation and kind, an ordering
-``seq`` and its wire object (:mod:`mail.conversations.models`) as JSON. A conversation
+``turn``, ``thread``, ``summary``, and ``mark``: the newest event of the bound task its
+intercepted turns were made from, in ``seq``), its id within the conversation and kind,
+an ordering ``seq`` and its wire object (:mod:`mail.conversations.models`) as JSON. A conversation
 record carries the task it is bound to, so that a task's messages find their
 conversation. The SQL implementations (:mod:`mail.conversations._sql_store`) use the
 task store's own connection and the ``conversation_records`` table its migrations create.
@@ -23,13 +24,14 @@ from mail.db.store import CallerKey, dumps, loads
 __all__ = [
     "ConversationStore",
     "Joiner",
+    "Mark",
     "MemoryConversationStore",
     "Record",
     "RecordKind",
     "plan_append",
 ]
 
-RecordKind = Literal["conversation", "participant", "turn", "thread", "summary"]
+RecordKind = Literal["conversation", "participant", "turn", "thread", "summary", "mark"]
 
 
 @dataclass(slots=True, kw_only=True)
@@ -50,6 +52,9 @@ class Record:
 #: builds the row of an author who is not a participant yet: ``(conversation, author,
 #: participant seq, how many turns the conversation has)`` -> the participant record
 Joiner = Callable[[Record, str, int, int], Record]
+#: the turns of a conversation made from a task's events, up to which event: ``(task id,
+#: seq)``
+Mark = tuple[str, int]
 
 
 def plan_append(
@@ -58,11 +63,16 @@ def plan_append(
     join: Joiner | None,
     people: Iterable[tuple[str, int]],
     last_turn: int,
+    mark: Mark | None = None,
+    marked: int = 0,
 ) -> list[Record] | None:
     """The rows :meth:`ConversationStore.append_turns` writes in ``conv`` (``None`` when it
-    is closed): given its participants ``(id, seq)`` and its newest turn's seq."""
+    is closed): given its participants ``(id, seq)``, its newest turn's seq, and, with
+    ``mark``, the seq its stored mark of that task has (``marked``)."""
     if conv.data["status"] in CLOSED_STATUSES:
         return None
+    if mark is not None:
+        turns = [t for t in turns if not _made_before(t, mark[0], marked, conv)]
     known = dict(people)
     part_seq = max(known.values(), default=0)
     rows: list[Record] = []
@@ -83,7 +93,29 @@ def plan_append(
                 data=turn,
             )
         )
+    if mark is not None and mark[1] > marked:
+        rows.append(
+            Record(
+                conversation_id=conv.conversation_id,
+                kind="mark",
+                record_id=mark[0],
+                seq=mark[1],
+                task_id=conv.task_id,
+                data={},
+            )
+        )
     return rows
+
+
+def _made_before(turn: dict[str, Any], task_id: str, marked: int, conv: Record) -> bool:
+    """Whether an intercepted turn of ``task_id``'s events is written already (its event
+    is at most ``marked``) or came before the conversation (with no mark yet)."""
+    meta = turn.get("metadata") or {}
+    if meta.get("taskId") != task_id:
+        return False
+    if marked:
+        return int(meta.get("eventSeq") or 0) <= marked
+    return int(turn["timestamp"]) < int(conv.data["createdAt"])
 
 
 class ConversationStore(ABC):
@@ -111,14 +143,19 @@ class ConversationStore(ABC):
         key: CallerKey,
         turns: Mapping[str, Sequence[dict[str, Any]]],
         join: Joiner | None = None,
+        marks: Mapping[str, Mark] | None = None,
     ) -> dict[str, list[Record]]:
         """Append ``turns`` (wire objects, in order, by conversation id) in one transaction
         where the backend has them. Each gets the next turn ``seq`` of its conversation,
         allocated by the store under the conversation's lock, so that servers sharing a
         database never give two turns one seq. An unknown or closed conversation gets
         none. With ``join``, an author (``participantId``) who is no participant yet
-        (present or gone) is added first as ``join`` builds them. Returns the rows
-        written (participants and turns, in order) by conversation."""
+        (present or gone) is added first as ``join`` builds them. With ``marks`` (by
+        conversation id: ``(task id, event seq)``), the turns made from that task's events
+        are checked against the conversation's stored mark in the same transaction: those
+        of events it covers (or, with no mark yet, older than the conversation) are left
+        out, written already, and the mark moves on. Returns the rows written
+        (participants, turns and marks, in order) by conversation."""
         written: dict[str, list[Record]] = {}
         for cid in sorted(turns):
             conv = await self.get(key, cid, "conversation", cid)
@@ -128,7 +165,10 @@ class ConversationStore(ABC):
                 (r.record_id, r.seq) for r in await self.list_records(key, "participant", cid)
             ]
             last = await self.max_seq(key, cid, "turn")
-            rows = plan_append(conv, turns[cid], join, people, last)
+            mark = (marks or {}).get(cid)
+            stored = await self.get(key, cid, "mark", mark[0]) if mark is not None else None
+            marked = stored.seq if stored is not None else 0
+            rows = plan_append(conv, turns[cid], join, people, last, mark, marked)
             if rows is not None:
                 await self.put_many(key, rows)
                 written[cid] = rows

@@ -443,6 +443,16 @@ async def restore(
     return len(rows)
 
 
+async def stored_events(store: TaskStore, key: CallerKey, task_id: str) -> list[MAILEvent]:
+    """The events of one stored task as they were appended (none for an unknown task).
+    Raises :class:`mail.errors.StorageError`."""
+    stored = (await store.load_details(key, [task_id])).get(task_id)
+    if stored is None:
+        return []
+    datas, _, _ = expand(task_id, [(e.event, e.data) for e in stored.events], {}, None)
+    return [_event(e, data) for e, data in zip(stored.events, datas, strict=True)]
+
+
 def _event(row: EventRow, data: dict[str, Any]) -> MAILEvent:
     return MAILEvent(
         event=row.event,

@@ -54,6 +54,7 @@ from mail.server._cluster_setup import (
 from mail.server._cors import ConfiguredCORS
 from mail.server._deps import check_gates
 from mail.server._listen import check_port, recorded
+from mail.server._map_setup import open_conversations
 from mail.server._reload import APP, reload_environment, uvicorn_options, worker_config
 from mail.server._routes_ui_page import mount_ui
 from mail.server._shutdown import serve
@@ -296,7 +297,7 @@ def create_app(
             raise
         try:
             await _open_store(state)
-            _open_conversations(state)
+            open_conversations(state)
             # the MCP servers' sessions, shared by every caller (already open under
             # `mail server`, which reports a failure as one line: see _serve)
             await state.template.start_mcp()
@@ -442,28 +443,6 @@ async def _open_store(state: ServerState) -> None:
             keep_last=database.retention_keep_last,
         )
         state.spawn(state.retention.run(), "mail-prune")
-
-
-def _open_conversations(state: ServerState) -> None:
-    """MAP Mail's service over the task store's database (in memory without a store)."""
-    from mail.conversations import ConversationService, conversation_store_for  # noqa: PLC0415
-    from mail.conversations._lifecycle import StatusFollower  # noqa: PLC0415
-    from mail.conversations._llm_summary import summarizer_for  # noqa: PLC0415
-    from mail.conversations.interception import Interceptor  # noqa: PLC0415
-
-    settings = state.config.server.map
-    state.conversations = ConversationService(
-        conversation_store_for(state.store),
-        bus=state.map_events,
-        enabled=settings.enabled,
-        max_thread_depth=settings.max_thread_depth,
-        summarizer=summarizer_for(settings),
-    )
-    if settings.enabled:
-        state.interceptor = Interceptor(state.conversations)
-        state.interceptor.start()
-        state.map_status = StatusFollower.over(state.conversations, state.interceptor.bound)
-        state.map_status.start()
 
 
 def run_server(config: MAILConfig) -> None:

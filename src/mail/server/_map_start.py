@@ -136,6 +136,8 @@ async def create_with_task(
     if not isinstance(answer, dict):
         raise TaskNotStartedError("the server is shutting down", status=503, conversationId=cid)
     conv = await service.store.get(actor.key, cid, "conversation", cid)
+    if conv is not None:
+        await interceptor.catch_up(actor.key, conv)  # done by drain() when someone listens
     turns = await service.store.list_records(actor.key, "turn", cid)
     mine = [t.data for t in turns if t.data["participantId"] == actor.participant_id]
     return {
