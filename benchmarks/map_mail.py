@@ -1,21 +1,27 @@
-"""MAP Mail's cost on tasks (issue 26): one run, three servers driven in turns.
+"""MAP Mail's cost on tasks (issue 26): one run, five servers driven in turns.
 
 * ``off``: ``[server.map] enabled = false`` (no interception: the code before MAP Mail,
   as far as a task's path goes);
 * ``on``: MAP Mail on, tasks with no conversation (the runtime's observer does one
   dictionary lookup per event);
 * ``bound``: MAP Mail on, each task bound to a conversation created beforehand (untimed)
-  with ``mail/create {taskId}``: every message and tool call becomes a turn.
+  with ``mail/create {taskId}``, which nobody reads while the tasks run: their turns are
+  written by the next read (a catch-up), so this is the cost on the tasks' path;
+* ``read``: as ``bound``, and each chunk ends with a catch-up of each conversation, timed
+  (what the first read of each conversation afterwards does: its turns written, every
+  message and tool call a turn): the whole cost of recording, counted against the task;
+* ``watched``: as ``bound`` with a MAP subscription open on the server: the turns are
+  written within 50 ms of their events (timed until they are).
 
 Each server keeps its tasks in SQLite in a temporary directory and runs in this process.
 A round sends a chunk of sequential ``POST /message`` tasks (the three-turn swarm of
 ``benchmarks/http.py``) to each server in a rotating order, each chunk timed until its
-answers are in and its intercepted turns are written. Prints tasks/s per server and the
-ratios to ``off`` (median of the per-round ratios, with their spread) of the wall time
-and of the process's CPU time (all its threads: the stores' too), which other processes
-on the machine disturb less.
+answers are in and, for ``read`` and ``watched``, its turns written. Prints tasks/s per
+server and the ratios to ``off`` (median of the per-round ratios, with their spread) of
+the wall time and of the process's CPU time (all its threads: the stores' too), which
+other processes on the machine disturb less.
 
-    uv run python benchmarks/map_mail.py [--rounds 10] [--chunk 100]
+    uv run python benchmarks/map_mail.py [--rounds 10] [--chunk 100] [--turn-ms 0]
 """
 
 from __future__ import annotations
@@ -40,13 +46,15 @@ import aiohttp
 
 from mail import MAILAgentTemplate, MAILSwarmTemplate
 from mail.config import load_config
+from mail.db import CallerKey
 from mail.server import create_app
 from mail.testing import StaticAuth
 from mail.testing.server import serve
 
 HERE = Path(__file__).resolve().parent
 KEY = "bench-user-key"
-MODES = ("off", "on", "bound")
+MODES = ("off", "on", "bound", "read", "watched")
+BOUND = ("bound", "read", "watched")
 
 
 def _bench_http() -> Any:
@@ -92,10 +100,26 @@ def _app(data_dir: Path, enabled: bool, paced: bool = False) -> Any:
     return create_app(config, template=template, authenticator=StaticAuth({KEY: ("user", "b")}))
 
 
-async def _bind(session: aiohttp.ClientSession, url: str, task_id: str) -> None:
+async def _bind(session: aiohttp.ClientSession, url: str, task_id: str) -> str:
+    """A conversation bound to ``task_id``: its id."""
     rpc = {"jsonrpc": "2.0", "id": 1, "method": "mail/create", "params": {"taskId": task_id}}
     async with session.post(f"{url}/map", json=rpc) as response:
-        assert "result" in await response.json()
+        answer = await response.json()
+    return str(answer["result"]["conversation"]["id"])
+
+
+async def _record(app: Any, mode: str, conversations: list[str]) -> None:
+    """What recording the chunk's turns takes beyond the tasks: for ``read``, a catch-up
+    of each conversation (as its first read does); for ``watched``, the writes under way."""
+    interceptor = app.state.mail.interceptor
+    if mode == "watched":
+        await interceptor.drain()
+    elif mode == "read":
+        store = app.state.mail.conversations.store
+        key = CallerKey(swarm=app.state.mail.template.name, role="user", id="b")
+        for cid in conversations:
+            conv = await store.get(key, cid, "conversation", cid)
+            await interceptor.catch_up(key, conv)
 
 
 async def _task(session: aiohttp.ClientSession, url: str, task_id: str, turn_ms: int = 0) -> None:
@@ -112,18 +136,17 @@ async def _chunk(
     """Run ``n`` tasks: their wall time and this process's CPU time (every thread's: the
     store's too) until their answers are in and their turns written."""
     elapsed = cpu = 0.0
+    conversations = []
     for _ in range(n):
         task_id = f"bench-{uuid.uuid4().hex}"
-        if mode == "bound":
-            await _bind(session, url, task_id)  # untimed: the conversation exists beforehand
+        if mode in BOUND:  # untimed: the conversation exists beforehand
+            conversations.append(await _bind(session, url, task_id))
         start, start_cpu = time.perf_counter(), time.process_time()
         await _task(session, url, task_id)
         elapsed += time.perf_counter() - start
         cpu += time.process_time() - start_cpu
     start, start_cpu = time.perf_counter(), time.process_time()
-    interceptor = app.state.mail.interceptor
-    if interceptor is not None:
-        await interceptor.drain()  # the turns are part of the cost
+    await _record(app, mode, conversations)
     return elapsed + time.perf_counter() - start, cpu + time.process_time() - start_cpu
 
 
@@ -133,13 +156,12 @@ async def _wave(
     """Run ``n`` tasks at once, each turn waiting ``turn_ms`` as an LLM call would: the
     wall time until every answer is in and every turn written, and the CPU time."""
     ids = [f"bench-{uuid.uuid4().hex}" for _ in range(n)]
-    if mode == "bound":
-        await asyncio.gather(*(_bind(session, url, t) for t in ids))  # untimed
+    conversations = []
+    if mode in BOUND:  # untimed
+        conversations = await asyncio.gather(*(_bind(session, url, t) for t in ids))
     start, start_cpu = time.perf_counter(), time.process_time()
     await asyncio.gather(*(_task(session, url, t, turn_ms) for t in ids))
-    interceptor = app.state.mail.interceptor
-    if interceptor is not None:
-        await interceptor.drain()
+    await _record(app, mode, list(conversations))
     return time.perf_counter() - start, time.process_time() - start_cpu
 
 
@@ -156,6 +178,9 @@ async def main(args: argparse.Namespace) -> None:
         for mode in MODES:
             app = _app(tmp / mode, enabled=mode != "off", paced=paced)
             servers[mode] = (await stack.enter_async_context(serve(app)), app)
+            if mode == "watched":  # a subscriber: the turns are written as they come
+                key = CallerKey(swarm=app.state.mail.template.name, role="user", id="b")
+                app.state.mail.conversations.bus.subscribe(key, {})
         session = await stack.enter_async_context(
             aiohttp.ClientSession(headers={"Authorization": f"Bearer {KEY}"})
         )
@@ -164,7 +189,7 @@ async def main(args: argparse.Namespace) -> None:
         times: dict[str, list[float]] = {mode: [] for mode in MODES}
         cpu: dict[str, list[float]] = {mode: [] for mode in MODES}
         for r in range(args.rounds):
-            order = MODES[r % 3 :] + MODES[: r % 3]
+            order = MODES[r % len(MODES) :] + MODES[: r % len(MODES)]
             for mode in order:
                 url, app = servers[mode]
                 if paced:

@@ -163,8 +163,8 @@ class Interceptor:
         self._watches: dict[CallerKey, _Watch] = {}
         self._dirty: set[tuple[CallerKey, str]] = set()  # (caller, task) to catch up
         self._pending: list[_Pending] = []
-        #: the mark of a conversation as far as this process knows (a hint: the store
-        #: checks it)
+        #: the mark of a conversation as this process wrote it (a hint of which events to
+        #: read: the store checks the turns against the stored one)
         self._marks: dict[tuple[CallerKey, str], int] = {}
         self._locks: weakref.WeakValueDictionary[tuple[CallerKey, str], asyncio.Lock] = (
             weakref.WeakValueDictionary()
@@ -301,11 +301,8 @@ class Interceptor:
         groups: dict[str, list[Intercepted]] = {}
         marks: dict[str, Mark] = {}
         for cid, task_id in bound:
-            after = self._marks.get((key, cid))
-            if after is None:
-                stored = await self.service.store.get(key, cid, "mark", task_id)
-                after = stored.seq if stored is not None else 0
-            events = await self.events(key, task_id, after)
+            # unknown here: from the first event (the store leaves out what it has)
+            events = await self.events(key, task_id, self._marks.get((key, cid), 0))
             if not events or events[-1].seq is None:
                 continue
             metas = {
