@@ -136,6 +136,11 @@ class EventBus:
         """Whether any subscription is open (events published now may reach someone)."""
         return bool(self._subscriptions)
 
+    def listening_to(self, key: CallerKey) -> bool:
+        """Whether a subscription may take events of ``key``'s conversations (its own, or
+        an admin's of every caller)."""
+        return any(s.key == key or s.filter.get(ALL_CALLERS) for s in self._subscriptions.values())
+
     def publish(self, key: CallerKey, event_type: str, data: dict[str, Any], now: int) -> None:
         """Deliver an event of ``key``'s conversations to the matching subscriptions
         (never blocks: a full queue drops its oldest event)."""

@@ -14,9 +14,10 @@ turn seqs are allocated there, so servers sharing a database never repeat one.
 A catch-up runs before any ``mail/*`` method reads or changes the conversation, and
 before a failed task closes it; so a task whose conversation nobody reads while it runs
 writes nothing more than a task with none (the runtime's observer does two dictionary
-lookups per event). While anybody subscribes to MAP events (always in cluster mode), and
-always when tasks are kept in memory only (their events do not outlive the process), the
-bound tasks' conversations are caught up within ``interval`` seconds of their events
+lookups per event). While a subscription may take the caller's MAP events (the caller's
+own, an admin's of every caller; always in cluster mode), and always when tasks are kept
+in memory only (their events do not outlive the process), the caller's bound tasks'
+conversations are caught up within ``interval`` seconds of their events
 (50 ms; at once when :meth:`Interceptor.drain` waits), so that ``mail.turn.added``
 reaches subscribers at once. Interception never blocks nor fails a delivery: a closed or
 vanished conversation gets no turn; a catch-up that fails is logged, and the next one
@@ -241,7 +242,7 @@ class Interceptor:
             for event in log.since(seen):
                 self._expected(watch, task_id, event)
             watch.seen[task_id] = log.last_seq
-        if task_id in watch.bound and (self.eager or self.service.bus.listening):
+        if task_id in watch.bound and (self.eager or self.service.bus.listening_to(watch.key)):
             self._dirty.add((watch.key, task_id))
             self._wake.set()
 

@@ -76,6 +76,10 @@ class SharedEventBus(EventBus):
         """Always: a subscriber may listen on any replica."""
         return True
 
+    def listening_to(self, key: CallerKey) -> bool:
+        """Always: a subscriber may listen on any replica."""
+        return True
+
     def publish(self, key: CallerKey, event_type: str, data: dict[str, Any], now: int) -> None:
         """Queue the event for the stream (:meth:`publish_forever` appends it)."""
         item = {"key": [key.swarm, key.role, key.id], "type": event_type, "data": data, "now": now}
