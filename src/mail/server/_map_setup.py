@@ -47,13 +47,15 @@ async def _task_events(
 ) -> list[MAILEvent]:
     """The events of the caller ``key``'s task after seq ``after``, for MAP Mail's
     catch-ups: its runtime's when it holds the task (in cluster mode, those the store
-    committed), else the store's."""
+    committed), else the store's (the whole task is read: its messages are stored once, in
+    the event that first carried them)."""
     swarm = state.swarms.lookup(key.role, key.id)
     task = swarm.get_task_by_id(task_id) if swarm is not None else None
     if task is not None:
         events = task.log.since(after)
         committed = task.log.committed_seq
         return events if committed is None else [e for e in events if (e.seq or 0) <= committed]
-    if state.store is None:
-        return []
-    return [e for e in await stored_events(state.store, key, task_id) if (e.seq or 0) > after]
+    store = state.store
+    if store is None or not await store.load_events(key, task_id, after, limit=1):
+        return []  # (one cheap read when there is nothing new, as for a finished task)
+    return [e for e in await stored_events(store, key, task_id) if (e.seq or 0) > after]
