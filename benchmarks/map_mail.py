@@ -10,8 +10,10 @@
 * ``read``: as ``bound``, and each chunk ends with a catch-up of each conversation, timed
   (what the first read of each conversation afterwards does: its turns written, every
   message and tool call a turn): the whole cost of recording, counted against the task;
-* ``watched``: as ``bound`` with a MAP subscription open on the server: the turns are
-  written within 50 ms of their events (timed until they are).
+* ``watched``: as ``bound`` with a MAP subscription of the caller open on the server: the
+  turns are written within 50 ms of their events (timed until they are), and each one
+  is queued for the subscriber as a ``mail.turn.added`` event (which nobody reads: the
+  oldest are dropped).
 
 Each server keeps its tasks in SQLite in a temporary directory and runs in this process.
 A round sends a chunk of sequential ``POST /message`` tasks (the three-turn swarm of

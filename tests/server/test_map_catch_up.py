@@ -1,7 +1,7 @@
 """A bound task's turns made from its events when its conversation is read (catch-ups),
 against real servers: nothing written on the task's path while nobody subscribes, each
 turn written once however many read at once, a subscriber told at once (only one that may
-take the caller's events makes them written at once), only the events after the binding, and turns made after a restart from the stored events (SQLite and
+take the caller's turn events makes them written at once), only the events after the binding, and turns made after a restart from the stored events (SQLite and
 PostgreSQL)."""
 
 from __future__ import annotations
@@ -80,13 +80,14 @@ async def test_a_subscriber_is_told_of_turns_nobody_read(offline: Running) -> No
     assert turn["conversationId"] == cid and turn["content"]["text"] == "hi there"
 
 
-async def test_only_a_subscription_that_may_take_them_writes_turns_at_once(
+async def test_only_a_subscription_that_may_take_turns_has_them_written_at_once(
     offline: Running,
 ) -> None:
     user, other, admin = await offline.user(), await offline.user2(), await offline.admin()
     interceptor = offline.state.interceptor
     assert interceptor is not None
     await subscribe(other, {})  # another caller's: not told of this caller's turns
+    await subscribe(user, {"eventTypes": ["mail.closed"]})  # told of no turn
     await bound_task(user, "task-unseen")
     await interceptor.drain()
     assert "turn" not in stored_kinds(offline)

@@ -120,16 +120,17 @@ class TurnMethods(ServiceBase):
             cid: [cast(Turn, r.data) for r in rows if r.kind == "turn"]
             for cid, rows in written.items()
         }
-        if self.bus.listening:
-            now = now_ms()
-            for cid, rows in written.items():
-                for r in rows:
-                    if r.kind == "participant":
-                        data = {"conversationId": cid, "participant": participant_of(r)}
-                        self.bus.publish(key, "mail.participant.joined", data, now)
-                    elif r.kind == "turn":
-                        data = {"conversationId": cid, "turn": r.data}
-                        self.bus.publish(key, "mail.turn.added", data, now)
+        joins = self.bus.listening_to(key, "mail.participant.joined")
+        adds = self.bus.listening_to(key, "mail.turn.added")
+        now = now_ms()
+        for cid, rows in written.items() if joins or adds else ():
+            for r in rows:
+                if r.kind == "participant" and joins:
+                    data = {"conversationId": cid, "participant": participant_of(r)}
+                    self.bus.publish(key, "mail.participant.joined", data, now)
+                elif r.kind == "turn" and adds:
+                    data = {"conversationId": cid, "turn": r.data}
+                    self.bus.publish(key, "mail.turn.added", data, now)
         return recorded
 
     @classmethod

@@ -131,15 +131,16 @@ class EventBus:
         sub.closed.set()
         return True
 
-    @property
-    def listening(self) -> bool:
-        """Whether any subscription is open (events published now may reach someone)."""
-        return bool(self._subscriptions)
-
-    def listening_to(self, key: CallerKey) -> bool:
+    def listening_to(self, key: CallerKey, *event_types: str) -> bool:
         """Whether a subscription may take events of ``key``'s conversations (its own, or
-        an admin's of every caller)."""
-        return any(s.key == key or s.filter.get(ALL_CALLERS) for s in self._subscriptions.values())
+        an admin's of every caller) of one of ``event_types`` (of any type when none)."""
+        for sub in self._subscriptions.values():
+            if sub.key != key and not sub.filter.get(ALL_CALLERS):
+                continue
+            types = sub.filter.get("eventTypes")
+            if not types or not event_types or any(t in types for t in event_types):
+                return True
+        return False
 
     def publish(self, key: CallerKey, event_type: str, data: dict[str, Any], now: int) -> None:
         """Deliver an event of ``key``'s conversations to the matching subscriptions

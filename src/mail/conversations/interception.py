@@ -14,8 +14,9 @@ turn seqs are allocated there, so servers sharing a database never repeat one.
 A catch-up runs before any ``mail/*`` method reads or changes the conversation, and
 before a failed task closes it; so a task whose conversation nobody reads while it runs
 writes nothing more than a task with none (the runtime's observer does two dictionary
-lookups per event). While a subscription may take the caller's MAP events (the caller's
-own, an admin's of every caller; always in cluster mode), and always when tasks are kept
+lookups per event). While a subscription may take the caller's ``mail.turn.added`` or
+``mail.participant.joined`` events (the caller's own, an admin's of every caller; always
+in cluster mode), and always when tasks are kept
 in memory only (their events do not outlive the process), the caller's bound tasks'
 conversations are caught up within ``interval`` seconds of their events
 (50 ms; at once when :meth:`Interceptor.drain` waits), so that ``mail.turn.added``
@@ -54,6 +55,8 @@ __all__ = ["Interceptor", "TaskEvents"]
 logger = logging.getLogger("mail.server")
 
 _AGENT = re.compile(r"^agent (\S+) called ")
+#: the events of intercepted turns: a subscription that may take one has them written at once
+_TOLD = ("mail.turn.added", "mail.participant.joined")
 #: conversations whose mark an interceptor remembers (all forgotten beyond: read again)
 _MARKS = 10_000
 
@@ -242,7 +245,9 @@ class Interceptor:
             for event in log.since(seen):
                 self._expected(watch, task_id, event)
             watch.seen[task_id] = log.last_seq
-        if task_id in watch.bound and (self.eager or self.service.bus.listening_to(watch.key)):
+        if task_id not in watch.bound or (watch.key, task_id) in self._dirty:
+            return
+        if self.eager or self.service.bus.listening_to(watch.key, *_TOLD):
             self._dirty.add((watch.key, task_id))
             self._wake.set()
 

@@ -71,12 +71,7 @@ class SharedEventBus(EventBus):
 
     # --- events -------------------------------------------------------------------------------
 
-    @property
-    def listening(self) -> bool:
-        """Always: a subscriber may listen on any replica."""
-        return True
-
-    def listening_to(self, key: CallerKey) -> bool:
+    def listening_to(self, key: CallerKey, *event_types: str) -> bool:
         """Always: a subscriber may listen on any replica."""
         return True
 
