@@ -184,3 +184,31 @@ async def test_conversation_ids_sort_by_creation(service: ConversationService) -
     assert created == sorted(created)
     conv = await service.store.get(KEY, ids[0], "conversation", ids[0])
     assert conv is not None and abs(created[0] - conv.data["createdAt"]) < 1000
+
+
+async def test_a_gated_log_is_caught_up_once_its_events_are_committed(
+    service: ConversationService,
+) -> None:
+    # cluster mode: the turns are made of the events the store committed only
+    log = EventLog("t-gated")
+    log.committed_seq = 0
+
+    async def events(key: object, task_id: str, after: int) -> list[MAILEvent]:
+        committed = log.committed_seq or 0
+        return [e for e in log.since(after) if (e.seq or 0) <= committed]
+
+    interceptor = Interceptor(service, events, eager=True, interval=0.01)
+    interceptor.start()
+    try:
+        cid = (await new(service, taskId="t-gated"))["conversation"]["id"]
+        for n in range(2):
+            _message(log, f"gated-{n}")
+            interceptor.events_added(KEY, log)
+        await asyncio.wait_for(interceptor.drain(), timeout=5.0)
+        assert await service.store.list_records(KEY, "turn", cid) == []
+        log.commit(log.last_seq)  # no new event tells the interceptor: it looks again
+        await asyncio.wait_for(interceptor.drain(), timeout=5.0)
+        turns = await service.store.list_records(KEY, "turn", cid)
+        assert [r.data["content"]["text"] for r in turns] == ["gated-0", "gated-1"]
+    finally:
+        await interceptor.close()

@@ -166,6 +166,7 @@ class Interceptor:
         service.catch_up = self.catch_up
         self._watches: dict[CallerKey, _Watch] = {}
         self._dirty: set[tuple[CallerKey, str]] = set()  # (caller, task) to catch up
+        self._logs: dict[tuple[CallerKey, str], EventLog] = {}  # their logs
         self._pending: list[_Pending] = []
         #: the mark of a conversation as this process wrote it (a hint of which events to
         #: read: the store checks the turns against the stored one)
@@ -249,6 +250,7 @@ class Interceptor:
             return
         if self.eager or self.service.bus.listening_to(watch.key, *_TOLD):
             self._dirty.add((watch.key, task_id))
+            self._logs[(watch.key, task_id)] = log
             self._wake.set()
 
     def _expected(self, watch: _Watch, task_id: str, event: MAILEvent) -> None:
@@ -369,15 +371,28 @@ class Interceptor:
                 return
 
     async def _write_batch(self, batch: list[_Pending], dirty: set[tuple[CallerKey, str]]) -> None:
-        """One catch-up per caller for the bound conversations of the ``dirty`` tasks;
-        the turns of ``batch`` in one store write per caller, or, when that fails, one per
-        conversation, so that only the failing conversations lose their turns."""
+        """One catch-up per caller for the bound conversations of the ``dirty`` tasks,
+        then the turns of ``batch``."""
         by_key: dict[CallerKey, list[tuple[str, str]]] = {}
         for key, task_id in dirty:
             for cid in self._watch(key).bound.get(task_id, ()):
                 by_key.setdefault(key, []).append((cid, task_id))
         for key, bound in by_key.items():
             await self._catch_up(key, bound)
+        for pair in dirty:
+            log = self._logs.get(pair)
+            if log is None or pair in self._dirty:  # new events meanwhile: the next batch
+                continue
+            if log.committed_seq is not None and log.committed_seq < log.last_seq:
+                self._dirty.add(pair)  # cluster mode: its newest events are not stored yet
+                self._wake.set()
+            else:
+                del self._logs[pair]
+        await self._write_pending(batch)
+
+    async def _write_pending(self, batch: list[_Pending]) -> None:
+        """The turns of ``batch`` in one store write per caller, or, when that fails, one
+        per conversation, so that only the failing conversations lose their turns."""
         pending: dict[CallerKey, dict[str, list[Intercepted]]] = {}
         for key, cid, turn in batch:
             pending.setdefault(key, {}).setdefault(cid, []).append(turn)
