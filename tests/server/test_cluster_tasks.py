@@ -385,6 +385,34 @@ def test_map_events_subscribed_on_a_stream_from_b_with_changes_made_on_c(
     assert answer.status_code == 404  # unsubscribed: gone everywhere
 
 
+def test_a_bound_tasks_turns_are_written_once_whichever_replicas_read(
+    cluster: Cluster,
+) -> None:
+    a, b, c = cluster.replicas
+    task_id = f"bound-{uuid.uuid4().hex[:8]}"
+    created = _rpc(a, cluster.key, "mail/create", {"taskId": task_id})
+    conversation = created["conversation"]["id"]
+    answer = call(b.url, cluster.key, "POST", "/message", json={"body": "hi", "task_id": task_id})
+    assert answer.status_code == 200, answer.text
+
+    async def read_everywhere() -> list[list[dict[str, Any]]]:
+        params = {"conversationId": conversation}
+        reads = [
+            asyncio.to_thread(_rpc, replica, cluster.key, "mail/turns/list", params)
+            for replica in (a, c, b, a, c)
+        ]
+        return [r["turns"] for r in await asyncio.gather(*reads)]
+
+    first = asyncio.run(read_everywhere())
+    turns = _rpc(c, cluster.key, "mail/turns/list", {"conversationId": conversation})["turns"]
+    texts = [t["content"]["text"] for t in turns if t["contentType"] == "text"]
+    assert texts[0] == "hi" and len(texts) >= 2  # the caller's message, the answers
+    ids = [t["source"].get("messageId") for t in turns if t["contentType"] == "text"]
+    assert len(ids) == len(set(ids))  # none written twice
+    assert all(t["metadata"]["taskId"] == task_id for t in turns)
+    assert all(read == turns[: len(read)] for read in first)  # each read a prefix of the last
+
+
 # --- fail-over ------------------------------------------------------------------------------
 
 
