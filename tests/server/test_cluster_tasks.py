@@ -440,7 +440,10 @@ async def _rest_from(replica: Replica, key: str, seen: Seen) -> None:
 
 def test_a_replica_that_loses_a_lease_stops_running_the_task(cluster: Cluster) -> None:
     """As if A had been cut off from the database past its lease: the lease goes to a
-    replica that does not exist, so A's renewal finds it lost and B takes it over."""
+    replica that does not exist, so another replica takes it over and A's renewal finds it
+    lost; or A claims the expired lease first and stops its own copy as it would for
+    another replica, then carries the store's on. Either way A's stream ends with no
+    final event, even when its turn ended just before."""
     a, b, _ = cluster.replicas
     task_id = f"t-{uuid.uuid4().hex[:8]}"
 
@@ -468,7 +471,8 @@ def test_a_replica_that_loses_a_lease_stops_running_the_task(cluster: Cluster) -
     assert names.count("task_taken_over") == 1, names
     assert seen.final_event == "task_complete" and seen.final is not None
     assert seen.final["status"] == "completed"
-    assert "lost the lease of task " + task_id in a.output()
+    log = a.output()
+    assert "lost the lease of task " + task_id in log or f"took over task {task_id}" in log
 
 
 def test_a_replica_stopped_with_sigterm_leaves_its_tasks_to_the_others(cluster: Cluster) -> None:

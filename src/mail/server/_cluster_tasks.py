@@ -110,8 +110,6 @@ class ClusterTasks:
         self.relay.on_final = self._finished
         self._system = SystemMessages(state.template.name)
         self._watchers: set[asyncio.Task[None]] = set()
-        #: the tasks this replica stopped running because another took their lease
-        self.moved: set[tuple[CallerKey, str]] = set()
 
     def key(self, caller: Caller) -> CallerKey:
         role = "swarm" if caller.role == "agent" else caller.role
@@ -134,6 +132,16 @@ class ClusterTasks:
         if swarm is None or task is None or not self.leases.holds(self.key(caller), task_id):
             return None
         return swarm, task
+
+    @staticmethod
+    def stale(swarm: MAILSwarm, task: MAILTask) -> bool:
+        """Whether this replica's copy ``task`` no longer tells how the task ends: it
+        stopped here (the lease was lost), another copy runs here now, or its newest
+        events are not stored (refused: another replica took the task over before this
+        one learned it). Its streams then end with no final event of their own."""
+        current = swarm.get_task_by_id(task.task_id)
+        committed = task.log.committed_seq
+        return current is not task or (committed is not None and committed < task.log.last_seq)
 
     async def load(self, key: CallerKey, task_id: str) -> MAILTask | None:
         """The task as the store has it (a copy: nothing it does is written)."""
@@ -449,7 +457,6 @@ class ClusterTasks:
         runtime.forget(task)
         if runtime.recorder is not None:
             runtime.recorder.drop(task_id)
-        self.moved.add((key, task_id))
         # this copy is over (in memory only): its followers here stop, with no final event
         # of their own (the clients follow it where it runs now, with Last-Event-ID)
         task.state = TaskState.INTERRUPTED
@@ -464,6 +471,9 @@ class ClusterTasks:
         caller = caller_of(claimed.key)
         try:
             swarm = await self.state.swarms.get(caller)
+            # a copy this replica still runs lost its lease (its renewal has not told it
+            # yet): it stops as any replica's would, and the store's copy carries on
+            await self._let_go(claimed.key, claimed.task_id)
             outcome = await take_over(
                 swarm.runtime,
                 claimed.task_id,

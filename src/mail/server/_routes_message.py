@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter
 from fastapi.responses import Response
 
-from mail.core.events import MAILEvent
+from mail.core.events import STREAM_ONLY_EVENTS, MAILEvent
 from mail.core.message import new_task_id
 from mail.core.tasks import turn_status
 from mail.errors import TaskStateError
@@ -25,6 +25,9 @@ from mail.server.models import (
     MessageRequest,
     MessageResponse,
 )
+
+if TYPE_CHECKING:
+    from mail.api import MAILSwarm
 
 __all__ = ["router", "send_message"]
 
@@ -74,7 +77,7 @@ async def send_message(
             events = await swarm.submit_message_stream(
                 message, timeout, request.resume_from, ping_interval=state.ping_interval, **kwargs
             )
-            return await task_stream(state, events, task_id)
+            return await task_stream(state, events, task_id, moved=_stale(state, swarm, task_id))
         answered, result = await unless_closing(
             swarm.submit_message(message, timeout, show_events, request.resume_from, **kwargs),
             state.closing,
@@ -92,14 +95,18 @@ async def send_message(
 
 
 async def task_stream(
-    state: ServerState, events: AsyncIterator[MAILEvent], task_id: str
+    state: ServerState,
+    events: AsyncIterator[MAILEvent],
+    task_id: str,
+    moved: Callable[[], bool] = lambda: False,
 ) -> Response:
     """The stream of a task's turn (its first event fetched now, so that setup failures
     are HTTP errors). When the server stops, a single server ends it with a final
     ``task_error`` saying how to resume; a replica just ends it (the task goes on on
-    another replica, where the client follows it with ``Last-Event-ID``)."""
+    another replica, where the client follows it with ``Last-Event-ID``), as it does when
+    the task ``moved`` (cluster mode: this replica's copy lost its lease)."""
     if state.cluster_tasks is not None:
-        events = _until_moved(events)
+        events = _until_moved(events, moved)
     first = await anext(events)
     final = state.cluster_tasks is None
     return event_response(
@@ -107,14 +114,29 @@ async def task_stream(
     )
 
 
-async def _until_moved(events: AsyncIterator[MAILEvent]) -> AsyncIterator[MAILEvent]:
+async def _until_moved(
+    events: AsyncIterator[MAILEvent], moved: Callable[[], bool]
+) -> AsyncIterator[MAILEvent]:
     """``events``, ending quietly when the task moved to another replica (this one lost
-    its lease): the client follows it there with ``Last-Event-ID``."""
+    its lease): the client follows it there with ``Last-Event-ID``. A final event of this
+    replica's copy is left out too when the copy moved meanwhile (its turn ended just
+    before the replica learned it lost the lease; the new owner runs the turn again)."""
     try:
         async for event in events:
+            if event.seq is None and event.event not in STREAM_ONLY_EVENTS and moved():
+                return
             yield event
     except TaskStateError:
         return
+
+
+def _stale(state: ServerState, swarm: MAILSwarm, task_id: str) -> Callable[[], bool]:
+    """Whether this replica's copy of the task (as it is now) no longer tells how its turn
+    ends (:meth:`ClusterTasks.stale`); never for a single server."""
+    cluster, task = state.cluster_tasks, swarm.get_task_by_id(task_id)
+    if cluster is None or task is None:
+        return lambda: False
+    return lambda: cluster.stale(swarm, task)
 
 
 async def answer_from_elsewhere(

@@ -237,8 +237,7 @@ async def task_events(
             await cluster.view(caller, task_id)  # 404 before the stream starts
             return event_response(cluster.follow(caller, task_id, cursor))
         swarm, task = found
-        key = cluster.key(caller)
-        moved: Callable[[], bool] = lambda: (key, task_id) in cluster.moved  # noqa: E731
+        moved: Callable[[], bool] = lambda: cluster.stale(swarm, task)  # noqa: E731
     else:
         swarm, task = await _local_task(state, caller, task_id)
         moved = lambda: False  # noqa: E731  # a single server's tasks never move
