@@ -136,12 +136,9 @@ class ClusterTasks:
     @staticmethod
     def stale(swarm: MAILSwarm, task: MAILTask) -> bool:
         """Whether this replica's copy ``task`` no longer tells how the task ends: it
-        stopped here (the lease was lost), another copy runs here now, or its newest
-        events are not stored (refused: another replica took the task over before this
-        one learned it). Its streams then end with no final event of their own."""
-        current = swarm.get_task_by_id(task.task_id)
-        committed = task.log.committed_seq
-        return current is not task or (committed is not None and committed < task.log.last_seq)
+        stopped here (the lease was lost) or another copy runs here now. Its streams then
+        end with no final event of their own."""
+        return swarm.get_task_by_id(task.task_id) is not task
 
     async def load(self, key: CallerKey, task_id: str) -> MAILTask | None:
         """The task as the store has it (a copy: nothing it does is written)."""
