@@ -14,14 +14,11 @@ from typing import Any
 import httpx
 import pytest
 from tests.db.conftest import postgres_admin_url, postgres_url
-from tests.server.conftest import KEYS, Running, make_config
+from tests.server.conftest import Running
 from tests.server.test_map_events import subscribe, take
-from tests.server.test_map_rpc import rpc
+from tests.server.test_map_rpc import rpc, serving
 from tests.server.test_map_send import turns
-
-from mail.server import create_app
-from mail.testing import StaticAuth
-from mail.testing.server import serve
+from tests.server.test_map_start import BACKENDS, config_for
 
 __all__ = ["postgres_admin_url", "postgres_url"]  # the fixtures the restart test uses
 
@@ -113,25 +110,14 @@ async def test_binding_a_running_task_records_what_follows(offline: Running) -> 
     assert texts[0] == "after" and "before" not in texts
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+@BACKENDS
 async def test_turns_are_made_after_a_restart_from_the_stored_events(
     tmp_path: Path, backend: str, request: pytest.FixtureRequest
 ) -> None:
-    database = None
-    if backend == "postgres":  # skipped, with the reason, without MAIL_TEST_POSTGRES_URL
-        database = {"url": request.getfixturevalue("postgres_url")}
-    config = make_config(tmp_path, database=database)
-    auth = StaticAuth(KEYS)
-    headers = {"Authorization": "Bearer user-key"}
-    async with (
-        serve(create_app(config, authenticator=auth)) as url,
-        httpx.AsyncClient(base_url=url, headers=headers) as c,
-    ):
+    config = config_for(tmp_path, backend, request)
+    async with serving(config) as c:
         cid = await bound_task(c, "task-restarted", body="kept in events")
-    async with (
-        serve(create_app(config, authenticator=auth)) as url,
-        httpx.AsyncClient(base_url=url, headers=headers) as c,
-    ):
+    async with serving(config) as c:
         recorded: list[dict[str, Any]] = await turns(c, cid)
     texts = [t["content"]["text"] for t in recorded if t["contentType"] == "text"]
     assert texts[0] == "kept in events" and len(texts) >= 2

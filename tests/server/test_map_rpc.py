@@ -3,8 +3,10 @@ mail off (10010) and a restart on the same SQLite data directory (C1, C3, C5, C2
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
@@ -17,6 +19,19 @@ from mail.conversations import METHODS
 from mail.server import create_app
 from mail.testing import StaticAuth
 from mail.testing.server import serve
+
+if TYPE_CHECKING:
+    from mail.config import MAILConfig
+
+
+@asynccontextmanager
+async def serving(config: MAILConfig) -> AsyncIterator[httpx.AsyncClient]:
+    """A server of ``config`` (behind the test keys) while the block runs, and a client of
+    user u1: a restart is two blocks on one configuration."""
+    headers = {"Authorization": "Bearer user-key"}
+    app = create_app(config, authenticator=StaticAuth(KEYS))
+    async with serve(app) as url, httpx.AsyncClient(base_url=url, headers=headers) as client:
+        yield client
 
 
 async def rpc(client: httpx.AsyncClient, method: str, params: Any = None, id: Any = 1) -> Any:
@@ -167,13 +182,7 @@ async def test_conversations_survive_a_restart(
     if backend == "postgres":  # skipped, with the reason, without MAIL_TEST_POSTGRES_URL
         database = {"url": request.getfixturevalue("postgres_url")}
     config = make_config(tmp_path, database=database)
-    auth = StaticAuth(KEYS)
-    headers = {"Authorization": "Bearer user-key"}
-
-    async def client(url: str) -> httpx.AsyncClient:
-        return httpx.AsyncClient(base_url=url, headers=headers)
-
-    async with serve(create_app(config, authenticator=auth)) as url, await client(url) as c:
+    async with serving(config) as c:
         cid = (await rpc(c, "mail/create", {"subject": "kept"}))["result"]["conversation"]["id"]
         turn = (
             await rpc(
@@ -183,7 +192,7 @@ async def test_conversations_survive_a_restart(
             )
         )["result"]["turn"]
         await rpc(c, "mail/thread/create", {"conversationId": cid, "rootTurnId": turn["id"]})
-    async with serve(create_app(config, authenticator=auth)) as url, await client(url) as c:
+    async with serving(config) as c:
         got = (
             await rpc(
                 c,
