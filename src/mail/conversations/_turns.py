@@ -120,10 +120,18 @@ class TurnMethods(ServiceBase):
             cid: [cast(Turn, r.data) for r in rows if r.kind == "turn"]
             for cid, rows in written.items()
         }
+        self._publish_written(key, written)
+        return recorded
+
+    def _publish_written(self, key: CallerKey, written: dict[str, list[Record]]) -> None:
+        """``mail.participant.joined`` and ``mail.turn.added`` for the rows ``written``, each
+        built only when a subscription may take its type."""
         joins = self.bus.listening_to(key, "mail.participant.joined")
         adds = self.bus.listening_to(key, "mail.turn.added")
+        if not (joins or adds):
+            return
         now = now_ms()
-        for cid, rows in written.items() if joins or adds else ():
+        for cid, rows in written.items():
             for r in rows:
                 if r.kind == "participant" and joins:
                     data = {"conversationId": cid, "participant": participant_of(r)}
@@ -131,7 +139,6 @@ class TurnMethods(ServiceBase):
                 elif r.kind == "turn" and adds:
                     data = {"conversationId": cid, "turn": r.data}
                     self.bus.publish(key, "mail.turn.added", data, now)
-        return recorded
 
     @classmethod
     def _joined(cls, conv: Record, author: str, seq: int, turns: int) -> Record:
