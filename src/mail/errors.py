@@ -21,7 +21,10 @@ Tree::
     ├── AuthServiceError              the external auth service failed (not the caller's fault)
     ├── RemoteSwarmError
     │   └── RemoteSwarmUnavailableError   peer unknown, inactive, unreachable or failing
-    ├── StorageError                  the store could not read or write
+    ├── StorageError                  the store could not read or write (now: retried)
+    │   ├── StorageRefusedError       the store refused a task's rows: they can never be stored
+    │   ├── LeaseLostError            cluster mode: another replica holds the task's lease
+    │   └── TaskNotStoredError        a task's turn ended but is not committed yet (503)
     ├── AddressRefusedError           an outgoing connection's address is refused (names the rule)
     └── MAILClientError               an HTTP call made by MAILClient failed (status, detail)
                                       (also a RuntimeError and a ValueError, as v1.3.6's
@@ -46,6 +49,9 @@ __all__ = [
     "RemoteSwarmError",
     "RemoteSwarmUnavailableError",
     "StorageError",
+    "StorageRefusedError",
+    "LeaseLostError",
+    "TaskNotStoredError",
     "AddressRefusedError",
     "MAILClientError",
     "http_status_for",
@@ -152,7 +158,40 @@ class RemoteSwarmUnavailableError(RemoteSwarmError):
 
 
 class StorageError(MAILError):
-    """The task store could not read or write."""
+    """The task store could not read or write.
+
+    ``retry_after`` (seconds), when set, is when asking again may succeed: the server
+    sends it as ``Retry-After`` with its 503.
+    """
+
+    def __init__(self, message: str = "", *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class StorageRefusedError(StorageError):
+    """The store refused a task's rows (a value it cannot hold, a constraint, a size):
+    writing them again cannot succeed, so the task is set aside (it ends ``failed``)."""
+
+
+class LeaseLostError(StorageError):
+    """Cluster mode: this replica no longer holds the lease of the task it wrote (another
+    replica runs it now), so nothing of that write was stored."""
+
+
+class TaskNotStoredError(StorageError):
+    """A task's turn ended but the store could not commit it within the bound
+    (``[database] commit_timeout``): its answer is held back. The task goes on and is
+    stored once the store works again; ``task_id`` names it, ``retry_after`` says when to
+    ask again (``GET /task``, or the event stream with ``Last-Event-ID``)."""
+
+    def __init__(self, task_id: str, reason: str, *, retry_after: float = 1.0) -> None:
+        super().__init__(
+            f"task '{task_id}' ended but is not stored yet ({reason}); its answer is "
+            f"held back until it is: ask again (GET /task?task_id={task_id}) in a moment",
+            retry_after=retry_after,
+        )
+        self.task_id = task_id
 
 
 class AddressRefusedError(MAILError):

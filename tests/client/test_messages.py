@@ -237,6 +237,7 @@ TASK_KEYS = {
     "events",
     "is_running",
     "state",
+    "stored",
     "task_message_queue",
     "remote_swarms",
     "completed",

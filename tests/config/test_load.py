@@ -125,6 +125,7 @@ def test_every_documented_env_variable_is_covered() -> None:
         "MAIL_RETENTION_DAYS",
         "MAIL_RETENTION_MAX_TASKS",
         "MAIL_PRUNE_INTERVAL",
+        "MAIL_COMMIT_TIMEOUT",
         "MAIL_SWARM_HEALTH_INTERVAL",
         "MAIL_CORS_ORIGINS",
         "MAIL_REDIS_URL",

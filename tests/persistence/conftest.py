@@ -60,6 +60,7 @@ class ProxyStore(TaskStore):
 
     def __init__(self, inner: TaskStore) -> None:
         self.inner = inner
+        super().__init__()
         self.name = f"proxy of {inner.name}"
 
     async def open(self) -> None:

@@ -16,6 +16,7 @@ from mail.core.events import EventName
 from mail.core.runtime import MAILRuntime
 from mail.core.tasks import TaskState
 from mail.db import EventRow, MemoryStore, TaskChanges, TaskRow
+from mail.errors import TaskNotStoredError
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -140,9 +141,14 @@ async def test_a_failed_write_is_reported_and_retried(
     rt = swarm.runtime
     assert rt.recorder is not None
     cut.fail = OSError("disk full")
-    # an outage does not hold the answer: it follows the task's storage_error event
-    answer = await asyncio.wait_for(_send(swarm, "hello", "t1"), 10)
-    assert answer["message"]["body"] == "done: hello"
+    rt.commit_timeout = 0.5
+    # an outage holds the answer back: the task ends, but is not told as ended
+    with pytest.raises(TaskNotStoredError) as caught:
+        await asyncio.wait_for(_send(swarm, "hello", "t1"), 10)
+    assert caught.value.task_id == "t1"
+    assert "disk full" in str(caught.value)
+    assert caught.value.retry_after == 1.0
+    assert (await rt.settled("t1", 0)).state == "pending"
     [warning] = [e for e in rt.get_events("t1") if e.event == EventName.STORAGE_ERROR]
     assert warning.extra_data["error"] == "disk full"
     assert warning.extra_data["unsaved_records"] >= 1
@@ -152,6 +158,8 @@ async def test_a_failed_write_is_reported_and_retried(
     cut.fail = None
     assert await rt.recorder.flush()
     assert rt.storage_error is None
+    assert (await rt.settled("t1", 0)).committed
+    assert await _state(store, "t1") == "completed"
     assert [e.seq for e in await store.load_events(KEY, "t1")] == [
         e.seq for e in rt.get_events("t1")
     ]

@@ -145,6 +145,9 @@ class TaskRecord(TypedDict):
     state: NotRequired[str]
     remote_swarms: NotRequired[list[str]]
     title: NotRequired[str | None]
+    usage: NotRequired[dict[str, int]]
+    #: servers with a store: whether it holds the task as shown (false while it fails)
+    stored: NotRequired[bool]
 
 
 class TaskPage(TypedDict):

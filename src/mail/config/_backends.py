@@ -74,6 +74,11 @@ class DatabaseConfig(ConfigModel):
     beyond the ``retention_max_tasks`` most recent, are pruned every ``prune_interval``
     seconds by the server and by ``mail db-prune``. ``0`` (or ``None``) turns a limit, or
     the server's job, off. Negative values (and more than 36,500 days) are invalid.
+
+    ``commit_timeout``: how long, in seconds, an answer (a task's end, a pause, a cancel)
+    waits for its task to be committed when the store fails or is slow; after it the
+    client gets a 503 with ``Retry-After`` and the task id, and while writes keep
+    failing (or one has been under way this long) new tasks are refused with a 503.
     """
 
     model_config = ConfigDict(hide_input_in_errors=True)
@@ -84,6 +89,7 @@ class DatabaseConfig(ConfigModel):
     retention_days: float | None = Field(default=30.0, ge=0, le=_MAX_RETENTION_DAYS)
     retention_max_tasks: int | None = Field(default=None, ge=0)
     prune_interval: float = Field(default=3600.0, ge=0, allow_inf_nan=False)
+    commit_timeout: float = Field(default=5.0, gt=0, le=300, allow_inf_nan=False)
 
     @field_validator("url", mode="before")
     @classmethod

@@ -12,6 +12,7 @@ from typing import Any, Literal, cast
 
 from pydantic import BaseModel, Field, model_validator
 
+from mail._limits import bad_text, clean_text
 from mail.core._tool_specs import ToolFormat
 from mail.core.message import (
     MAIL_ALL_LOCAL_AGENTS,
@@ -65,6 +66,14 @@ class AgentToolCall(BaseModel):
     def tool_format(self) -> ToolFormat:
         """``"completions"`` when the call came from a chat completion, else ``"responses"``."""
         return "completions" if self.completion else "responses"
+
+    def cleaned(self) -> AgentToolCall:
+        """This call, or a copy whose text no store refuses: a lone surrogate or a NUL
+        character a model produced becomes ``U+FFFD`` (:func:`mail._limits.clean_text`)."""
+        fields = self.model_dump()
+        if bad_text(fields) is None:
+            return self
+        return AgentToolCall.model_validate(clean_text(fields))
 
     def create_response_msg(self, content: str) -> dict[str, Any]:
         """Return the history item carrying ``content`` as this call's result.

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from mail._limits import clean_text
 from mail.core._live import live_turn
 from mail.core._manual import ManualStep
 from mail.core._scheduler import Scheduler
@@ -173,13 +174,13 @@ class TurnRunner:
             raise
         except Exception as e:  # noqa: BLE001  # an agent's failure is reported, never fatal to the loop
             logger.warning("agent %s failed in task %s: %s", agent, task.task_id, e)
-            self._agent_failed(
-                task, agent, message, turn, f"agent {agent} raised {type(e).__name__}: {e}"
-            )
+            reason = clean_text(f"agent {agent} raised {type(e).__name__}: {e}")
+            self._agent_failed(task, agent, message, turn, reason)
             return
         if not calls:
             self._agent_failed(task, agent, message, turn, f"agent {agent} returned no tool calls")
             return
+        calls = [call.cleaned() for call in calls]  # text every store holds
         task.agent_failures.pop(agent, None)
         first = calls[0]
         if first.completion:

@@ -9,12 +9,16 @@ seconds, at once when someone waits for them (:meth:`StoreRecorder.persisted`), 
 tasks that finish during one commit share the next one (group commit).
 
 **Durable answers.** Before the runtime tells a caller that a task completed, failed or
-paused, it awaits :meth:`StoreRecorder.persisted`: the task's state and every event it
-had then are committed. A write that fails is kept and retried every ``retry_after``
-seconds (events are stored once per sequence number, everything else is replaced, so a
-retry is harmless); each task it touched gets one ``storage_error`` event per outage,
-and a waiting answer goes out after that event, so a client is never told of a result
-that is neither stored nor flagged.
+paused, it awaits :meth:`StoreRecorder.settled`: the task's state and every event it had
+then are committed, or the answer is held back (:class:`Settled` says why). A write the
+store failed (a full disk, a database that does not answer) is kept and retried every
+``retry_after`` seconds (events are stored once per sequence number, everything else is
+replaced, so a retry is harmless); each task it touched gets one ``storage_error`` event
+per outage. A task whose rows the store *refused* (they can never be stored) is set
+aside: nothing more of it is written but its record, and the runtime ends it ``failed``
+(``on_refused``). In cluster mode every change carries the lease the replica holds
+(``fence``); a task whose lease another replica took is not written at all
+(``on_lost``).
 
 :func:`restore` rebuilds a runtime's tasks: events keep their sequence numbers, and a
 task that was running when the process stopped becomes ``interrupted`` with a
@@ -27,7 +31,8 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Collection, Mapping
-from typing import TYPE_CHECKING, Any, cast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from mail.core._compact import Compactor, expand
 from mail.core._system_messages import SystemMessages
@@ -42,11 +47,12 @@ from mail.db.store import (
     TaskRow,
     TaskStore,
 )
+from mail.errors import LeaseLostError, StorageError, StorageRefusedError
 
 if TYPE_CHECKING:
     from mail.core.message import MAILMessage
 
-__all__ = ["Committed", "StoreRecorder", "restore"]
+__all__ = ["Committed", "Settled", "StoreRecorder", "restore"]
 
 logger = logging.getLogger("mail.runtime")
 
@@ -54,6 +60,27 @@ logger = logging.getLogger("mail.runtime")
 #: What one write committed for one task: its log, the first and last sequence numbers of
 #: its events written (``None``: none) and the task when its record was written.
 Committed = tuple[EventLog, int | None, int | None, MAILTask | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """Whether a task, as it was when asked, is in the store (:meth:`StoreRecorder.settled`).
+
+    ``state``: ``committed`` (it is), ``refused`` (the store refused its rows: the task
+    is set aside, ``failed``), ``moved`` (cluster mode: another replica holds its lease
+    now), ``pending`` (not committed within the bound: the store fails, or is slow).
+    ``reason`` says why when it is not committed.
+    """
+
+    state: Literal["committed", "refused", "moved", "pending"]
+    reason: str | None = None
+
+    @property
+    def committed(self) -> bool:
+        return self.state == "committed"
+
+
+COMMITTED = Settled("committed")
 
 
 class StoreRecorder:
@@ -97,7 +124,14 @@ class StoreRecorder:
         self._retry: dict[str, TaskChanges] = {}  # what the last write could not store
         self._retry_logs: dict[str, EventLog] = {}
         self._reported: set[str] = set()  # tasks told of the current outage
+        self._inflight: set[str] = set()  # tasks of the write under way
+        #: set-aside tasks (the store refused their rows) -> why; only their record is
+        #: written again (``_tombstones``)
+        self._refused: dict[str, str] = {}
+        self._tombstones: dict[str, MAILTask] = {}
+        self._lost: set[str] = set()  # tasks whose lease another replica took
         self._waiters: list[asyncio.Future[None]] = []
+        self._attempts: list[asyncio.Future[None]] = []  # woken after each write
         self._wake = asyncio.Event()
         self._timer: asyncio.TimerHandle | None = None
         self._writer: asyncio.Task[None] | None = None
@@ -107,38 +141,75 @@ class StoreRecorder:
         #: sequence numbers of the events committed (``None`` for none) and the task when
         #: its record was written (cluster mode publishes them)
         self.on_commit: Callable[[list[Committed]], None] | None = None
+        #: ``on_refused(task_id, reason)``: the store refused the task's rows (the runtime
+        #: ends the task ``failed``)
+        self.on_refused: Callable[[str, str], None] | None = None
+        #: cluster mode: the lease ``(owner, generation)`` this replica holds of a task,
+        #: written with its changes (``(owner, -1)`` when it holds none)
+        self.fence: Callable[[str], tuple[str, int]] | None = None
+        #: cluster mode: ``on_lost(task_id)``: a write found the task's lease taken
+        self.on_lost: Callable[[str], None] | None = None
 
     # --- what changed (cheap, synchronous) ------------------------------------------------
 
     def task_changed(self, task: MAILTask) -> None:
         """The task's record changed (created, resumed, finished, paused)."""
-        self._tasks[task.task_id] = task
-        self._logs[task.task_id] = task.log
+        task_id = task.task_id
+        if task_id in self._refused:
+            self._tombstones[task_id] = task  # its record alone
+        else:
+            self._lost.discard(task_id)  # a copy runs here again
+            self._tasks[task_id] = task
+            self._logs[task_id] = task.log
         self._noted()
 
     def events_added(self, log: EventLog) -> None:
         """``log`` got events (:class:`~mail.core.events.EventLog` calls this)."""
+        if log.task_id in self._refused:
+            return
         self._logs[log.task_id] = log
         self._noted()
 
     def turn_ended(self, task: MAILTask, agent: str) -> None:
         """``agent`` ended a turn in ``task``: its history changed."""
-        if not self.store_histories:
+        if not self.store_histories or task.task_id in self._refused:
             return
         self._turns[(task.task_id, agent)] = task.log
         self._noted()
 
     def drop(self, task_id: str) -> None:
         """Write nothing more of ``task_id`` (cluster mode: another replica runs it now)."""
-        for notes in (self._tasks, self._logs, self._retry, self._retry_logs):
+        for notes in (self._tasks, self._logs, self._retry, self._retry_logs, self._tombstones):
             notes.pop(task_id, None)
         for turn in [t for t in self._turns if t[0] == task_id]:
             del self._turns[turn]
 
+    def refused(self, task_id: str) -> str | None:
+        """Why the store refused ``task_id``'s rows (it is set aside), or ``None``."""
+        return self._refused.get(task_id)
+
+    def _pending(self) -> set[str]:
+        """The tasks with changes the store has not got yet."""
+        pending = self._tasks.keys() | self._logs.keys() | self._retry.keys()
+        return pending | self._inflight | self._tombstones.keys() | {t for t, _ in self._turns}
+
     @property
     def backlog(self) -> int:
-        """How many tasks have changes the store has not got yet."""
-        return len(self._tasks.keys() | self._logs.keys() | self._retry.keys())
+        """How many tasks have changes the store has not got yet (those of the write
+        under way among them)."""
+        return len(self._pending())
+
+    def outcome(self, task_id: str) -> Settled:
+        """Whether ``task_id``, as it is now, is in the store (:class:`Settled`, never
+        ``pending`` for a task with nothing left to write)."""
+        reason = self._refused.get(task_id)
+        if reason is not None:
+            return Settled("refused", reason)
+        if task_id in self._lost:
+            return Settled("moved", "another replica runs this task now")
+        if task_id in self._pending():
+            return Settled("pending", self.error or "the store has not committed it yet")
+        return COMMITTED
 
     def _noted(self) -> None:
         """Start the writer's timer (and the writer, the first time), or wake it when many
@@ -162,6 +233,27 @@ class StoreRecorder:
         self._waiters.append(waiter)
         self._wake.set()
         await asyncio.shield(waiter)
+
+    async def settled(self, task_id: str, within: float) -> Settled:
+        """Wait until ``task_id``, as it is now, is committed, for at most ``within``
+        seconds (the writes that fail meanwhile are retried as always). Returns
+        ``committed``, ``refused`` or ``moved`` as soon as it is so, else ``pending``."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within
+        while True:
+            outcome = self.outcome(task_id)
+            remaining = deadline - loop.time()
+            if outcome.state != "pending" or remaining <= 0 or self._closed:
+                return outcome
+            waiter: asyncio.Future[None] = loop.create_future()
+            self._attempts.append(waiter)
+            if not self._retry:  # (a retry waits for its own time)
+                self._wake.set()
+            try:
+                async with asyncio.timeout(remaining):
+                    await asyncio.shield(waiter)
+            except TimeoutError:
+                return self.outcome(task_id)
 
     # --- writing ---------------------------------------------------------------------------
 
@@ -213,8 +305,14 @@ class StoreRecorder:
         for task_id, task in self._tasks.items():
             if not task.is_running:  # its messages are needed again only if it resumes
                 self._compactor.forget(task_id)
+        for task_id, task in self._tombstones.items():
+            of(task_id).task = _record(task, None).task
         logs.update(self._logs)
-        self._tasks, self._logs, self._turns = {}, {}, {}
+        self._tasks, self._logs, self._turns, self._tombstones = {}, {}, {}, {}
+        if self.fence is not None:
+            for change in changes.values():
+                change.lease = self.fence(change.task_id)
+        self._inflight = set(changes)
         return list(changes.values()), logs
 
     async def flush(self) -> bool:
@@ -229,7 +327,9 @@ class StoreRecorder:
                 self._committed(changes, logs, records)
                 return ok
             finally:
-                for waiter in waiters:
+                self._inflight = set()
+                attempts, self._attempts = self._attempts, []
+                for waiter in (*waiters, *attempts):
                     if not waiter.done():
                         waiter.set_result(None)
 
@@ -238,9 +338,18 @@ class StoreRecorder:
             return True
         try:
             errors = await self.store.save_changes(self.key, changes)
-            failures = {task_id: str(e) for task_id, e in errors.items()}
         except Exception as e:  # noqa: BLE001  # reported (log, events, /health), retried
-            failures = dict.fromkeys((c.task_id for c in changes), str(e) or type(e).__name__)
+            failed = e if isinstance(e, StorageError) else StorageError(str(e) or repr(e))
+            errors = dict.fromkeys((c.task_id for c in changes), failed)
+        failures: dict[str, str] = {}
+        for change in changes:
+            error = errors.get(change.task_id)
+            if isinstance(error, StorageRefusedError):
+                self._refuse(change.task_id, str(error))
+            elif isinstance(error, LeaseLostError):
+                self._lose(change.task_id)
+            elif error is not None:
+                failures[change.task_id] = str(error)
         if not failures:
             if self.error is not None:
                 logger.warning("storing tasks works again")
@@ -251,23 +360,47 @@ class StoreRecorder:
             logger.error("storing tasks failed, will retry: %s", next(iter(failures.values())))
         self.error = next(iter(failures.values()))
         for change in changes:
-            task_id = change.task_id
-            if task_id not in failures:
-                continue
-            self._retry[task_id] = change
-            log = logs.get(task_id)
-            if log is None:
-                continue
-            self._retry_logs[task_id] = log
-            if task_id not in self._reported:  # one event per task and outage
-                self._reported.add(task_id)
-                reason = failures[task_id]
-                log.emit(
-                    EventName.STORAGE_ERROR,
-                    f"storing this task failed, will retry: {reason}",
-                    {"error": reason, "unsaved_records": _records(change)},
-                )
+            if change.task_id in failures:
+                self._keep(change, logs.get(change.task_id), failures[change.task_id])
         return False
+
+    def _keep(self, change: TaskChanges, log: EventLog | None, reason: str) -> None:
+        """Keep a change the store failed to write for the next try; tell its task once
+        per outage (a ``storage_error`` event)."""
+        task_id = change.task_id
+        self._retry[task_id] = change
+        if log is None:
+            return
+        self._retry_logs[task_id] = log
+        if task_id not in self._reported:  # one event per task and outage
+            self._reported.add(task_id)
+            log.emit(
+                EventName.STORAGE_ERROR,
+                f"storing this task failed, will retry: {reason}",
+                {"error": reason, "unsaved_records": _records(change)},
+            )
+
+    def _refuse(self, task_id: str, reason: str) -> None:
+        """The store refused ``task_id``'s rows: set it aside (nothing more of it is
+        written but its record) and tell the runtime, which ends it ``failed``."""
+        if task_id in self._refused:  # its record alone was refused too
+            logger.error("task %s: even its record could not be stored: %s", task_id, reason)
+            return
+        logger.error("task %s could not be stored, it is set aside: %s", task_id, reason)
+        self._refused[task_id] = reason
+        self.drop(task_id)
+        self._compactor.forget(task_id)
+        if self.on_refused is not None:
+            self.on_refused(task_id, reason)
+
+    def _lose(self, task_id: str) -> None:
+        """Another replica holds ``task_id``'s lease: nothing of it was, nor will be,
+        written here."""
+        logger.error("task %s was not stored: another replica holds its lease", task_id)
+        self._lost.add(task_id)
+        self.drop(task_id)
+        if self.on_lost is not None:
+            self.on_lost(task_id)
 
     def _committed(
         self, changes: list[TaskChanges], logs: dict[str, EventLog], records: dict[str, MAILTask]
@@ -276,8 +409,10 @@ class StoreRecorder:
         done: list[Committed] = []
         for change in changes:
             log = logs.get(change.task_id)
-            if log is None or change.task_id in self._retry:
-                continue  # not written: kept for the next try
+            task_id = change.task_id
+            refused = task_id in self._refused and bool(change.events)  # (not a tombstone)
+            if log is None or refused or task_id in self._retry or task_id in self._lost:
+                continue  # not written: kept for the next try, set aside, or elsewhere
             first = last = None
             if change.events:
                 first, last = change.events[0].seq, change.events[-1].seq

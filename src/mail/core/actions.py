@@ -5,10 +5,10 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
-if TYPE_CHECKING:
-    from mail.core.tools import AgentToolCall
+from mail._limits import clean_text
+from mail.core.tools import AgentToolCall
 
 __all__ = [
     "ActionFunction",
@@ -50,8 +50,16 @@ class ActionCore:
 
         Never raises for a failing action: its exception becomes an ``"error"`` status
         whose content says what failed. With ``action_override``, the override receives
-        the whole call instead and may return a string or a dict with ``content``.
+        the whole call instead and may return a string or a dict with ``content``. Text
+        no store holds (a lone surrogate, a NUL character) becomes ``U+FFFD`` in the
+        content.
         """
+        status, content = await self._execute(call, action_override)
+        return status, clean_text(content)
+
+    async def _execute(
+        self, call: AgentToolCall, action_override: ActionOverrideFunction | None
+    ) -> tuple[ActionStatus, str]:
         if action_override is not None:
             return await _run_override(action_override, call)
         try:

@@ -36,13 +36,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import AsyncIterator, Callable, Collection, Iterable
 from typing import Any, Literal, Protocol
 
+from mail._limits import bad_text, text_problem
 from mail.core._breakpoints import resume_breakpoints
 from mail.core._dispatch import SwarmDirectory, TurnRunner
 from mail.core._manual import ManualSteps
-from mail.core._recorder import StoreRecorder, restore
+from mail.core._recorder import COMMITTED, Settled, StoreRecorder, restore
 from mail.core._remote import Direction, RemoteLedger
 from mail.core._runtime_compat import AGENT_HISTORY_KEY, V136RuntimeMethods
 from mail.core._scheduler import Scheduler
@@ -53,7 +55,12 @@ from mail.core.events import EventLog, EventName, MAILEvent
 from mail.core.message import MAILInterswarmMessage, MAILMessage, format_task_contributor
 from mail.core.tasks import MAILTask, TaskState, TaskTable, closing_event, short_title
 from mail.db.store import CallerKey, TaskStore
-from mail.errors import InvalidMessageError, TaskNotFoundError, TaskStateError
+from mail.errors import (
+    InvalidMessageError,
+    TaskNotFoundError,
+    TaskNotStoredError,
+    TaskStateError,
+)
 
 __all__ = ["AGENT_HISTORY_KEY", "MAILRuntime", "RemoteRouter", "ResumeFrom"]
 
@@ -67,6 +74,19 @@ def _check_step_limit(kwargs: dict[str, Any]) -> None:
     value = kwargs.get("max_steps")
     if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
         raise InvalidMessageError("must be a positive integer or null", field="kwargs.max_steps")
+
+
+def _check_text(message: MAILMessage, kwargs: dict[str, Any]) -> None:
+    """Refuse a message or arguments holding text no store keeps (lone surrogates, NUL)."""
+    payload = message["message"]
+    for name in ("subject", "body"):
+        value = payload.get(name)
+        problem = text_problem(value) if isinstance(value, str) else None
+        if problem is not None:
+            raise InvalidMessageError(problem, field=name)
+    found = bad_text(kwargs, "kwargs")
+    if found is not None:
+        raise InvalidMessageError(found[1], field=found[0])
 
 
 class RemoteRouter(Protocol):
@@ -164,6 +184,7 @@ class MAILRuntime(V136RuntimeMethods):
                 tool_formats={n: getattr(a, "tool_format", "responses") for n, a in agents.items()},
                 store_histories=enable_db_agent_histories,
             )
+            self.recorder.on_refused = self._set_aside
         self.tasks = TaskTable(
             max_finished=max_finished_tasks,
             max_age=finished_task_ttl,
@@ -213,6 +234,9 @@ class MAILRuntime(V136RuntimeMethods):
         )
         self.manual = ManualSteps(self.tasks, agents, self.scheduler, self.system)
         self._loop_task: asyncio.Task[None] | None = None
+        #: seconds an answer waits for its task to be committed (``[database]
+        #: commit_timeout``) before it is held back (:class:`TaskNotStoredError`)
+        self.commit_timeout = 5.0
 
     def observe_events(self, observer: Callable[[EventLog], None]) -> None:
         """Call ``observer(log)`` each time a task's log gets a stored event, from now on
@@ -243,6 +267,34 @@ class MAILRuntime(V136RuntimeMethods):
         if self.recorder is not None:
             await self.recorder.persisted()
 
+    async def settled(self, task_id: str, within: float) -> Settled:
+        """Wait, at most ``within`` seconds, until ``task_id`` as it is now is committed
+        (:meth:`StoreRecorder.settled`); committed at once without a store."""
+        if self.recorder is None:
+            return COMMITTED
+        return await self.recorder.settled(task_id, within)
+
+    def _set_aside(self, task_id: str, reason: str) -> None:
+        """The store refused the task's rows: it ends ``failed`` (its agents stopped, a
+        ``task_error`` event saying why), kept in memory as it is; only its record is
+        written."""
+        task = self.tasks.get(task_id)
+        if task is None:
+            return
+        text = f"this task could not be stored, so it was stopped: {reason}"
+        message = self.system.task_error(task_id, text)
+        task.log.emit(EventName.TASK_ERROR, text)
+        if task.is_running:
+            spawner = self.scheduler.spawner
+            spawner.spawn(spawner.cancel_group(f"agent:{task_id}"), f"set-aside:{task_id}")
+            self.scheduler.finish(task, TaskState.FAILED, message)
+            return
+        task.pending_breakpoints.clear()
+        task.stash.clear()
+        task.close_turn(TaskState.FAILED, message)
+        task.changed()
+        self.tasks.mark_finished(task)
+
     @property
     def storage_error(self) -> str | None:
         """Why the last write to the store failed, ``None`` when it works."""
@@ -272,10 +324,14 @@ class MAILRuntime(V136RuntimeMethods):
         resume_from: ResumeFrom | None = None,
         **kwargs: Any,
     ) -> MAILMessage:
-        """Submit ``message`` and return the message that ends this turn of its task.
+        """Submit ``message`` and return the message that ends this turn of its task, once
+        the task is committed to the store (when there is one).
 
         On timeout the task fails and a ``::task_timeout::`` message is returned. Raises
-        like :meth:`submit` before anything is queued.
+        like :meth:`submit` before anything is queued; afterwards
+        :class:`TaskNotStoredError` when the store could not commit the task within
+        :attr:`commit_timeout` (the task is stored later, when the store works again).
+        A task whose rows the store refused has ended ``failed``: its error is returned.
         """
         task = self._begin(message, resume_from, kwargs)
         try:
@@ -285,8 +341,24 @@ class MAILRuntime(V136RuntimeMethods):
             task.log.emit(EventName.TASK_ERROR, f"timeout for task '{task.task_id}'")
             self.scheduler.finish(task, TaskState.FAILED, self.system.task_timeout(task.task_id))
             final = task.wait_turn().result()
-        await self.persisted()
+        await self.told(task)
+        if self.recorder is not None and self.recorder.refused(task.task_id) is not None:
+            return task.response or final  # it ended failed
         return final
+
+    async def told(self, task: MAILTask) -> None:
+        """Wait until ``task`` as it is now may be told to a caller: committed, or set
+        aside by the store (it is ``failed`` then). Raises like :meth:`submit_and_wait`."""
+        self._check_settled(task, await self.settled(task.task_id, self.commit_timeout))
+
+    def _check_settled(self, task: MAILTask, settled: Settled) -> None:
+        """Raise unless ``task`` may be told: :class:`TaskNotStoredError` (pending) or
+        :class:`TaskStateError` (cluster mode: another replica runs it now)."""
+        if settled.state == "pending":
+            retry = max(1.0, float(math.ceil(self.commit_timeout)))
+            raise TaskNotStoredError(task.task_id, settled.reason or "", retry_after=retry)
+        if settled.state == "moved":
+            raise TaskStateError(f"task '{task.task_id}' moved to another replica; follow it there")
 
     async def submit_and_stream(
         self,
@@ -317,10 +389,40 @@ class MAILRuntime(V136RuntimeMethods):
             cursor, heartbeat=ping_interval, until=turn.done, stored_ends=False
         )
         async for event in follow:
+            cursor = event.seq or cursor
             yield event
-        final = turn.result()
-        await self.persisted()
-        yield closing_event(task, final["message"]["body"])
+        async for event in self.turn_end(task, cursor, turn.result()):
+            yield event
+
+    async def turn_end(
+        self, task: MAILTask, cursor: int, final: MAILMessage | None = None
+    ) -> AsyncIterator[MAILEvent]:
+        """How a stream that followed ``task`` up to ``cursor`` ends, once its turn ended:
+        the events logged since (``storage_error``, the ``task_error`` of a task the
+        store refused), then the closing ``task_complete``/``task_error`` once the task
+        is committed; if it is not within :attr:`commit_timeout`, a ``storage_error``
+        event without a sequence number says so instead of the closing event (the client
+        asks again later: ``GET /task``, the events with ``Last-Event-ID``). Nothing
+        more in cluster mode when another replica runs the task now."""
+        settled = await self.settled(task.task_id, self.commit_timeout)
+        for event in task.log.since(cursor)[: max(task.log.visible_seq - cursor, 0)]:
+            if event.event != EventName.TASK_COMPLETE:  # the closing event ends the turn
+                yield event
+        if settled.state == "moved":
+            return
+        if settled.state == "pending":
+            retry = max(1, math.ceil(self.commit_timeout))
+            reason = settled.reason or "the store has not committed it yet"
+            yield MAILEvent(
+                EventName.STORAGE_ERROR,
+                task.task_id,
+                f"the task's turn ended but it is not stored yet ({reason}); its answer is "
+                "held back until it is: ask again in a moment",
+                {"error": reason, "stored": False, "retry_after": retry},
+            )
+            return
+        answer = task.response if settled.state == "refused" or final is None else final
+        yield closing_event(task, answer["message"]["body"] if answer is not None else "")
 
     def _begin(
         self, message: MAILMessage, resume_from: ResumeFrom | None, kwargs: dict[str, Any]
@@ -332,6 +434,13 @@ class MAILRuntime(V136RuntimeMethods):
         task_id = message["message"]["task_id"]
         task = self.tasks.get(task_id)
         _check_step_limit(kwargs)
+        _check_text(message, kwargs)
+        refused = self.recorder.refused(task_id) if self.recorder is not None else None
+        if refused is not None:
+            raise TaskStateError(
+                f"task '{task_id}' could not be stored ({refused}), so it cannot go on: "
+                "start a new task"
+            )
         if resume_from is None:
             if task is not None:
                 raise TaskStateError(

@@ -16,6 +16,7 @@ from mail.db.store import (
     TaskDetails,
     TaskRow,
     TaskStore,
+    checked_text,
     dumps,
     foreign_rows,
     loads,
@@ -52,13 +53,22 @@ def _staged(c: TaskChanges) -> _Task:
         row = _copy(c.task)
         row.start_time, row.updated_at = utc(row.start_time), utc(row.updated_at)
         dumps([row.task_contributors, row.remote_swarms, row.title])  # JSON, as in SQL
+        checked_text(row.task_owner, "the task owner")
         staged.row = row
     staged.events = {int(e.seq): (str(e.event), dumps(e.data)) for e in reversed(c.events)}
-    staged.histories = {agent: dumps(history) for agent, history, _ in c.histories}
+    staged.histories = {
+        checked_text(agent, "an agent name"): dumps(history) for agent, history, _ in c.histories
+    }
     staged.response = None if c.response is None else dumps(c.response)
     if c.breakpoints is not None:
         staged.breakpoints = [
-            (b.call_id, b.agent, dumps(b.call), dumps(b.normalized)) for b in c.breakpoints
+            (
+                checked_text(b.call_id, "a breakpoint call id"),
+                checked_text(b.agent, "an agent name"),
+                dumps(b.call),
+                dumps(b.normalized),
+            )
+            for b in c.breakpoints
         ]
     if c.stash is not None:
         staged.stash = [(int(s.priority), int(s.seq), dumps(s.message)) for s in c.stash]
@@ -77,6 +87,7 @@ class MemoryStore(TaskStore):
     name = "memory store"
 
     def __init__(self) -> None:
+        super().__init__()
         self._open = False
         self._tasks: dict[tuple[CallerKey, str], _Task] = {}
 
@@ -100,13 +111,16 @@ class MemoryStore(TaskStore):
         failures: dict[str, StorageError] = {}
         for c in merged(changes):
             problem = foreign_rows(c)
+            if problem is None and c.lease is not None:
+                problem = "this store keeps no task leases (cluster mode needs PostgreSQL)"
             if problem is not None:
-                failures[c.task_id] = self.failure(op, problem)
+                failures[c.task_id] = self.refusal(op, problem)
                 continue
             try:
+                checked_text(c.task_id, "the task id")
                 staged = _staged(c)
             except (TypeError, ValueError) as e:
-                failures[c.task_id] = self.failure(op, e)
+                failures[c.task_id] = self.refusal(op, e)
                 continue
             task = self._tasks.setdefault((key, c.task_id), _Task())
             task.row = staged.row or task.row

@@ -28,7 +28,7 @@ from mail.db import migrations
 from mail.db._sql import (
     DetailKind,
     Dialect,
-    Rows,
+    Prepared,
     combined,
     details_from_rows,
     event_from_row,
@@ -38,6 +38,7 @@ from mail.db._sql import (
     task_from_row,
 )
 from mail.db.store import (
+    HEALTH_TIMEOUT,
     CallerKey,
     EventRow,
     TaskChanges,
@@ -172,22 +173,54 @@ def _describe(dsn: str | None) -> str:
 
 
 def _refused(error: BaseException) -> bool:
-    """True when the database refused a statement (a task's rows are at fault), False
-    when the connection or the server failed (nothing could be stored)."""
+    """True when the database refused a statement (a task's rows are at fault: a value
+    it cannot hold, a constraint, a size), False when the connection or the server
+    failed (nothing could be stored; a later try may succeed)."""
     import asyncpg  # type: ignore[import-untyped]  # noqa: PLC0415  # loaded by open()
 
+    exceptions = asyncpg.exceptions
     return isinstance(error, asyncpg.PostgresError) and not isinstance(
         error,
         asyncpg.PostgresConnectionError
-        | asyncpg.exceptions.OperatorInterventionError
-        | asyncpg.exceptions.InsufficientResourcesError,
+        | exceptions.OperatorInterventionError
+        | exceptions.InsufficientResourcesError
+        | exceptions.TransactionRollbackError  # a deadlock, a serialization failure
+        | exceptions.LockNotAvailableError
+        | exceptions.ReadOnlySQLTransactionError,  # a standby, during a fail-over
     )
 
 
-async def _transaction(conn: Any, rows: Rows, dialect: Dialect) -> None:
+# the tasks (of one caller) whose lease is still (owner, gen): their rows are written, and
+# their lease rows stay locked until the transaction ends, so no replica claims them
+# meanwhile (a claim skips locked rows, a take waits for them)
+_HELD = """SELECT l.task_id FROM cluster_task_leases AS l
+    JOIN unnest($4::text[], $5::text[], $6::bigint[]) AS h(task_id, owner, gen)
+      ON l.task_id = h.task_id AND l.owner = h.owner AND l.gen = h.gen
+    WHERE l.swarm_name = $1 AND l.caller_role = $2 AND l.caller_id = $3
+    FOR SHARE OF l"""
+
+
+async def _transaction(
+    conn: Any, key: CallerKey, prepared: Sequence[Prepared], dialect: Dialect
+) -> set[str]:
+    """Write ``prepared`` in one transaction, but the tasks whose lease is gone: returns
+    their ids (nothing of them is written)."""
     async with conn.transaction():
+        fenced = [p for p in prepared if p.lease is not None]
+        lost: set[str] = set()
+        if fenced:
+            held = await conn.fetch(
+                _HELD,
+                *key_params(key),
+                [p.task_id for p in fenced],
+                [p.lease[0] for p in fenced if p.lease is not None],
+                [p.lease[1] for p in fenced if p.lease is not None],
+            )
+            lost = {p.task_id for p in fenced} - {r["task_id"] for r in held}
+        rows = combined([p for p in prepared if p.task_id not in lost])
         for sql, params in rows.statements(dialect):
             await conn.executemany(sql, params)
+    return lost
 
 
 class PostgresStore(TaskStore):
@@ -217,6 +250,7 @@ class PostgresStore(TaskStore):
     ) -> None:
         if (dsn is None) == (pool is None):
             raise ConfigurationError("postgres store: give exactly one of dsn and pool")
+        super().__init__()
         self.name = _describe(dsn)
         self._dsn = dsn
         self._given_pool: Any | None = pool
@@ -229,7 +263,6 @@ class PostgresStore(TaskStore):
             "server_settings": {"application_name": "mail-server"},
         }
         self._writes = asyncio.Lock()  # fair: writes apply in call order
-        self._write_error: str | None = None
         self._dialect = _DIALECT
         self._load_events = _LOAD_EVENTS
         self._load_details = _LOAD_DETAILS
@@ -320,42 +353,42 @@ class PostgresStore(TaskStore):
         self, op: str, key: CallerKey, changes: Sequence[TaskChanges]
     ) -> dict[str, StorageError]:
         pool = self._pool_for(op)
-        prepared, failures = prepare(self, op, key, changes, self._dialect)  # before any await
-        if not prepared:
+        prepared, failures = prepare(self, op, key, changes, self._dialect, leases=True)
+        if not prepared:  # (encoded before any await)
             return failures
         async with self._writes:
-            try:
-                with self.reported(op):
-                    failed = await self._apply(pool, prepared)
-            except StorageError as e:
-                self._write_error = str(e)
-                raise
-        failures.update({task_id: self.failure(op, e) for task_id, e in failed.items()})
-        self._write_error = str(next(iter(failures.values()))) if failed else None
+            with self.reported(op):
+                failed, lost = await self._apply(pool, key, prepared)
+        failures.update({task_id: self.refusal(op, e) for task_id, e in failed.items()})
+        for task in prepared:
+            if task.task_id in lost and task.lease is not None:
+                failures[task.task_id] = self.lease_lost(op, task.task_id, task.lease[0])
         return failures
 
-    async def _apply(self, pool: Any, prepared: list[tuple[str, Rows]]) -> dict[str, Exception]:
+    async def _apply(
+        self, pool: Any, key: CallerKey, prepared: list[Prepared]
+    ) -> tuple[dict[str, Exception], set[str]]:
         """Every task's rows in one transaction; if the database refused some, each task
-        in one of its own. Returns what failed, by task id."""
+        in one of its own. Returns what it refused, by task id, and the tasks whose
+        lease was lost (:data:`_HELD`). Raises when the database failed."""
         async with pool.acquire() as conn:
             try:
-                await _transaction(conn, combined(prepared), self._dialect)
+                return {}, await _transaction(conn, key, prepared, self._dialect)
             except Exception as e:
-                if len(prepared) == 1 and _refused(e):
-                    return {prepared[0][0]: e}
                 if not _refused(e):
                     raise
-            else:
-                return {}
+                if len(prepared) == 1:
+                    return {prepared[0].task_id: e}, set()
             failed: dict[str, Exception] = {}
-            for task_id, rows in prepared:
+            lost: set[str] = set()
+            for task in prepared:
                 try:
-                    await _transaction(conn, rows, self._dialect)
+                    lost |= await _transaction(conn, key, [task], self._dialect)
                 except Exception as e:
                     if not _refused(e):
                         raise
-                    failed[task_id] = e
-            return failed
+                    failed[task.task_id] = e
+            return failed, lost
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -408,14 +441,18 @@ class PostgresStore(TaskStore):
         return len(doomed)
 
     async def health(self) -> str:
-        """``"ok"``, or what is wrong (closed, the last failed write, no answer in 5 s)."""
+        """``"ok"``, or what is wrong (closed, the :attr:`outage` of writes, no answer
+        within :data:`~mail.db.store.HEALTH_TIMEOUT` seconds)."""
         pool = self._pool
         if pool is None:
             return "closed"
-        if self._write_error is not None:
-            return self._write_error
+        if self.outage is not None:
+            return self.outage
         try:
-            await pool.fetchval("SELECT 1", timeout=5.0)
+            async with asyncio.timeout(HEALTH_TIMEOUT):
+                await pool.fetchval("SELECT 1")
+        except TimeoutError:
+            return f"{self.name}: the database did not answer within {HEALTH_TIMEOUT:g} s"
         except Exception as e:  # noqa: BLE001  # health reports any failure, it never raises
             return f"{self.name}: health check failed: {str(e) or type(e).__name__}"
         return "ok"

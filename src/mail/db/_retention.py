@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from datetime import timedelta
 
@@ -49,8 +50,10 @@ class RetentionJob:
         #: prunes attempted, and finished tasks deleted, since the job started
         self.runs = 0
         self.pruned = 0
-        #: the last prune's failure, ``None`` once a prune succeeds
+        #: the last prune's failure, ``None`` once a prune succeeds, and its
+        #: ``time.monotonic()`` (the server's health shows it only until a write works)
         self.last_error: str | None = None
+        self.failed_at = 0.0
         self._ran = asyncio.Event()
 
     async def run(self) -> None:
@@ -95,6 +98,7 @@ class RetentionJob:
 
     def _failed(self, error: Exception) -> None:
         self.last_error = str(error) or type(error).__name__
+        self.failed_at = time.monotonic()
         self._done()
 
     def _done(self) -> None:

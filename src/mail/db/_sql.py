@@ -23,6 +23,7 @@ from mail.db.store import (
     TaskChanges,
     TaskDetails,
     TaskRow,
+    checked_text,
     dumps,
     foreign_rows,
     loads,
@@ -37,6 +38,7 @@ __all__ = [
     "DetailKind",
     "prune_deletes",
     "Dialect",
+    "Prepared",
     "Rows",
     "combined",
     "details_from_rows",
@@ -111,8 +113,8 @@ def key_params(key: CallerKey) -> tuple[str, str, str]:
 
 def encode(key: CallerKey, changes: TaskChanges, d: Dialect) -> Rows:
     """The rows of one task's changes. Raises ``TypeError`` or ``ValueError`` for a value
-    JSON cannot hold."""
-    k = (*key_params(key), changes.task_id)
+    JSON cannot hold or text no store holds (:func:`~mail.db.store.dumps`)."""
+    k = (*key_params(key), checked_text(changes.task_id, "the task id"))
     rows = Rows()
     task = changes.task
     if task is not None:
@@ -120,11 +122,11 @@ def encode(key: CallerKey, changes: TaskChanges, d: Dialect) -> Rows:
         rows.tasks.append(
             (
                 *k,
-                task.task_owner,
+                checked_text(task.task_owner, "the task owner"),
                 dumps(list(task.task_contributors)),
                 dumps(list(task.remote_swarms)),
                 task.state,
-                task.title,
+                checked_text(task.title, "the title"),
                 d.when(task.start_time),
                 d.when(task.updated_at),
                 running,  # is_running and completed: the original's columns, kept in step
@@ -135,13 +137,23 @@ def encode(key: CallerKey, changes: TaskChanges, d: Dialect) -> Rows:
     # one row per agent, the last given: a statement must not upsert a row twice
     latest = {agent: (history, fmt) for agent, history, fmt in changes.histories}
     stamp = (d.when(datetime.now(UTC)),) if d.history_time else ()
-    rows.histories = [(*k, a, fmt, dumps(h), *stamp) for a, (h, fmt) in latest.items()]
+    rows.histories = [
+        (*k, checked_text(a, "an agent name"), fmt, dumps(h), *stamp)
+        for a, (h, fmt) in latest.items()
+    ]
     if changes.response is not None:
         rows.responses.append((*k, dumps(changes.response)))
     if changes.breakpoints is not None:
         rows.breakpoint_deletes.append(k)
         rows.breakpoints = [
-            (*k, i, b.call_id, b.agent, dumps(b.call), dumps(b.normalized))
+            (
+                *k,
+                i,
+                checked_text(b.call_id, "a breakpoint call id"),
+                checked_text(b.agent, "an agent name"),
+                dumps(b.call),
+                dumps(b.normalized),
+            )
             for i, b in enumerate(changes.breakpoints)
         ]
     if changes.stash is not None:
@@ -199,30 +211,48 @@ def details_from_rows(
     return {task_id: found[task_id] for task_id in dict.fromkeys(task_ids) if task_id in found}
 
 
+@dataclass(slots=True)
+class Prepared:
+    """One task's rows, and the lease its writer holds (``None``: written as they are)."""
+
+    task_id: str
+    rows: Rows
+    lease: tuple[str, int] | None = None
+
+
 def prepare(
-    store: TaskStore, op: str, key: CallerKey, changes: Sequence[TaskChanges], d: Dialect
-) -> tuple[list[tuple[str, Rows]], dict[str, StorageError]]:
-    """Each task's rows, by task id, and the error of each task whose changes cannot be
-    encoded (a value JSON cannot hold, a row of another task)."""
-    prepared: list[tuple[str, Rows]] = []
+    store: TaskStore,
+    op: str,
+    key: CallerKey,
+    changes: Sequence[TaskChanges],
+    d: Dialect,
+    *,
+    leases: bool = False,
+) -> tuple[list[Prepared], dict[str, StorageError]]:
+    """Each task's rows and the refusal of each task whose changes cannot be encoded (a
+    value JSON cannot hold, text no store holds, a row of another task; a lease given to
+    a store that does not keep leases, unless ``leases``)."""
+    prepared: list[Prepared] = []
     failures: dict[str, StorageError] = {}
     for change in merged(changes):
         problem = foreign_rows(change)
+        if problem is None and change.lease is not None and not leases:
+            problem = "this store keeps no task leases (cluster mode needs PostgreSQL)"
         if problem is None:
             try:
-                prepared.append((change.task_id, encode(key, change, d)))
+                prepared.append(Prepared(change.task_id, encode(key, change, d), change.lease))
             except (TypeError, ValueError) as e:
-                failures[change.task_id] = store.failure(op, e)
+                failures[change.task_id] = store.refusal(op, e)
             continue
-        failures[change.task_id] = store.failure(op, problem)
+        failures[change.task_id] = store.refusal(op, problem)
     return prepared, failures
 
 
-def combined(prepared: Sequence[tuple[str, Rows]]) -> Rows:
+def combined(prepared: Sequence[Prepared]) -> Rows:
     """The rows of every task of ``prepared`` together."""
     rows = Rows()
-    for _, task_rows in prepared:
-        rows.add(task_rows)
+    for task in prepared:
+        rows.add(task.rows)
     return rows
 
 

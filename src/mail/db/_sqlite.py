@@ -22,6 +22,7 @@ from mail.db import migrations
 from mail.db._sql import (
     DetailKind,
     Dialect,
+    Prepared,
     Rows,
     combined,
     details_from_rows,
@@ -32,6 +33,7 @@ from mail.db._sql import (
     task_from_row,
 )
 from mail.db.store import (
+    HEALTH_TIMEOUT,
     CallerKey,
     EventRow,
     TaskChanges,
@@ -157,22 +159,40 @@ def _transaction(conn: sqlite3.Connection, rows: Rows) -> None:
         raise
 
 
-def _apply(conn: sqlite3.Connection, prepared: list[tuple[str, Rows]]) -> dict[str, Exception]:
-    """Every task's rows in one transaction; if that fails, each task in one of its own.
-    Returns what failed, by task id."""
+#: What a task's own rows cause (a value SQLite refuses, a constraint, text it cannot
+#: encode): writing them again cannot succeed. Anything else (a full disk, a locked or
+#: broken file) is the store's failure, which a later write may get past.
+_REFUSED = (
+    sqlite3.IntegrityError,
+    sqlite3.DataError,
+    sqlite3.InterfaceError,
+    sqlite3.ProgrammingError,
+    ValueError,  # UnicodeEncodeError among them
+    TypeError,
+    OverflowError,
+)
+
+#: ``task_id -> (error, refused)``: what :func:`_apply` could not store
+Failed = dict[str, tuple[Exception, bool]]
+
+
+def _apply(conn: sqlite3.Connection, prepared: list[Prepared]) -> Failed:
+    """Every task's rows in one transaction; if that fails, each task in one of its own,
+    so that only the tasks at fault fail. Returns what failed, by task id, and whether
+    the store refused the task's rows (else it failed itself)."""
     try:
         _transaction(conn, combined(prepared))
-    except sqlite3.Error as e:
+    except Exception as e:  # noqa: BLE001  # told apart below, task by task
         if len(prepared) == 1:
-            return {prepared[0][0]: e}
+            return {prepared[0].task_id: (e, isinstance(e, _REFUSED))}
     else:
         return {}
-    failed: dict[str, Exception] = {}
-    for task_id, rows in prepared:
+    failed: Failed = {}
+    for task in prepared:
         try:
-            _transaction(conn, rows)
-        except sqlite3.Error as e:
-            failed[task_id] = e
+            _transaction(conn, task.rows)
+        except Exception as e:  # noqa: BLE001  # reported per task
+            failed[task.task_id] = (e, isinstance(e, _REFUSED))
     return failed
 
 
@@ -214,13 +234,12 @@ class SQLiteStore(TaskStore):
     backend = "sqlite"
 
     def __init__(self, path: str | Path, *, pragmas: Mapping[str, int | str] | None = None):
+        super().__init__()
         self.path = Path(path)
         self.name = f"sqlite store ({self.path})"
         self._pragmas = dict(pragmas or {})
         self._conn: sqlite3.Connection | None = None
         self._executor: ThreadPoolExecutor | None = None
-        #: the last failed write, ``None`` once a write succeeds (for :meth:`health`)
-        self._write_error: str | None = None
 
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self.path)!r})"
@@ -293,8 +312,8 @@ class SQLiteStore(TaskStore):
         prepared, failures = prepare(self, op, key, changes, _DIALECT)  # before any await
         if prepared:
             failed = await self._run(op, lambda conn: _apply(conn, prepared))
-            failures.update({task_id: self.failure(op, e) for task_id, e in failed.items()})
-            self._write_error = str(next(iter(failures.values()))) if failed else None
+            for task_id, (e, refused) in failed.items():
+                failures[task_id] = self.refusal(op, e) if refused else self.failure(op, e)
         return failures
 
     async def _rows(self, op: str, sql: str, args: Sequence[Any]) -> list[Any]:
@@ -341,15 +360,19 @@ class SQLiteStore(TaskStore):
         return await self._run("prune", lambda c: _prune(c, args))
 
     async def health(self) -> str:
-        """``"ok"``, or what is wrong (closed, the last failed write, an unreadable file)."""
+        """``"ok"``, or what is wrong (closed, the :attr:`outage` of writes, an unreadable
+        file)."""
         if self._executor is None:
             return "closed"
-        if self._write_error is not None:
-            return self._write_error
+        if self.outage is not None:
+            return self.outage
         try:
-            await self._rows("health", "SELECT 1", ())
+            async with asyncio.timeout(HEALTH_TIMEOUT):
+                await self._rows("health", "SELECT 1", ())
         except StorageError as e:
             return str(e)
+        except TimeoutError:
+            return f"{self.name}: the file did not answer within {HEALTH_TIMEOUT:g} s"
         return "ok"
 
     async def schema_version(self) -> int:

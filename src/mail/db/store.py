@@ -22,16 +22,19 @@ rows handed out are fresh objects.
 from __future__ import annotations
 
 import json
+import re
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, Self
+from typing import Any, Self, overload
 
 import orjson
 
-from mail.errors import ConfigurationError, StorageError
+from mail._limits import bad_text, text_problem
+from mail.errors import ConfigurationError, LeaseLostError, StorageError, StorageRefusedError
 
 __all__ = [
     "FINISHED_STATES",
@@ -44,7 +47,11 @@ __all__ = [
     "TaskChanges",
     "TaskDetails",
     "TaskStore",
+    "checked_text",
 ]
+
+#: Seconds :meth:`TaskStore.health` waits for the database's answer before it says so.
+HEALTH_TIMEOUT = 2.0
 
 #: Task states that :meth:`TaskStore.prune` may remove (never running or paused tasks).
 FINISHED_STATES: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
@@ -121,6 +128,9 @@ class TaskChanges:
     ``histories``: current histories (a later entry for the same agent wins);
     ``response``: the final response (``None``: unchanged); ``breakpoints`` and ``stash``:
     the pending calls and stashed messages (``None``: unchanged, ``[]``: cleared).
+    ``lease``: ``(owner, generation)`` of the task's lease the writer holds (cluster
+    mode): the changes are stored only while that is the task's lease
+    (:class:`~mail.errors.LeaseLostError` otherwise); ``None``: stored unconditionally.
     """
 
     task_id: str
@@ -130,6 +140,7 @@ class TaskChanges:
     response: dict[str, Any] | None = None
     breakpoints: list[BreakpointRow] | None = None
     stash: list[StashRow] | None = None
+    lease: tuple[str, int] | None = None
 
     def merge(self, later: TaskChanges) -> None:
         """Add ``later`` (changes of the same task made after these) to these."""
@@ -143,6 +154,8 @@ class TaskChanges:
             self.breakpoints = later.breakpoints
         if later.stash is not None:
             self.stash = later.stash
+        if later.lease is not None:
+            self.lease = later.lease
 
 
 @dataclass(slots=True, kw_only=True)
@@ -180,6 +193,15 @@ class TaskStore(ABC):
     #: with a v1.3.6 server, known once the store is open): the runtime then stores
     #: events, histories and responses whole, as v1.3.6 writes them, not compacted
     v1_readable: bool = False
+    #: why writes fail now, as a whole (a full disk, a database that does not answer):
+    #: set by a write that failed so, ``None`` again once a write succeeds. A task whose
+    #: rows the store refused (:class:`~mail.errors.StorageRefusedError`) is no outage.
+    outage: str | None = None
+    #: ``time.monotonic()`` of the last write that succeeded (0: none yet)
+    written_at: float = 0.0
+
+    def __init__(self) -> None:
+        self._writes_started: list[float] = []
 
     async def __aenter__(self) -> Self:
         await self.open()
@@ -202,14 +224,48 @@ class TaskStore(ABC):
         """Store the changes of many tasks in one transaction.
 
         The changes of one task are stored together or not at all; one task's failure
-        (a value JSON cannot hold, a row the database refused, a row of another task)
         does not keep the others from being stored. Returns the error of each task whose
-        changes were not stored, by task id (empty when all were). Raises only when
-        nothing could be tried (the store is not open, the database is unreachable). A
-        task id given twice is applied in order, as one change. Events are stored once
-        per ``(task_id, seq)``: a retried change never duplicates one.
+        changes were not stored, by task id (empty when all were):
+
+        * :class:`~mail.errors.StorageRefusedError` when the store refused them (a value
+          it cannot hold: not JSON, a lone surrogate or a NUL character, a size or a
+          constraint): writing them again cannot succeed;
+        * :class:`~mail.errors.LeaseLostError` when the change's ``lease`` is no longer
+          the task's;
+        * :class:`~mail.errors.StorageError` when the store failed (a full disk): a retry
+          may succeed.
+
+        Raises :class:`~mail.errors.StorageError` when nothing could be tried (the store
+        is not open, the database is unreachable). A task id given twice is applied in
+        order, as one change. Events are stored once per ``(task_id, seq)``: a retried
+        change never duplicates one. :attr:`outage` and :attr:`writing_for` follow.
         """
-        return await self._save("save_changes", key, changes)
+        return await self._saving("save_changes", key, changes)
+
+    async def _saving(
+        self, op: str, key: CallerKey, changes: Sequence[TaskChanges]
+    ) -> dict[str, StorageError]:
+        """:meth:`_save`, keeping :attr:`outage`, :attr:`written_at` and
+        :meth:`writing_for` up to date."""
+        started = time.monotonic()
+        self._writes_started.append(started)
+        try:
+            failures = await self._save(op, key, changes)
+        except Exception as e:
+            self.outage = str(e) or type(e).__name__
+            raise
+        finally:
+            self._writes_started.remove(started)
+        failed = next((e for e in failures.values() if type(e) is StorageError), None)
+        self.outage = None if failed is None else str(failed)
+        if failed is None:
+            self.written_at = time.monotonic()
+        return failures
+
+    def writing_for(self) -> float:
+        """Seconds the oldest write under way has been running (0 when none is)."""
+        writes = self._writes_started
+        return time.monotonic() - min(writes) if writes else 0.0
 
     @abstractmethod
     async def _save(
@@ -257,7 +313,7 @@ class TaskStore(ABC):
     # --- the same writes and reads for one kind of row ----------------------------------
 
     async def _save_one(self, op: str, key: CallerKey, changes: Sequence[TaskChanges]) -> None:
-        failures = await self._save(op, key, changes)
+        failures = await self._saving(op, key, changes)
         if failures:
             raise next(iter(failures.values()))
 
@@ -331,30 +387,73 @@ class TaskStore(ABC):
         except Exception as e:
             raise self.failure(op, e) from e
 
-    def failure(self, op: str, error: BaseException | str) -> StorageError:
-        """The :class:`StorageError` saying that ``op`` failed in this store (caused by
-        ``error`` when it is an exception)."""
+    def failure(
+        self, op: str, error: BaseException | str, kind: type[StorageError] = StorageError
+    ) -> StorageError:
+        """The ``kind`` of :class:`StorageError` saying that ``op`` failed in this store
+        (caused by ``error`` when it is an exception)."""
         if isinstance(error, str):
-            return StorageError(f"{self.name}: {op} failed: {error}")
-        failed = StorageError(f"{self.name}: {op} failed: {str(error) or type(error).__name__}")
+            return kind(f"{self.name}: {op} failed: {error}")
+        failed = kind(f"{self.name}: {op} failed: {str(error) or type(error).__name__}")
         failed.__cause__ = error
         return failed
 
+    def refusal(self, op: str, error: BaseException | str) -> StorageRefusedError:
+        """The :class:`StorageRefusedError` saying that this store refused a task's rows."""
+        refused = self.failure(op, error, StorageRefusedError)
+        assert isinstance(refused, StorageRefusedError)  # noqa: S101
+        return refused
+
+    def lease_lost(self, op: str, task_id: str, owner: str) -> LeaseLostError:
+        """The :class:`LeaseLostError` of a write of ``task_id`` fenced off."""
+        lost = self.failure(
+            op, f"replica {owner} no longer holds the lease of task {task_id!r}", LeaseLostError
+        )
+        assert isinstance(lost, LeaseLostError)  # noqa: S101
+        return lost
+
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"))
+# a NUL escaped by orjson (after an even number of backslashes: "\\u0000" is text)
+_NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 
 
 def dumps(value: Any) -> str:
-    """Compact JSON; raises ``TypeError`` or ``ValueError`` for what JSON cannot hold.
+    """Compact JSON; raises ``TypeError`` or ``ValueError`` for what JSON cannot hold and
+    ``ValueError`` for text no store holds (a lone surrogate, a NUL character: see
+    :func:`mail._limits.text_problem`), naming where it is.
 
     orjson writes NaN and the infinities as ``null``, as JSON has no such numbers; what
     it refuses (an integer beyond 64 bits, a key that is not a string) goes to the
     standard encoder, which takes it or says why.
     """
     try:
-        return orjson.dumps(value).decode()
+        text = orjson.dumps(value).decode()
     except TypeError:
+        _check_text(value)  # orjson refuses lone surrogates: say where
         return _ENCODER.encode(value)
+    if "\\u0000" in text and _NUL_ESCAPE.search(text):
+        _check_text(value)
+    return text
+
+
+def _check_text(value: Any) -> None:
+    found = bad_text(value)
+    if found is not None:
+        where, problem = found
+        raise ValueError(f"{where} {problem}")
+
+
+@overload
+def checked_text(value: str, what: str) -> str: ...
+@overload
+def checked_text(value: None, what: str) -> None: ...
+def checked_text(value: str | None, what: str) -> str | None:
+    """``value`` (a text column: a title, an owner, a name), or ``ValueError`` naming
+    ``what`` when no store can hold it."""
+    if value is not None and (problem := text_problem(value)) is not None:
+        raise ValueError(f"{what} {problem}")
+    return value
 
 
 def loads(text: str | bytes) -> Any:

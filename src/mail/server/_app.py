@@ -7,6 +7,7 @@ import copy
 import gc
 import json
 import logging
+import math
 import os
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -27,6 +28,8 @@ from mail.errors import (
     AuthError,
     AuthServiceError,
     MAILError,
+    StorageError,
+    TaskNotStoredError,
 )
 from mail.net import (
     AddressPolicy,
@@ -90,7 +93,13 @@ async def _mail_error(_request: Request, error: Exception) -> JSONResponse:
         error, AuthServiceError
     )
     detail = "internal server error" if internal else str(error)
-    return JSONResponse({"detail": detail}, status_code=status)
+    body: dict[str, Any] = {"detail": detail}
+    headers: dict[str, str] = {}
+    if isinstance(error, StorageError) and error.retry_after is not None:
+        headers["Retry-After"] = str(max(1, math.ceil(error.retry_after)))
+    if isinstance(error, TaskNotStoredError):
+        body["task_id"] = error.task_id
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 async def _validation_error(request: Request, error: Exception) -> Response:

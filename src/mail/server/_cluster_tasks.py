@@ -286,8 +286,7 @@ class ClusterTasks:
         found = self.local(caller, task_id)
         if found is not None:
             swarm, _ = found
-            await swarm.runtime.cancel_task(task_id)
-            await swarm.runtime.persisted()
+            await swarm.runtime.told(await swarm.runtime.cancel_task(task_id))
             return
         owner = await self.leases.owner(self.key(caller), task_id)
         if owner is None or owner == self.replica_id:

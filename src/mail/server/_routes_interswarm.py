@@ -293,6 +293,7 @@ def _ack(state: ServerState, caller: Caller, task: MAILTask) -> dict[str, Any]:
 async def forward(
     state: AppState, caller: Agent, body: JSONBody[InterswarmEnvelope]
 ) -> dict[str, Any]:
+    state.check_store()  # a peer's task is refused (503) while the store fails
     if state.cluster_tasks is not None:  # the replica running the task takes it
         keys = [state.cluster_tasks.key(caller)]
         return await state.cluster_tasks.interswarm(caller, body.interswarm, "forward", keys)
@@ -408,6 +409,7 @@ def _outgoing(send: InterswarmSendRequest, caller: Caller, task_id: str) -> MAIL
 async def _proxy_send(
     state: ServerState, caller: Caller, send: InterswarmSendRequest, *, wait: bool
 ) -> Response:
+    state.check_store()
     swarm = await state.swarms.get(caller)
     runtime = swarm.runtime
     if not runtime.enable_interswarm:
@@ -428,7 +430,7 @@ async def _proxy_send(
         except TimeoutError:
             runtime.remote.end_task(task.task_id, "no reply from the remote swarm", failed=True)
             raise TaskTimeoutError(f"no reply within {timeout:g} s") from None
-        await runtime.persisted()  # the task's end is stored before it is told
+        await runtime.told(task)  # the task's end is stored before it is told
     return JSONResponse({"response": answer, "events": None, "task_id": task.task_id})
 
 

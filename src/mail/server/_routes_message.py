@@ -43,7 +43,10 @@ async def send_message(
     events_default: bool = False,
 ) -> dict[str, Any] | Response:
     """Run ``request`` in the caller's swarm: the answer, or a stream of the task's events
-    (whose first event is fetched before answering, so setup failures are HTTP errors)."""
+    (whose first event is fetched before answering, so setup failures are HTTP errors).
+    Refused (503) while the store fails; the JSON answer is held back (503) when the task
+    cannot be committed in time."""
+    state.check_store()
     task_id = request.task_id or new_task_id()
     kwargs = dict(request.kwargs)
     timeout = float(kwargs.pop("timeout", state.config.server.settings.task_timeout))

@@ -14,7 +14,7 @@ from sse_starlette import EventSourceResponse
 
 from mail.api import MAILSwarm
 from mail.core.events import EventName, MAILEvent
-from mail.core.tasks import MAILTask, closing_event, short_title
+from mail.core.tasks import MAILTask, short_title
 from mail.errors import InvalidMessageError, PermissionDeniedError, TaskNotFoundError
 from mail.server._auth_types import wrong_role
 from mail.server._deps import AdminOrUser, AppState, UICaller
@@ -39,8 +39,11 @@ __all__ = ["router", "task_record"]
 router = APIRouter(responses=ERROR_RESPONSES, route_class=StrictJSONRoute)
 
 
-def task_record(task: MAILTask, *, events: bool = True) -> dict[str, Any]:
-    """A task as ``/tasks`` and ``/task`` return it (without ``events`` if not ``events``)."""
+def task_record(
+    task: MAILTask, *, events: bool = True, stored: bool | None = None
+) -> dict[str, Any]:
+    """A task as ``/tasks`` and ``/task`` return it (without ``events`` if not ``events``;
+    ``stored``, when given: whether the store holds the task as shown)."""
     record = {
         "task_id": task.task_id,
         "task_owner": task.task_owner,
@@ -57,14 +60,27 @@ def task_record(task: MAILTask, *, events: bool = True) -> dict[str, Any]:
     }
     if task.usage is not None:
         record["usage"] = dict(task.usage)
+    if stored is not None:
+        record["stored"] = stored
     if not events:
         del record["events"]
     return record
 
 
+def stored(state: ServerState, swarm: MAILSwarm | None, task: MAILTask) -> bool | None:
+    """Whether the store holds ``task`` as it is now (``None`` without a store; a copy
+    another replica runs, read from the store, is stored)."""
+    if state.store is None:
+        return None
+    if swarm is None or swarm.get_task_by_id(task.task_id) is not task:
+        return True
+    return swarm.runtime.recorder is None or swarm.runtime.recorder.outcome(task.task_id).committed
+
+
 async def _task_of(state: ServerState, caller: Caller, task_id: str) -> MAILTask:
-    """The caller's task; a finished one once the store has it as it is shown (in cluster
-    mode, the store's copy when another replica runs it)."""
+    """The caller's task; a finished one once the store has it as it is shown, or once
+    ``commit_timeout`` passed (see :func:`stored`). In cluster mode, the store's copy
+    when another replica runs it."""
     # Another caller's task is reported exactly like an unknown one.
     if state.cluster_tasks is not None:
         return await state.cluster_tasks.view(caller, task_id)
@@ -78,8 +94,10 @@ async def _local_task(
     task = swarm.get_task_by_id(task_id) if swarm is not None else None
     if swarm is None or task is None:
         raise TaskNotFoundError(task_id)
-    if not task.is_running:
-        await swarm.runtime.persisted()
+    if not task.is_running and state.store is not None:
+        # not while the store fails: the answer says it is not stored instead
+        within = 0.0 if state.store.outage else state.config.database.commit_timeout
+        await swarm.runtime.settled(task_id, within)
     return swarm, task
 
 
@@ -109,15 +127,20 @@ async def list_tasks(
 ) -> dict[str, Any]:
     after = _decode_cursor(cursor) if cursor is not None else None
     tasks = await _tasks_of(state, caller)
+    swarm = state.swarms.find(caller)
+
+    def record(task: MAILTask) -> dict[str, Any]:
+        return task_record(task, events=events, stored=stored(state, swarm, task))
+
     if limit is None and cursor is None:
-        return {t.task_id: task_record(t, events=events) for t in tasks}
+        return {t.task_id: record(t) for t in tasks}
     newest = sorted(tasks, key=_page_key, reverse=True)
     if after is not None:
         newest = [t for t in newest if _page_key(t) < after]
     page = newest[: limit or TASKS_PAGE_MAX]
     more = len(newest) > len(page)
     return {
-        "tasks": [task_record(t, events=events) for t in page],
+        "tasks": [record(t) for t in page],
         "next_cursor": _encode_cursor(_page_key(page[-1])) if more else None,
     }
 
@@ -171,8 +194,8 @@ async def cancel_task(state: AppState, caller: AdminOrUser, task_id: TaskId) -> 
         await state.cluster_tasks.cancel(caller, task_id)
         return {"task_id": task_id, "status": "cancelled"}
     swarm, _ = await _local_task(state, caller, task_id)
-    await swarm.runtime.cancel_task(task_id)
-    await swarm.runtime.persisted()  # the cancellation is stored before it is told
+    task = await swarm.runtime.cancel_task(task_id)
+    await swarm.runtime.told(task)  # the cancellation is stored before it is told
     return {"task_id": task_id, "status": "cancelled"}
 
 
@@ -190,7 +213,8 @@ async def get_task(
         task_id = body.task_id
     if task_id is None:
         raise InvalidMessageError("task_id is required")
-    return task_record(await _task_of(state, caller, task_id))
+    task = await _task_of(state, caller, task_id)
+    return task_record(task, stored=stored(state, state.swarms.find(caller), task))
 
 
 async def _replay_then_follow(
@@ -201,13 +225,15 @@ async def _replay_then_follow(
     follow = task.log.follow(
         after, heartbeat=ping, until=lambda: not task.is_running, stored_ends=False
     )
+    cursor = after
     async for event in follow:
+        cursor = event.seq or cursor
         yield event
     if moved():  # cluster mode: another replica runs it now; the client follows it there
         return
-    await swarm.runtime.persisted()  # the end of the turn is stored before it is told
-    body = task.response["message"]["body"] if task.response is not None else ""
-    yield closing_event(task, body)
+    # the end of the turn is told once it is stored (or the stream says it is not yet)
+    async for event in swarm.runtime.turn_end(task, cursor):
+        yield event
 
 
 @router.get(

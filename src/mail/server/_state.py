@@ -15,6 +15,7 @@ from mail.api import MAILSwarm, MAILSwarmTemplate
 from mail.conversations.events import EventBus
 from mail.core.tasks import MAILTask, TaskState
 from mail.db.store import CallerKey
+from mail.errors import StorageError
 from mail.net import InterswarmRouter, SessionSource, SwarmRegistry
 
 if TYPE_CHECKING:
@@ -186,6 +187,7 @@ class CallerSwarms:
             raise
         if loaded:
             logger.info("reloaded %d stored tasks for %s:%s", loaded, caller.role, caller.id)
+        swarm.runtime.commit_timeout = state.config.database.commit_timeout
         swarm.runtime.start(
             max_steps=state.template.task_message_limit or settings.task_message_limit
         )
@@ -327,12 +329,43 @@ class ServerState:
         return time.monotonic() - self.started
 
     async def storage_status(self) -> str | None:
-        """``None`` without a store, else ``"ok"`` or what fails: a runtime's last failed
-        write, the last failed prune, or the store's own report."""
-        if self.store is None:
+        """``None`` without a store, else ``"ok"`` or what fails: a write under way for
+        longer than ``commit_timeout``, a runtime's last failed write, a prune that
+        failed since the last write that worked, or the store's own report (within
+        :data:`~mail.db.store.HEALTH_TIMEOUT` seconds)."""
+        store = self.store
+        if store is None:
             return None
-        retention = self.retention.last_error if self.retention is not None else None
-        return self.swarms.storage_error() or retention or await self.store.health()
+        retention = self.retention
+        pruning = None
+        # a failed prune shows until a write works again
+        if retention is not None and retention.failed_at > store.written_at:
+            pruning = retention.last_error
+        return (
+            self._stalled(store) or self.swarms.storage_error() or pruning or await store.health()
+        )
+
+    def _stalled(self, store: TaskStore) -> str | None:
+        bound = self.config.database.commit_timeout
+        waited = store.writing_for()
+        if waited <= bound:
+            return None
+        return f"{store.name}: a write has been under way for {waited:.0f} s"
+
+    def check_store(self) -> None:
+        """Refuse new work (a 503 with ``Retry-After``) while the store fails: its last
+        write failed as a whole (a full disk, a database that does not answer) or one
+        has been under way for longer than ``commit_timeout``. It is taken again once a
+        write succeeds (the runtimes retry theirs every second)."""
+        store = self.store
+        if store is None:
+            return
+        failing = store.outage or self._stalled(store)
+        if failing is not None:
+            raise StorageError(
+                f"the task store is failing ({failing}): no new task is taken until it works again",
+                retry_after=self.config.database.commit_timeout,
+            )
 
     def set_health(self, status: str) -> None:
         self.health = status

@@ -113,9 +113,13 @@ def validated(model: type[_M], body: Any) -> _M:
 
 
 class ErrorResponse(BaseModel):
-    """Every error answer: `{"detail": "what went wrong"}`."""
+    """Every error answer: `{"detail": "what went wrong"}`; a task's answer held back
+    until the store has it (503, with `Retry-After`) also names the task."""
 
     detail: str
+    task_id: str | None = Field(
+        default=None, description="The task whose answer is held back (503 only)"
+    )
 
 
 _ERROR_CONTENT = {"application/json": {"schema": ErrorResponse.model_json_schema()}}
