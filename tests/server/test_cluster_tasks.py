@@ -475,6 +475,120 @@ def test_a_replica_that_loses_a_lease_stops_running_the_task(cluster: Cluster) -
     assert "lost the lease of task " + task_id in log or f"took over task {task_id}" in log
 
 
+async def _stream_past_action(replica: Replica, key: str, seen: Seen, acted: asyncio.Event) -> None:
+    """Stream an arithmetic task (its turn runs an action) on ``replica``; ``acted`` is
+    set once its ``action_complete`` event came."""
+    body = {"body": "What is 12 * (3 + 4)?", "task_id": seen.task_id, "stream": True}
+    frame: dict[str, Any] = {}
+    try:
+        async with (
+            _client(replica, key, timeout=60) as client,
+            client.stream("POST", "/message", json=body) as response,
+        ):
+            async for line in response.aiter_lines():
+                done = read_line(frame, line)
+                if done is None or done["event"] == "ping":
+                    continue
+                if "id" in done:
+                    seen.events.append((done["id"], done["event"]))
+                    if done["event"] == "action_complete":
+                        acted.set()
+                else:
+                    seen.final, seen.final_event = done["data"], done["event"]
+    except (httpx.TransportError, httpx.StreamError):
+        pass
+
+
+async def _ask_past_action(replica: Replica, key: str, task_id: str) -> httpx.Response:
+    body = {"body": "What is 6 * 7?", "task_id": task_id}
+    async with _client(replica, key, timeout=60) as client:
+        return await client.post("/message", json=body)
+
+
+async def _stored_ends(database_url: str, task_ids: list[str]) -> dict[str, tuple[str, list[str]]]:
+    """Per task: its stored state and the names of its stored closing events."""
+    conn = await asyncpg.connect(database_url, timeout=5)
+    try:
+        rows = await conn.fetch(
+            "SELECT task_id, state FROM tasks WHERE task_id = ANY($1::text[])", task_ids
+        )
+        events = await conn.fetch(
+            "SELECT task_id, event_type FROM task_events WHERE task_id = ANY($1::text[]) "
+            "AND event_type IN ('task_complete', 'task_interrupted') ORDER BY task_id, seq",
+            task_ids,
+        )
+    finally:
+        await conn.close()
+    ends: dict[str, tuple[str, list[str]]] = {r["task_id"]: (r["state"], []) for r in rows}
+    for e in events:
+        ends[e["task_id"]][1].append(e["event_type"])
+    return ends
+
+
+def test_a_stopped_replica_that_lost_its_leases_ends_no_task_a_second_time(
+    cluster: Cluster,
+) -> None:
+    """SIGSTOP B while it runs tasks that ran an action, past its leases: another replica
+    takes them and ends them interrupted. Once B goes on, its writes of those tasks are
+    fenced off (its lease is gone): no task is stored as ended twice, B tells none of its
+    clients that such a task completed, and its streams end so the clients follow the
+    task where it is now."""
+    _, b, c = cluster.replicas
+    count = 4
+    streamed = [Seen(task_id=f"s-{n}-{uuid.uuid4().hex[:6]}") for n in range(count)]
+    asked = [f"j-{n}-{uuid.uuid4().hex[:6]}" for n in range(count)]
+
+    async def scenario() -> list[httpx.Response]:
+        acted = [asyncio.Event() for _ in range(count)]
+        streams = [
+            asyncio.create_task(_stream_past_action(b, cluster.key, streamed[n], acted[n]))
+            for n in range(count)
+        ]
+        answers = [asyncio.create_task(_ask_past_action(b, cluster.key, t)) for t in asked]
+        await asyncio.wait_for(asyncio.gather(*(e.wait() for e in acted)), 30)
+        b.process.send_signal(signal.SIGSTOP)
+        try:
+            conn = await asyncpg.connect(cluster.env["DATABASE_URL"], timeout=5)
+            try:  # wait until the others took B's leases (it renews none while stopped)
+                for _ in range(400):
+                    held = await conn.fetchval(
+                        "SELECT count(*) FROM cluster_task_leases WHERE owner = $1", b.id
+                    )
+                    if held == 0:
+                        break
+                    await asyncio.sleep(0.05)
+                else:
+                    raise AssertionError("B's leases were never taken over")
+            finally:
+                await conn.close()
+        finally:
+            b.process.send_signal(signal.SIGCONT)
+        await asyncio.wait_for(asyncio.gather(*streams), 60)
+        return list(await asyncio.wait_for(asyncio.gather(*answers), 60))
+
+    answers = asyncio.run(scenario())
+    ids = [s.task_id for s in streamed] + asked
+    ends = asyncio.run(_stored_ends(cluster.env["DATABASE_URL"], ids))
+    for task_id in ids:
+        state, closing = ends[task_id]
+        assert len(closing) == 1, (task_id, state, closing)  # ended once
+    for seen in streamed:
+        state, _ = ends[seen.task_id]
+        if seen.final is not None:  # B told it: then that is how it ended
+            assert seen.final["status"] == ("completed" if state == "completed" else "failed")
+        rest = Seen(task_id=seen.task_id)
+        asyncio.run(_events(c, cluster.key, seen.task_id, 0, rest))
+        assert rest.final is not None
+        assert rest.final["status"] == ("completed" if state == "completed" else "failed")
+    for task_id, answer in zip(asked, answers, strict=True):
+        state, _ = ends[task_id]
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["status"] == ("completed" if state == "completed" else "failed")
+    interrupted = [t for t in ids if ends[t][0] == "interrupted"]
+    assert interrupted, ends  # the stop came while the tasks ran, not after
+    assert "another replica holds its lease" in b.output() or "lost the lease" in b.output()
+
+
 def test_a_replica_stopped_with_sigterm_leaves_its_tasks_to_the_others(cluster: Cluster) -> None:
     a, b, c = cluster.replicas
     count = 10

@@ -162,10 +162,12 @@ class Relay:
                 if task.state is not TaskState.WAITING_BREAKPOINT:
                     finals.append(task)
             pipe.expire(stream, _STREAM_TTL)
-        await pipe.execute()
-        for task in finals:
-            if self.on_final is not None and not task.is_running:
-                await self.on_final(key, task)
+        try:
+            await pipe.execute()
+        finally:  # stored is enough: a lease is let go of even when Redis fails
+            for task in finals:
+                if self.on_final is not None and not task.is_running:
+                    await self.on_final(key, task)
 
     # --- following (any replica) ----------------------------------------------------------
 

@@ -120,8 +120,15 @@ class ClusterTasks:
         what it commits is published."""
         runtime.tasks.gated = True
         runtime.hand_over = True  # a replica that stops leaves its tasks to the others
-        if runtime.recorder is not None:
-            runtime.recorder.on_commit = lambda done: self.relay.committed(key, done)
+        recorder = runtime.recorder
+        if recorder is not None:
+            recorder.on_commit = lambda done: self.relay.committed(key, done)
+            # every write of a task is conditional on the lease this replica holds
+            recorder.fence = lambda task_id: (
+                self.replica_id,
+                self.leases.held.get((key, task_id), -1),
+            )
+            recorder.on_lost = lambda task_id: self._lost(key, task_id)
 
     # --- reading -----------------------------------------------------------------------------
 
@@ -385,10 +392,26 @@ class ClusterTasks:
     # --- keeping leases, fail-over ----------------------------------------------------------
 
     async def _finished(self, key: CallerKey, task: MAILTask) -> None:
-        """A task's turn ended in a final state, stored and published: free its lease."""
+        """A task's turn ended in a final state, stored (and published, unless Redis
+        failed): free its lease. A lease the database does not let go of now expires
+        by itself (it is no longer renewed) and is claimed as any other."""
         gen = self.leases.held.get((key, task.task_id))
-        if gen is not None:
+        if gen is None:
+            return
+        try:
             await self.leases.release(key, task.task_id, gen)
+        except Exception as e:  # noqa: BLE001  # it expires by itself
+            logger.warning("releasing the lease of task %s failed: %s", task.task_id, e)
+
+    def _lost(self, key: CallerKey, task_id: str) -> None:
+        """A write of the task found its lease taken (the recorder's ``on_lost``): this
+        replica stops running it, as when a renewal finds so."""
+        self.leases.held.pop((key, task_id), None)
+        job = asyncio.get_running_loop().create_task(
+            self._let_go(key, task_id), name=f"mail-let-go:{task_id}"
+        )
+        self._watchers.add(job)
+        job.add_done_callback(self._watchers.discard)
 
     async def stopped(self) -> None:
         """The runtimes are shut down, their tasks stored: the leases this replica held

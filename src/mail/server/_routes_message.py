@@ -81,10 +81,20 @@ async def send_message(
                 message, timeout, request.resume_from, ping_interval=state.ping_interval, **kwargs
             )
             return await task_stream(state, events, task_id, moved=_stale(state, swarm, task_id))
-        answered, result = await unless_closing(
-            swarm.submit_message(message, timeout, show_events, request.resume_from, **kwargs),
-            state.closing,
-        )
+        existing = swarm.get_task_by_id(task_id)
+        start = existing.log.last_seq if existing is not None else 0
+        try:
+            answered, result = await unless_closing(
+                swarm.submit_message(message, timeout, show_events, request.resume_from, **kwargs),
+                state.closing,
+            )
+        except TaskStateError:
+            if state.cluster_tasks is None or swarm.get_task_by_id(task_id) is not None:
+                raise
+            # this replica's copy lost its lease while it ran: the answer is the new owner's
+            return await answer_from_elsewhere(
+                state, caller, task_id, start, stream=False, show_events=show_events
+            )
         if result is None or not answered:
             return handed_over(task_id) if state.cluster_tasks else shutting_down(task_id)
         final, log = result
