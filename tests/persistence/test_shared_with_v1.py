@@ -191,6 +191,10 @@ async def v1(postgres_database: tuple[str, str]) -> AsyncIterator[tuple[str, V1S
         await conn.close()
 
 
+def nullable_request(rows: list[Any]) -> bool:
+    return [row["is_nullable"] for row in rows] == ["YES"]
+
+
 async def _names(conn: Any, sql: str) -> set[str]:
     return {row[0] for row in await conn.fetch(sql)}
 
@@ -207,7 +211,15 @@ async def test_migrations_change_only_what_v1_can_live_with(v1: tuple[str, V1Ser
         "6",
         "7",
         "8",
-    }  # 5-8: new tables and indexes of our own (cluster, MAP Mail, task leases)
+        "9",
+    }  # 5-8: new tables and indexes of our own (cluster, MAP Mail, task leases); 9: a
+    # nullable column of tasks v1.3.6 neither writes nor reads
+    assert nullable_request(
+        await conn.fetch(
+            "SELECT is_nullable FROM information_schema.columns"
+            " WHERE table_name = 'tasks' AND column_name = 'request'"
+        )
+    )
     nullable = {
         (row["table_name"], row["column_name"]): row["is_nullable"]
         for row in await conn.fetch(
@@ -346,7 +358,7 @@ async def test_db_migrate_upgrades_from_v1_only_when_told_and_confirmed(
 
     assert await asyncio.to_thread(migrate) == 0
     assert "shared with v1.3.6" in capsys.readouterr().out
-    assert await versions() == {"1", "4", "5", "6", "7", "8"}  # 5-8: new tables and indexes
+    assert await versions() == {"1", "4", "5", "6", "7", "8", "9"}  # 5-9: ours alone
     found = await check_store(DatabaseConfig(url=url))
     assert found.status == "ok" and "--upgrade-from-v1" in found.message
 
@@ -355,11 +367,11 @@ async def test_db_migrate_upgrades_from_v1_only_when_told_and_confirmed(
     captured = capsys.readouterr()
     assert "DELETED" in captured.out  # it said what it would change
     assert "confirm with --yes" in captured.err
-    assert await versions() == {"1", "4", "5", "6", "7", "8"}  # 5-8: new tables and indexes
+    assert await versions() == {"1", "4", "5", "6", "7", "8", "9"}  # 5-9: ours alone
 
     assert await asyncio.to_thread(migrate, "--upgrade-from-v1", "--yes") == 0
     assert "applied 2, 3" in capsys.readouterr().out
-    assert await versions() == {"1", "2", "3", "4", "5", "6", "7", "8"}
+    assert await versions() == {"1", "2", "3", "4", "5", "6", "7", "8", "9"}
     assert await server.conn.fetchval("SELECT count(*) FROM agent_histories") == 1
 
     assert await asyncio.to_thread(migrate, "--upgrade-from-v1") == 0

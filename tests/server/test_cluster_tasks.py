@@ -416,6 +416,44 @@ def test_a_bound_tasks_turns_are_written_once_whichever_replicas_read(
 # --- fail-over ------------------------------------------------------------------------------
 
 
+def test_a_request_retried_on_other_replicas_is_answered_as_the_first_not_run_again(
+    cluster: Cluster,
+) -> None:
+    """A client whose connection to A dropped retries on B while A runs the task, then on C
+    after it ended: each gets A's answer (B follows the turn on A), and the task ran once."""
+    a, b, c = cluster.replicas
+    ask = {"body": "What is 12 * (3 + 4)?", "task_id": f"r-{uuid.uuid4().hex[:8]}"}
+
+    async def scenario() -> list[httpx.Response]:
+        async with _client(a, cluster.key) as on_a, _client(b, cluster.key) as on_b:
+            first = asyncio.create_task(on_a.post("/message", json=ask))
+            for _ in range(200):  # B knows the task once A stored its first events
+                if (await on_b.get("/task", params={"task_id": ask["task_id"]})).is_success:
+                    break
+                await asyncio.sleep(0.02)
+            retried = await on_b.post("/message", json=ask)
+            return [await first, retried]
+
+    first, on_b = asyncio.run(scenario())
+    on_c = call(c.url, cluster.key, "POST", "/message", json=ask)
+    other = call(c.url, cluster.key, "POST", "/message", json={**ask, "body": "something else"})
+    assert [first.status_code, on_b.status_code, on_c.status_code] == [200, 200, 200], (
+        first.text,
+        on_b.text,
+        on_c.text,
+    )
+    assert first.json()["response"] == on_b.json()["response"] == on_c.json()["response"]
+    assert first.json()["status"] == on_b.json()["status"] == on_c.json()["status"] == "completed"
+    assert other.status_code == 409
+    record = call(a.url, cluster.key, "GET", "/task", params={"task_id": ask["task_id"]}).json()
+    users = [
+        e
+        for e in record["events"]
+        if e["event"] == "new_message" and '"address_type":"user"' in e["data"]
+    ]
+    assert len(users) == 1  # it ran once
+
+
 async def _stream_until_cut(replica: Replica, key: str, seen: Seen, started: asyncio.Event) -> None:
     body = {"body": f"job {seen.task_id}", "task_id": seen.task_id, "stream": True}
     try:

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from mail.core._compact import Compactor, expand
 from mail.core._system_messages import SystemMessages
 from mail.core.events import EventLog, EventName, MAILEvent
-from mail.core.tasks import MAILTask, PendingBreakpoint, TaskState, TaskTable
+from mail.core.tasks import MAILTask, PendingBreakpoint, TaskState, TaskTable, TurnRequest
 from mail.db.store import (
     BreakpointRow,
     CallerKey,
@@ -453,6 +453,7 @@ def _record(task: MAILTask, compact: Compactor | None) -> TaskChanges:
             title=task.title,
             start_time=task.start_time,
             updated_at=task.updated_at,
+            request=task.request.as_json() if task.request is not None else None,
         ),
     )
     if not task.is_running:
@@ -545,6 +546,7 @@ async def restore(
             remote_swarms=set(row.remote_swarms),
             listener=tasks.listener,
             events=events,
+            request=TurnRequest.from_json(row.request),
         )
         tasks.add(task, notify=False)  # as stored: nothing to write
         if stored is not None:

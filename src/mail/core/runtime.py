@@ -38,6 +38,7 @@ import asyncio
 import logging
 import math
 from collections.abc import AsyncIterator, Callable, Collection, Iterable
+from dataclasses import replace
 from typing import Any, Literal, Protocol
 
 from mail._limits import bad_text, text_problem
@@ -53,7 +54,14 @@ from mail.core.actions import ActionCore, ActionOverrideFunction
 from mail.core.agents import AgentCore
 from mail.core.events import EventLog, EventName, MAILEvent
 from mail.core.message import MAILInterswarmMessage, MAILMessage, format_task_contributor
-from mail.core.tasks import MAILTask, TaskState, TaskTable, closing_event, short_title
+from mail.core.tasks import (
+    MAILTask,
+    TaskState,
+    TaskTable,
+    TurnRequest,
+    closing_event,
+    short_title,
+)
 from mail.db.store import CallerKey, TaskStore
 from mail.errors import (
     InvalidMessageError,
@@ -237,6 +245,8 @@ class MAILRuntime(V136RuntimeMethods):
         #: seconds an answer waits for its task to be committed (``[database]
         #: commit_timeout``) before it is held back (:class:`TaskNotStoredError`)
         self.commit_timeout = 5.0
+        # the requests about to open a turn of a task (:meth:`expect`), by task id
+        self._expected: dict[str, TurnRequest] = {}
 
     def observe_events(self, observer: Callable[[EventLog], None]) -> None:
         """Call ``observer(log)`` each time a task's log gets a stored event, from now on
@@ -424,7 +434,29 @@ class MAILRuntime(V136RuntimeMethods):
         answer = task.response if settled.state == "refused" or final is None else final
         yield closing_event(task, answer["message"]["body"] if answer is not None else "")
 
+    def expect(self, task_id: str, request: TurnRequest) -> None:
+        """The next submission of ``task_id`` opens its turn for ``request`` (the server's
+        account of an HTTP request, kept on the task: :attr:`MAILTask.request`). Call it
+        right before submitting."""
+        self._expected[task_id] = request
+
     def _begin(
+        self, message: MAILMessage, resume_from: ResumeFrom | None, kwargs: dict[str, Any]
+    ) -> MAILTask:
+        task_id = message["message"]["task_id"]
+        request = self._expected.pop(task_id, None)
+        existing = self.tasks.get(task_id)
+        start = existing.log.last_seq if existing is not None else 0
+        first = existing.request.first if existing and existing.request else None
+        task = self._open_turn(message, resume_from, kwargs)
+        if request is None:
+            task.request = None
+        else:
+            first = (first or request.fingerprint) if existing else request.fingerprint
+            task.request = replace(request, start=start, first=first)
+        return task
+
+    def _open_turn(
         self, message: MAILMessage, resume_from: ResumeFrom | None, kwargs: dict[str, Any]
     ) -> MAILTask:
         """Open or resume the message's task and queue the message; checks everything

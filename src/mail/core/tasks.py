@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("mail.runtime")
 
 __all__ = [
+    "TurnRequest",
     "TaskState",
     "QueueItem",
     "PendingBreakpoint",
@@ -68,6 +69,38 @@ _FINISHED = frozenset(
         TaskState.WAITING_BREAKPOINT,
     }
 )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnRequest:
+    """What opened a task's turn, by which a retried request is told from a new one.
+
+    ``fingerprint`` digests what the request asked (its message and arguments); ``key``
+    is the client's ``Idempotency-Key``, if it sent one; ``start`` is the task's last
+    event before the turn (its stream starts after it); ``first`` is the fingerprint of
+    the request that created the task.
+    """
+
+    fingerprint: str
+    key: str | None = None
+    start: int = 0
+    first: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"fp": self.fingerprint, "key": self.key, "start": self.start, "first": self.first}
+
+    @classmethod
+    def from_json(cls, value: Any) -> TurnRequest | None:
+        """The request stored as :meth:`as_json` (``None`` for anything else)."""
+        if not isinstance(value, dict) or not isinstance(value.get("fp"), str):
+            return None
+        key, first, start = value.get("key"), value.get("first"), value.get("start")
+        return cls(
+            fingerprint=value["fp"],
+            key=key if isinstance(key, str) else None,
+            start=start if isinstance(start, int) else 0,
+            first=first if isinstance(first, str) else None,
+        )
 
 
 @dataclass(slots=True, kw_only=True)
@@ -121,6 +154,8 @@ class MAILTask(V136TaskMethods):
     finished_at: float | None = None
     #: tokens the task's model calls reported, summed (``None`` until one reports)
     usage: dict[str, int] | None = None
+    #: what opened the current turn (``None``: a request that gave none, the Python API)
+    request: TurnRequest | None = None
     #: told of every change of the task and its log (the runtime's store recorder)
     listener: TaskListener | None = field(default=None, repr=False)
     #: events loaded back from a store, with their sequence numbers

@@ -43,7 +43,8 @@ class _Task:
 
 def _copy(row: TaskRow) -> TaskRow:
     contributors, remote = list(row.task_contributors), list(row.remote_swarms)
-    return replace(row, task_contributors=contributors, remote_swarms=remote)
+    request = None if row.request is None else dict(row.request)
+    return replace(row, task_contributors=contributors, remote_swarms=remote, request=request)
 
 
 def _staged(c: TaskChanges) -> _Task:
@@ -52,7 +53,7 @@ def _staged(c: TaskChanges) -> _Task:
     if c.task is not None:
         row = _copy(c.task)
         row.start_time, row.updated_at = utc(row.start_time), utc(row.updated_at)
-        dumps([row.task_contributors, row.remote_swarms, row.title])  # JSON, as in SQL
+        dumps([row.task_contributors, row.remote_swarms, row.title, row.request])  # as in SQL
         checked_text(row.task_owner, "the task owner")
         staged.row = row
     staged.events = {int(e.seq): (str(e.event), dumps(e.data)) for e in reversed(c.events)}

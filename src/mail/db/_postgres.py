@@ -55,12 +55,14 @@ __all__ = ["PostgresStore"]
 _DIALECT = Dialect(
     save_task="""INSERT INTO tasks (swarm_name, caller_role, caller_id, task_id, task_owner,
         task_contributors, remote_swarms, state, title, start_time, updated_at, is_running,
-        completed) VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, $10, $11, $12, $13)
+        completed, request) VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, $10,
+        $11, $12, $13, $14::jsonb)
         ON CONFLICT (task_id, swarm_name, caller_role, caller_id) DO UPDATE SET
         task_owner = excluded.task_owner, task_contributors = excluded.task_contributors,
         remote_swarms = excluded.remote_swarms, state = excluded.state, title = excluded.title,
         start_time = excluded.start_time, updated_at = excluded.updated_at,
-        is_running = excluded.is_running, completed = excluded.completed""",
+        is_running = excluded.is_running, completed = excluded.completed,
+        request = excluded.request""",
     # event_id is the SSE id the event is sent with: its sequence number
     append_event="""INSERT INTO task_events (swarm_name, caller_role, caller_id, task_id,
         seq, event_type, event_data, event_id)
@@ -107,7 +109,7 @@ _SHARED_DIALECT = dataclasses.replace(
 _STATE = """CASE WHEN state IS NULL OR (state = 'running' AND completed)
     THEN CASE WHEN completed THEN 'completed' ELSE 'running' END ELSE state END"""
 _TASK_COLUMNS = f"""task_id, task_owner, task_contributors::text, remote_swarms::text,
-    {_STATE}, title, start_time, updated_at"""
+    {_STATE}, title, start_time, updated_at, request::text"""
 _LOAD_TASKS = f"""SELECT {_TASK_COLUMNS} FROM tasks
     WHERE swarm_name = $1 AND caller_role = $2 AND caller_id = $3
     ORDER BY start_time, created_at"""

@@ -131,6 +131,7 @@ def encode(key: CallerKey, changes: TaskChanges, d: Dialect) -> Rows:
                 d.when(task.updated_at),
                 running,  # is_running and completed: the original's columns, kept in step
                 not running,
+                None if task.request is None else dumps(task.request),
             )
         )
     rows.events = [(*k, int(e.seq), str(e.event), dumps(e.data)) for e in changes.events]
@@ -176,6 +177,7 @@ def task_from_row(row: Sequence[Any], when: Callable[[Any], datetime]) -> TaskRo
         title=row[5],
         start_time=when(row[6]),
         updated_at=when(row[7]),
+        request=None if row[8] is None else loads(row[8]),
     )
 
 

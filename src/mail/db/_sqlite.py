@@ -62,12 +62,13 @@ def from_iso(value: str) -> datetime:
 _DIALECT = Dialect(
     save_task="""INSERT INTO tasks (swarm_name, caller_role, caller_id, task_id, task_owner,
         task_contributors, remote_swarms, state, title, start_time, updated_at, is_running,
-        completed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        completed, request) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT (swarm_name, caller_role, caller_id, task_id) DO UPDATE SET
         task_owner = excluded.task_owner, task_contributors = excluded.task_contributors,
         remote_swarms = excluded.remote_swarms, state = excluded.state, title = excluded.title,
         start_time = excluded.start_time, updated_at = excluded.updated_at,
-        is_running = excluded.is_running, completed = excluded.completed""",
+        is_running = excluded.is_running, completed = excluded.completed,
+        request = excluded.request""",
     append_event="""INSERT OR IGNORE INTO task_events (swarm_name, caller_role, caller_id,
         task_id, seq, event_type, event_data) VALUES (?, ?, ?, ?, ?, ?, ?)""",
     save_history="""INSERT INTO agent_histories (swarm_name, caller_role, caller_id, task_id,
@@ -91,7 +92,7 @@ _DIALECT = Dialect(
     history_time=False,
 )
 _TASK_COLUMNS = """task_id, task_owner, task_contributors, remote_swarms, state, title,
-    start_time, updated_at"""
+    start_time, updated_at, request"""
 _LOAD_TASKS = f"""SELECT {_TASK_COLUMNS} FROM tasks
     WHERE swarm_name = ? AND caller_role = ? AND caller_id = ? ORDER BY start_time, rowid"""
 _LOAD_TASK = f"""SELECT {_TASK_COLUMNS} FROM tasks

@@ -207,6 +207,11 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
                 WHERE kind = 'conversation'""",
         ),
     ),
+    Migration(
+        5,
+        "what opened each task's current turn (a retried request is told from a new one)",
+        ("ALTER TABLE tasks ADD COLUMN request TEXT",),
+    ),
 )
 
 #: PostgreSQL tables of ours alone (v1.3.6 has none of them): created by version 2, and by
@@ -443,6 +448,14 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
             """CREATE INDEX idx_conversation_records_task
                 ON conversation_records (swarm_name, caller_role, caller_id, task_id)
                 WHERE kind = 'conversation'""",
+        ),
+    ),
+    Migration(
+        9,
+        "what opened each task's current turn (a retried request is told from a new one)",
+        (
+            # a nullable column v1.3.6 neither writes nor reads: a shared database takes it
+            "ALTER TABLE tasks ADD COLUMN IF NOT EXISTS request JSONB",
         ),
     ),
 )

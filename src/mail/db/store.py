@@ -72,7 +72,9 @@ class TaskRow:
     """The record of one task.
 
     ``state`` is a :class:`mail.core.tasks.TaskState` value. Datetimes are returned
-    timezone-aware in UTC; naive ones given to a store are taken as UTC.
+    timezone-aware in UTC; naive ones given to a store are taken as UTC. ``request`` is
+    what opened the task's current turn (:class:`mail.core.tasks.TurnRequest` as JSON),
+    by which a retried request is told from a new one.
     """
 
     task_id: str
@@ -83,6 +85,7 @@ class TaskRow:
     title: str | None = None
     start_time: datetime
     updated_at: datetime
+    request: dict[str, Any] | None = None
 
 
 @dataclass(slots=True, kw_only=True)

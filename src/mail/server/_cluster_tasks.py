@@ -30,7 +30,7 @@ from mail.core._failover import checkpoint, take_over
 from mail.core._recorder import restore
 from mail.core._system_messages import SystemMessages
 from mail.core.events import EventName, MAILEvent
-from mail.core.tasks import MAILTask, TaskState, TaskTable
+from mail.core.tasks import MAILTask, TaskState, TaskTable, TurnRequest
 from mail.db.store import CallerKey
 from mail.errors import MAILError, StorageError, TaskNotFoundError, TaskStateError
 from mail.server._cluster import Cluster, redis_errors
@@ -385,6 +385,9 @@ class ClusterTasks:
                 raise HTTPException(503, f"task '{task_id}' moved to replica {owner}; try again")
             task = swarm.get_task_by_id(task_id)
             start = task.log.last_seq if task is not None else 0
+            asked = TurnRequest.from_json(request.get("request"))
+            if asked is not None:  # what opened the turn goes with it (retries, 409s)
+                swarm.runtime.expect(task_id, asked)
             await swarm.submit_message_nowait(message, request["resume_from"], **request["kwargs"])
             self.watch_timeout(swarm, task_id, float(request["timeout"]))
         return {"start": start}

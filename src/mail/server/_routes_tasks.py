@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,11 +13,12 @@ from fastapi import APIRouter, Header, Query
 from sse_starlette import EventSourceResponse
 
 from mail.api import MAILSwarm
-from mail.core.events import EventName, MAILEvent
+from mail.core.events import EventName
 from mail.core.tasks import MAILTask, short_title
 from mail.errors import InvalidMessageError, PermissionDeniedError, TaskNotFoundError
 from mail.server._auth_types import wrong_role
 from mail.server._deps import AdminOrUser, AppState, UICaller
+from mail.server._follow import follow_local
 from mail.server._routes_core import breakpoint_tool_specs
 from mail.server._routing import StrictJSONRoute
 from mail.server._sse import compact_json, event_response, stored_event
@@ -217,25 +218,6 @@ async def get_task(
     return task_record(task, stored=stored(state, state.swarms.find(caller), task))
 
 
-async def _replay_then_follow(
-    swarm: MAILSwarm, task: MAILTask, after: int, ping: float, moved: Callable[[], bool]
-) -> AsyncIterator[MAILEvent]:
-    # every end of a turn is logged first, so the log's cursor sees it
-    # stored task_complete events are left out: the stream closes with its own final one
-    follow = task.log.follow(
-        after, heartbeat=ping, until=lambda: not task.is_running, stored_ends=False
-    )
-    cursor = after
-    async for event in follow:
-        cursor = event.seq or cursor
-        yield event
-    if moved():  # cluster mode: another replica runs it now; the client follows it there
-        return
-    # the end of the turn is told once it is stored (or the stream says it is not yet)
-    async for event in swarm.runtime.turn_end(task, cursor):
-        yield event
-
-
 @router.get(
     "/tasks/{task_id}/events",
     summary="The task's events as server-sent events: replay after a sequence number, then live",
@@ -267,8 +249,7 @@ async def task_events(
     else:
         swarm, task = await _local_task(state, caller, task_id)
         moved = lambda: False  # noqa: E731  # a single server's tasks never move
-    follow = _replay_then_follow(swarm, task, cursor, state.ping_interval, moved)
-    return event_response(follow)
+    return event_response(follow_local(swarm, task, cursor, state.ping_interval, moved))
 
 
 # --- /ui -------------------------------------------------------------------------------------
