@@ -18,7 +18,7 @@ from mail.db import (
     TaskChanges,
     TaskStore,
 )
-from mail.errors import StorageError
+from mail.errors import StorageError, StorageRefusedError
 
 
 def breakpoint_row(n: int) -> BreakpointRow:
@@ -332,3 +332,91 @@ async def test_save_changes_creates_no_task_per_task(store: TaskStore, key: KeyF
         loop.set_task_factory(factory)
     # asyncpg's pool gives a connection back in a task of its own: one per call at most
     assert len(created) <= 1, created
+
+
+# -- text every store holds, and the kinds of failure -------------------------------------
+
+#: Text no store holds, wherever it is: each store refuses it the same way (the memory and
+#: SQLite stores would hold it, PostgreSQL would not: refused everywhere, as the server does).
+_UNSTORABLE: dict[str, TaskChanges] = {
+    "nul-in-a-title": TaskChanges(task_id="bad", task=task_row("bad", title="a\x00b")),
+    "surrogate-in-a-title": TaskChanges(task_id="bad", task=task_row("bad", title="a\ud800")),
+    "nul-in-an-event": TaskChanges(
+        task_id="bad",
+        events=[EventRow(task_id="bad", seq=1, event="new_message", data={"d": "x\x00"})],
+    ),
+    "surrogate-in-a-key": TaskChanges(task_id="bad", response={"\udc00": "v"}),
+    "nul-in-a-history": TaskChanges(
+        task_id="bad", histories=[("a", [{"content": "\x00"}], "completions")]
+    ),
+    "nul-in-an-agent-name": TaskChanges(
+        task_id="bad", histories=[("a\x00", [{"content": "x"}], "completions")]
+    ),
+    "surrogate-in-a-stash": TaskChanges(
+        task_id="bad", stash=[StashRow(priority=1, seq=1, message={"body": "\ud83d"})]
+    ),
+    "nul-in-the-task-id": TaskChanges(task_id="b\x00d", response={"x": 1}),
+}
+
+
+@pytest.mark.parametrize("case", list(_UNSTORABLE))
+async def test_text_no_store_holds_is_refused_alike_and_costs_only_its_task(
+    store: TaskStore, key: KeyFactory, case: str
+) -> None:
+    bad = _UNSTORABLE[case]
+    failures = await store.save_changes(
+        key(), [TaskChanges(task_id="good", task=task_row("good")), bad]
+    )
+    assert list(failures) == [bad.task_id]
+    refused = failures[bad.task_id]
+    assert isinstance(refused, StorageRefusedError)  # never worth a retry
+    assert "NUL character" in str(refused) or "lone surrogate" in str(refused)
+    assert await store.load_task(key(), "good") == task_row("good")
+    assert await store.load_task(key(), bad.task_id) is None
+    assert store.outage is None  # the store works: one task's text is no outage
+    assert await store.health() == "ok"
+
+
+async def test_escaped_text_and_surrogate_pairs_round_trip(
+    store: TaskStore, key: KeyFactory
+) -> None:
+    """What looks like a NUL or a surrogate in JSON but is text (an escaped backslash, a
+    whole surrogate pair) is stored as it is."""
+    text = 'a literal \\u0000, a "\\\\u0000", 😀 and \U0001f600 and \\ud800'
+    row = task_row("t1", title=text)
+    response = {"body": text, text: [text]}
+    assert (
+        await store.save_changes(key(), [TaskChanges(task_id="t1", task=row, response=response)])
+        == {}
+    )
+    assert await store.load_task(key(), "t1") == row
+    assert await store.load_response(key(), "t1") == response
+
+
+async def test_a_failing_store_is_an_outage_until_a_write_works(
+    store: TaskStore, key: KeyFactory
+) -> None:
+    assert store.outage is None
+    await store.close()
+    with pytest.raises(StorageError, match="not open") as failed:
+        await store.save_changes(key(), [TaskChanges(task_id="t1", task=task_row("t1"))])
+    assert not isinstance(failed.value, StorageRefusedError)
+    assert store.outage is not None
+    assert "not open" in store.outage
+    await store.open()
+    assert await store.save_changes(key(), [TaskChanges(task_id="t1", task=task_row("t1"))]) == {}
+    assert store.outage is None
+    assert store.written_at > 0
+    assert store.writing_for() == 0.0
+
+
+async def test_a_lease_is_refused_by_a_store_that_keeps_none(
+    store: TaskStore, key: KeyFactory, store_kind: str
+) -> None:
+    if store_kind == "postgres":
+        pytest.skip("PostgreSQL keeps leases: tests/db/test_cluster_leases.py fences writes")
+    failures = await store.save_changes(
+        key(), [TaskChanges(task_id="t1", task=task_row("t1"), lease=("replica-a", 7))]
+    )
+    assert isinstance(failures["t1"], StorageRefusedError)
+    assert "keeps no task leases" in str(failures["t1"])

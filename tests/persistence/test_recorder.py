@@ -83,10 +83,13 @@ async def test_an_answer_waits_for_a_write_already_under_way(
     for _ in range(50):  # the task ends meanwhile; its answer must stay until stored
         await asyncio.sleep(0)
     assert not sending.done()
+    assert rt.unsaved_tasks == 1  # a write under way counts: it is not stored yet
+    assert gated.writing_for() > 0
     gated.gate.set()
     answer = await asyncio.wait_for(sending, 10)
     assert answer["message"]["body"] == "done: hello"
     assert await _state(store, "w1") == "completed"
+    assert rt.unsaved_tasks == 0
 
 
 async def test_tasks_that_finish_during_a_commit_share_the_next(

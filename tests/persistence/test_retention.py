@@ -97,3 +97,29 @@ async def test_failed_prune_is_reported_by_health_and_the_server_goes_on(
         assert (health["status"], health["storage"]) == ("healthy", "ok")
         assert server.state.store is not None
         assert "old-completed" not in {t.task_id for t in await server.state.store.load_tasks(KEY)}
+
+
+async def test_a_prune_that_failed_shows_only_until_a_write_works(tmp_path: Path) -> None:
+    """A prune that failed while the store failed (a short outage) does not keep /health
+    degraded for the hour until the next prune: the next write that works clears it."""
+    config = server_config(tmp_path, retention_days=1, prune_interval=3600)
+    await _seed(config)
+    path = config.database.sqlite_path
+    sqlite_execute(
+        path,
+        "CREATE TRIGGER refuse_delete BEFORE DELETE ON tasks "
+        "BEGIN SELECT RAISE(ABORT, 'injected failure: disk I/O error'); END",
+    )
+    async with running(config) as server:
+        job = server.state.retention
+        assert job is not None
+        assert await job.run_once() == 0  # fails (the server's own first run is 10 s away)
+        health = (await server.client.get("/health")).json()
+        assert health["status"] == "degraded"
+        assert "injected failure" in health["storage"]
+        sqlite_execute(path, "DROP TRIGGER refuse_delete")  # the outage is over
+        answer = (await server.client.post("/message", json={"body": "hello"})).json()
+        assert answer["response"] == "done: hello"  # a write that works
+        assert job.last_error is not None  # no prune ran since
+        health = (await server.client.get("/health")).json()
+        assert (health["status"], health["storage"]) == ("healthy", "ok")

@@ -99,6 +99,30 @@ HOSTILE_JSON: dict[str, tuple[str, str]] = {
 }
 
 
+#: Strings no store holds (docs/http-api.md, "Text every store holds") -> the detail's
+#: words after the field's path; sent as JSON escapes, the only way JSON spells them.
+HOSTILE_TEXT: dict[str, tuple[str, str]] = {
+    "lone-surrogate": ('"x\\ud800y"', "contains a lone surrogate (U+D800), which is not"),
+    "lone-low-surrogate": ('"\\udfff"', "contains a lone surrogate (U+DFFF)"),
+    "nul": ('"a\\u0000b"', "contains the NUL character (U+0000)"),
+    "nul-in-a-key": ('{"k\\u0000": 1}', ""),
+}
+_MARK = "@@hostile@@"
+
+
+def _path_to(value: Any, path: str = "") -> str | None:
+    """Where the string :data:`_MARK` is in ``value``, as the server names a field."""
+    if value == _MARK:
+        return path
+    if isinstance(value, dict):
+        items = [(f"{path}.{k}" if path else k, v) for k, v in value.items()]
+    elif isinstance(value, list):
+        items = [(f"{path}[{i}]", v) for i, v in enumerate(value)]
+    else:
+        return None
+    return next((p for where, v in items if (p := _path_to(v, where)) is not None), None)
+
+
 def _route_rows() -> list[Row]:
     rows = []
     for method, path, role, template in JSON_ROUTES:
@@ -109,6 +133,23 @@ def _route_rows() -> list[Row]:
                     path,
                     template % value,
                     PARSE + detail,
+                    role=role,
+                    method=method,
+                )
+            )
+        where = _path_to(json.loads(template % json.dumps(_MARK)))
+        for name, (value, detail) in HOSTILE_TEXT.items():
+            expected = (
+                f"the key 'k\\x00' of {where} contains the NUL character"
+                if name == "nul-in-a-key"
+                else f"{where} {detail}"
+            )
+            rows.append(
+                Row(
+                    f"{name}-{method}-{path}-{role}",
+                    path,
+                    template % value,
+                    PARSE + expected,
                     role=role,
                     method=method,
                 )

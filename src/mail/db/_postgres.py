@@ -24,6 +24,7 @@ from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
+from mail._limits import text_problem
 from mail.db import migrations
 from mail.db._sql import (
     DetailKind,
@@ -400,6 +401,8 @@ class PostgresStore(TaskStore):
             return [task_from_row(r, utc) for r in rows]
 
     async def load_task(self, key: CallerKey, task_id: str) -> TaskRow | None:
+        if text_problem(task_id) is not None:  # no such id is stored (PostgreSQL refuses it)
+            return None
         rows = await self._fetch("load_task", _LOAD_TASK, *key_params(key), task_id)
         with self.reported("load_task"):
             return task_from_row(rows[0], utc) if rows else None
@@ -407,6 +410,8 @@ class PostgresStore(TaskStore):
     async def load_events(
         self, key: CallerKey, task_id: str, after: int = 0, limit: int | None = None
     ) -> list[EventRow]:
+        if text_problem(task_id) is not None:  # no such id is stored
+            return []
         rows = await self._fetch(
             "load_events", self._load_events, *key_params(key), task_id, after, limit
         )
@@ -414,7 +419,7 @@ class PostgresStore(TaskStore):
             return [event_from_row(task_id, *row) for row in rows]
 
     async def load_details(self, key: CallerKey, task_ids: Sequence[str]) -> dict[str, TaskDetails]:
-        ids = list(dict.fromkeys(task_ids))
+        ids = [t for t in dict.fromkeys(task_ids) if text_problem(t) is None]  # (the stored)
         results = await asyncio.gather(
             *(
                 self._fetch("load_details", sql, *key_params(key), ids)
