@@ -271,11 +271,18 @@ class MAILRuntime(V136RuntimeMethods):
             only=only,
         )
 
-    async def persisted(self) -> None:
+    async def persisted(self, within: float | None = None) -> bool:
         """Wait until everything that happened so far is in the store (at once without
-        one). Answers wait for this: what a caller is told is durable."""
-        if self.recorder is not None:
-            await self.recorder.persisted()
+        one), at most ``within`` seconds; whether it is. Answers wait for this: what a
+        caller is told is durable."""
+        if self.recorder is None:
+            return True
+        try:
+            async with asyncio.timeout(within):
+                await self.recorder.persisted()
+        except TimeoutError:
+            return False
+        return self.recorder.backlog == 0
 
     async def settled(self, task_id: str, within: float) -> Settled:
         """Wait, at most ``within`` seconds, until ``task_id`` as it is now is committed

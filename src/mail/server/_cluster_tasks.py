@@ -187,7 +187,7 @@ class ClusterTasks:
         task = swarm.get_task_by_id(task_id) if swarm is not None else None
         if swarm is None or task is None or task.is_running:
             return None
-        await swarm.runtime.persisted()
+        await swarm.runtime.persisted(self.state.config.database.commit_timeout)
         row = await self.state.store.load_task(self.key(caller), task_id)
         current = row is not None and row.state == task.state.value
         return task if current and row is not None and row.updated_at == task.updated_at else None
@@ -198,7 +198,7 @@ class ClusterTasks:
         key = self.key(caller)
         swarm = self.state.swarms.find(caller)
         if swarm is not None:
-            await swarm.runtime.persisted()
+            await swarm.runtime.persisted(self.state.config.database.commit_timeout)
         rows = await self.state.store.load_tasks(key)
         table = await self._load(key, [r.task_id for r in rows])
         mine = {t.task_id: t for t in swarm.runtime.tasks} if swarm is not None else {}

@@ -97,8 +97,7 @@ async def _local_task(
         raise TaskNotFoundError(task_id)
     if not task.is_running and state.store is not None:
         # not while the store fails: the answer says it is not stored instead
-        within = 0.0 if state.store.outage else state.config.database.commit_timeout
-        await swarm.runtime.settled(task_id, within)
+        await swarm.runtime.settled(task_id, state.wait_bound())
     return swarm, task
 
 
@@ -154,7 +153,7 @@ async def _tasks_of(state: ServerState, caller: Caller) -> list[MAILTask]:
     swarm = await state.swarms.resolve(caller)
     if swarm is None:
         return []
-    await swarm.runtime.persisted()
+    await swarm.runtime.persisted(state.wait_bound())  # what is not stored says so
     return list(swarm.runtime.tasks)
 
 

@@ -352,6 +352,14 @@ class ServerState:
             return None
         return f"{store.name}: a write has been under way for {waited:.0f} s"
 
+    def wait_bound(self) -> float:
+        """How long a read waits for the tasks it shows to be stored: ``commit_timeout``,
+        nothing while the store fails (the answer then says they are not stored)."""
+        store = self.store
+        if store is None or store.outage is not None or self._stalled(store):
+            return 0.0
+        return self.config.database.commit_timeout
+
     def check_store(self) -> None:
         """Refuse new work (a 503 with ``Retry-After``) while the store fails: its last
         write failed as a whole (a full disk, a database that does not answer) or one
