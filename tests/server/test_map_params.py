@@ -1,7 +1,8 @@
 """``POST /map`` params checked before any effect, on a real server: a wrong type or value
 in any field of any method is -32602 naming the field (or the method's documented
 error), never an HTTP 500, and the keep-alive connection goes on; text the stores cannot
-hold is refused; a batch answers each item on its own; a bad ``mail/join`` joins nobody.
+hold is refused; a batch answers each item on its own; a bad ``mail/join`` joins nobody;
+leaving a closed conversation is 10001.
 
 The wrong-type sweep reads each method's params model (its JSON schema) for the types a
 field takes, so a field added to a model is swept without touching this file.
@@ -401,3 +402,18 @@ async def test_a_join_with_bad_params_joins_nobody(offline: Running) -> None:
     joined = await rpc(admin, "mail/join", {**c, "catchUp": {"limit": 1, "includeSummary": True}})
     assert joined["result"]["participant"]["id"] == "admin:admin1"
     assert "summary" in joined["result"]
+
+
+async def test_leaving_a_closed_conversation_is_10001(offline: Running) -> None:
+    user, admin = await offline.user(), await offline.admin()
+    closed = (await rpc(user, "mail/create", {}))["result"]["conversation"]["id"]
+    await rpc(user, "mail/close", {"conversationId": closed})
+    archived = (await rpc(user, "mail/create", {}))["result"]["conversation"]["id"]
+    await rpc(admin, "mail/close", {"conversationId": archived, "status": "archived"})
+    for cid in (closed, archived):
+        error = (await rpc(user, "mail/leave", {"conversationId": cid}))["error"]
+        assert error["code"] == 10001 and error["data"]["name"] == "CONVERSATION_CLOSED"
+        people = await rpc(
+            user, "mail/get", {"conversationId": cid, "include": {"participants": True}}
+        )
+        assert [p["id"] for p in people["result"]["participants"]] == ["user:u1"]  # still in

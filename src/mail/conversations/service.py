@@ -306,8 +306,10 @@ class ConversationService(TurnMethods, SummaryMethods, LifecycleMethods):
         return result
 
     async def leave(self, actor: Actor, params: dict[str, Any]) -> dict[str, Any]:
-        """``mail/leave``: the caller leaves (or removes ``participantId``: ``canRemove``)."""
+        """``mail/leave``: the caller leaves (or removes ``participantId``: ``canRemove``);
+        10001 when the conversation is closed."""
         conv = await self._conversation(actor, params)
+        self._open(conv)
         member = await self._member(actor, conv)
         pid = opt_str(params, "participantId") or actor.participant_id
         if pid != actor.participant_id:
