@@ -293,3 +293,22 @@ async def test_callers_do_not_see_each_others_conversations(service: Conversatio
     cid = (await new(service))["conversation"]["id"]
     other = actor(key=KEY.__class__(swarm="demo", role="user", id="u2"))
     assert await code_of(service.call("mail/get", other, {"conversationId": cid})) == 10000
+
+
+@pytest.mark.parametrize("status", ["completed", "failed", "archived"])
+async def test_leaving_a_closed_conversation_is_10001(
+    service: ConversationService, status: str
+) -> None:
+    created = await new(service, initialParticipants=[{"id": "agent:bob"}])
+    cid = created["conversation"]["id"]
+    conv = await service.store.get(KEY, cid, "conversation", cid)
+    assert conv is not None
+    await service.close_as(ME, conv, status, "over")
+    c = {"conversationId": cid}
+    assert await code_of(service.call("mail/leave", ME, c)) == 10001
+    assert await code_of(service.call("mail/leave", BOB, c)) == 10001
+    assert (
+        await code_of(service.call("mail/leave", ME, {**c, "participantId": "agent:bob"})) == 10001
+    )
+    got = await service.call("mail/get", ME, {**c, "include": {"participants": True}})
+    assert {p["id"] for p in got["participants"]} == {"user:u1", "agent:bob"}

@@ -64,14 +64,14 @@ async def test_filter_task_id_lists_the_conversations_bound_to_that_task(
 
 async def test_a_bad_task_id_filter_is_invalid_params(offline: Running) -> None:
     user = await offline.user()
-    for bad in ({"taskId": 5}, {"taskId": ""}):
+    for bad, got in (({"taskId": 5}, "5"), ({"taskId": ""}, "''")):
         error = (await rpc(user, "mail/list", {"filter": bad}))["error"]
         assert error["code"] == -32602
-        assert error["message"] == "filter.taskId must be a non-empty string"
+        assert error["message"] == f"params.filter.taskId: must be a non-empty string, got {got}"
     error = (await rpc(user, "mail/list", {"filter": ["taskId"]}))["error"]
     assert error == {
         "code": -32602,
-        "message": "filter must be an object",
+        "message": "params.filter: must be an object, got a list",
         "data": error["data"],
     }
     assert error["data"]["field"] == "filter"

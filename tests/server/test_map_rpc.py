@@ -140,9 +140,9 @@ async def test_json_rpc_errors(offline: Running) -> None:
 async def test_a_create_with_bad_participants_stores_nothing(offline: Running) -> None:
     user = await offline.user()
     for people, says in (
-        ("agent:bob", "initialParticipants must be a list"),
-        (["agent:bob"], "an object with an id"),
-        ([{"id": "agent:bob", "role": "boss"}], "role must be one of"),
+        ("agent:bob", "params.initialParticipants: must be a list"),
+        (["agent:bob"], "params.initialParticipants[0]: must be an object"),
+        ([{"id": "agent:bob", "role": "boss"}], "params.initialParticipants[0].role: must be"),
     ):
         params = {"subject": "half made", "initialParticipants": people}
         error = (await rpc(user, "mail/create", params))["error"]

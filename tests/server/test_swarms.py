@@ -210,6 +210,30 @@ async def test_register_refused_address_is_400_naming_the_rule(
     assert len((await (await shared_offline.anon()).get("/swarms")).json()["swarms"]) == 1
 
 
+@shared
+@pytest.mark.parametrize(
+    "host",
+    ["2852039166", "0251.0376.0251.0376", "0xa9fea9fe", "169.254.43518", "0xa9.0376.43518"],
+)
+async def test_register_numeric_spelling_of_a_link_local_address_is_400(
+    shared_offline: Running, host: str
+) -> None:
+    """Regression: a numeric spelling of 169.254.169.254 was judged only where the
+    system's resolver (and the HTTP client) read it as that address, and was a 502
+    elsewhere; the guard reads the spelling itself, before any lookup."""
+    response = await (await shared_offline.admin()).post(
+        "/swarms", json={"name": "p", "base_url": f"http://{host}/"}
+    )
+
+    assert response.status_code == 400
+    assert response.json() == {
+        "detail": f"connection to {host} refused by the rule 'link-local': 169.254.169.254 "
+        "is a link-local (metadata) address (add its network to allow_networks in "
+        "[server.interswarm] to allow it)"
+    }
+    assert len((await (await shared_offline.anon()).get("/swarms")).json()["swarms"]) == 1
+
+
 async def test_deny_networks_refuses_loopback_peers(start: Start, tmp_path: Path) -> None:
     peer = await start()
     narrowed = await start(

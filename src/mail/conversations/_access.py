@@ -4,10 +4,10 @@ opaque cursors."""
 from __future__ import annotations
 
 import base64
-import binascii
 import json
 from typing import Any
 
+from mail._limits import loads
 from mail.conversations.errors import MailPermissionDeniedError, MailProtocolError
 from mail.conversations.models import Participant, Permissions, Turn
 
@@ -58,42 +58,41 @@ def encode_cursor(position: list[Any]) -> str:
     return base64.urlsafe_b64encode(json.dumps(position).encode()).decode()
 
 
-def decode_cursor(cursor: Any) -> list[Any] | None:
-    """The position of a cursor (``None`` for none); raises :class:`InvalidParamsError`
-    for one this server did not hand out."""
+def decode_cursor(cursor: Any, *shape: type) -> list[Any] | None:
+    """The position of a cursor (``None`` for none), a list of values of the types of
+    ``shape`` (``int, str``); raises :class:`InvalidParamsError` for one this server did
+    not hand out."""
     if cursor is None:
         return None
+    refused = InvalidParamsError(
+        "params.cursor: is not one this server handed out (pass nextCursor as it came)",
+        field="cursor",
+    )
     try:
-        position = json.loads(base64.urlsafe_b64decode(str(cursor).encode()))
-    except (binascii.Error, ValueError) as e:
-        raise InvalidParamsError("cursor is not one this server handed out") from e
-    if not isinstance(position, list):
-        raise InvalidParamsError("cursor is not one this server handed out")
+        position = loads(base64.urlsafe_b64decode(str(cursor).encode()))
+    except ValueError as e:  # not base64, not UTF-8, not JSON
+        raise refused from e
+    if not isinstance(position, list) or len(position) != len(shape):
+        raise refused
+    for value, kind in zip(position, shape, strict=True):
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise refused
     return position
 
 
 _HISTORY = ("none", "from-join", "full")
 
 
-def narrowing(defaults: Permissions, overrides: Any) -> dict[str, Any]:
-    """The ``permissions`` of a ``mail/join`` (``{}`` for none): checked against the
-    role's ``defaults``, which a participant joining by itself may only narrow (a
-    permission set to false, a shorter ``historyAccess``); widening one raises 10003."""
+def narrowing(defaults: Permissions, overrides: dict[str, Any] | None) -> dict[str, Any]:
+    """The ``permissions`` of a ``mail/join`` (``{}`` for none; checked by its params
+    model): the role's ``defaults``, which a participant joining by itself may only
+    narrow (a permission set to false, a shorter ``historyAccess``); widening one raises
+    10003."""
     if overrides is None:
         return {}
-    if not isinstance(overrides, dict):
-        raise InvalidParamsError("permissions must be an object", field="permissions")
     for name, value in overrides.items():
-        if name not in defaults:
-            raise InvalidParamsError(f"unknown permission {name!r}", field="permissions")
         if name == "historyAccess":
-            if value not in _HISTORY:
-                raise InvalidParamsError(
-                    f"historyAccess must be one of {_HISTORY}", field="permissions"
-                )
             wider = _HISTORY.index(value) > _HISTORY.index(defaults["historyAccess"])
-        elif not isinstance(value, bool):
-            raise InvalidParamsError(f"{name} must be a boolean", field="permissions")
         else:
             wider = value and not defaults[name]  # type: ignore[literal-required]  # known key
         if wider:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, cast
 
-from mail.conversations._access import InvalidParamsError, opt_str
+from mail.conversations._access import opt_str
 from mail.conversations._base import Actor, ServiceBase
 from mail.conversations._summarizers import SECTIONS
 from mail.conversations.models import Summary, Turn, now_ms
@@ -28,8 +28,6 @@ class SummaryMethods(ServiceBase):
         if thread is not None:
             await self._lookup(actor, conv, "thread", thread)
         include = params.get("include") or {}
-        if not isinstance(include, dict):
-            raise InvalidParamsError("include must be an object", field="include")
         wanted = [name for name in SECTIONS if include.get(name, True) is not False]
         cached = await self.store.get(actor.key, conv.conversation_id, "summary", thread or "*")
         if (

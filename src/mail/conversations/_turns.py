@@ -172,7 +172,7 @@ class TurnMethods(ServiceBase):
         descending = params.get("order", "asc") == "desc"
         if descending:
             rows.reverse()
-        after = access.decode_cursor(params.get("cursor"))
+        after = access.decode_cursor(params.get("cursor"), int)
         if after is not None:
             rows = [r for r in rows if (r.seq < after[0] if descending else r.seq > after[0])]
         return _page(rows, opt_int(params, "limit", minimum=1), "turns")
@@ -189,7 +189,7 @@ class TurnMethods(ServiceBase):
         if thread is not None:
             await self._lookup(actor, conv, "thread", thread)
         filter_ = {"threadId": thread, "contentTypes": params.get("contentTypes")}
-        after = access.decode_cursor(params.get("cursor"))
+        after = access.decode_cursor(params.get("cursor"), int)
         start = max(start, after[0]) if after else start
         rows = [
             r

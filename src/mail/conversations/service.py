@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mail.conversations import _access as access
-from mail.conversations._access import InvalidParamsError, opt_int, opt_str, req_str
+from mail.conversations._access import opt_int, opt_str, req_str
 from mail.conversations._base import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
@@ -23,6 +23,7 @@ from mail.conversations._base import (
     participant_of,
 )
 from mail.conversations._lifecycle import LifecycleMethods
+from mail.conversations._params import parse_params
 from mail.conversations._summary import SummaryMethods
 from mail.conversations._turns import TurnMethods
 from mail.conversations.errors import (
@@ -34,7 +35,6 @@ from mail.conversations.errors import (
 )
 from mail.conversations.events import ALL_CALLERS
 from mail.conversations.models import (
-    CONVERSATION_TYPES,
     Conversation,
     Participant,
     default_permissions,
@@ -70,13 +70,16 @@ class ConversationService(TurnMethods, SummaryMethods, LifecycleMethods):
     for the arguments)."""
 
     async def call(self, method: str, actor: Actor, params: dict[str, Any]) -> dict[str, Any]:
-        """Run the ``mail/*`` ``method``; raises ``KeyError`` for an unknown one. An admin
-        naming another caller's conversation acts on that caller's rows (R6)."""
+        """Run the ``mail/*`` ``method``; raises ``KeyError`` for an unknown one. The params
+        are checked before anything is read or written (-32602 naming the parameter, see
+        :mod:`mail.conversations._params`). An admin naming another caller's conversation
+        acts on that caller's rows (R6)."""
         handler: Callable[[Actor, dict[str, Any]], Awaitable[dict[str, Any]]] = getattr(
             self, METHODS[method]
         )
         if not self.enabled:
             raise MailNotEnabledError("MAP Mail is not enabled on this server")
+        parse_params(method, params)
         cid = params.get("conversationId")
         if actor.admin and isinstance(cid, str) and method != "mail/create":
             actor = await self._as_owner(actor, cid)
@@ -95,11 +98,7 @@ class ConversationService(TurnMethods, SummaryMethods, LifecycleMethods):
     async def create(self, actor: Actor, params: dict[str, Any]) -> dict[str, Any]:
         """``mail/create``: a new active conversation; the caller joins as initiator."""
         kind = params.get("type", "mixed")
-        if kind not in CONVERSATION_TYPES:
-            raise InvalidParamsError(f"type must be one of {CONVERSATION_TYPES}", field="type")
         metadata = params.get("metadata") or {}
-        if not isinstance(metadata, dict):
-            raise InvalidParamsError("metadata must be an object", field="metadata")
         now = now_ms()
         cid = ordered_id("conv")
         data = Conversation(
@@ -156,22 +155,12 @@ class ConversationService(TurnMethods, SummaryMethods, LifecycleMethods):
 
     def _initial_people(self, actor: Actor, conv: Record, others: Any) -> list[Record]:
         """The rows of a new conversation's participants: the caller as initiator, then
-        ``initialParticipants`` (checked; an id given twice joins once)."""
-        if others is not None and not isinstance(others, list):
-            raise InvalidParamsError(
-                "initialParticipants must be a list", field="initialParticipants"
-            )
+        ``initialParticipants`` (an id given twice joins once)."""
         people = [self._participant_record(conv, actor.participant_id, 1, 0, "initiator")]
         for other in others or []:
-            if not isinstance(other, dict) or not isinstance(other.get("id"), str):
-                raise InvalidParamsError(
-                    "each of initialParticipants must be an object with an id",
-                    field="initialParticipants",
-                )
             if other["id"] in {p.record_id for p in people}:
                 continue
             role, permissions = other.get("role", "worker"), other.get("permissions")
-            self._check_role(role, permissions)
             people.append(
                 self._participant_record(conv, other["id"], len(people) + 1, 0, role, permissions)
             )
@@ -220,15 +209,9 @@ class ConversationService(TurnMethods, SummaryMethods, LifecycleMethods):
         with ``filter.taskId`` (our extension) only those bound to that task; with
         ``filter["x-allCallers"]`` (admins only, else 10003) every caller's."""
         filter_ = params.get("filter") or {}
-        if not isinstance(filter_, dict):
-            raise InvalidParamsError("filter must be an object", field="filter")
         task_id = filter_.get("taskId")  # our extension: the conversations bound to a task
-        if task_id is not None and (not isinstance(task_id, str) or not task_id):
-            raise InvalidParamsError(
-                "filter.taskId must be a non-empty string", field="filter.taskId"
-            )
         limit = min(opt_int(params, "limit", minimum=1) or DEFAULT_LIMIT, MAX_LIMIT)
-        after = access.decode_cursor(params.get("cursor"))
+        after = access.decode_cursor(params.get("cursor"), int, str)
         if filter_.get(ALL_CALLERS):
             if not actor.admin:
                 raise MailPermissionDeniedError(
@@ -276,8 +259,6 @@ class ConversationService(TurnMethods, SummaryMethods, LifecycleMethods):
             if not actor.admin:
                 raise MailPermissionDeniedError("only an admin may archive", permission="archive")
             return await self.close_as(actor, conv, "archived", reason)
-        if status != "completed":
-            raise InvalidParamsError('status must be "completed" or "archived"', field="status")
         self._open(conv)
         member = await self._member(actor, conv)
         if member.data["role"] not in ("initiator", "moderator"):
@@ -300,13 +281,11 @@ class ConversationService(TurnMethods, SummaryMethods, LifecycleMethods):
                 f"{actor.participant_id!r} already joined", participantId=actor.participant_id
             )
         foreign = actor.admin and conv.data["createdBy"] != actor.participant_id
-        role = params.get("role", "observer" if foreign else "worker")
+        role = params.get("role") or ("observer" if foreign else "worker")
         if foreign and role != "observer":
             raise MailPermissionDeniedError(
                 "an admin joins another caller's conversation as observer", permission="role"
             )
-        if not isinstance(role, str):
-            raise InvalidParamsError("role must be a string", field="role")
         narrowed = access.narrowing(default_permissions(role), params.get("permissions"))
         participant = await self._add_participant(
             actor, conv, actor.participant_id, role, narrowed or None
@@ -322,12 +301,15 @@ class ConversationService(TurnMethods, SummaryMethods, LifecycleMethods):
             limit = opt_int(catch_up, "limit", minimum=1) or DEFAULT_LIMIT
             result["history"] = turns[-limit:]
             if catch_up.get("includeSummary"):
-                result["summary"] = (await self.summary(actor, params))["summary"]
+                whole = {"conversationId": conv.conversation_id}
+                result["summary"] = (await self.summary(actor, whole))["summary"]
         return result
 
     async def leave(self, actor: Actor, params: dict[str, Any]) -> dict[str, Any]:
-        """``mail/leave``: the caller leaves (or removes ``participantId``: ``canRemove``)."""
+        """``mail/leave``: the caller leaves (or removes ``participantId``: ``canRemove``);
+        10001 when the conversation is closed."""
         conv = await self._conversation(actor, params)
+        self._open(conv)
         member = await self._member(actor, conv)
         pid = opt_str(params, "participantId") or actor.participant_id
         if pid != actor.participant_id:
@@ -355,9 +337,7 @@ class ConversationService(TurnMethods, SummaryMethods, LifecycleMethods):
         conv = await self._conversation(actor, params)
         self._open(conv)
         self._allowed(await self._member(actor, conv), "canInvite")
-        invited = params.get("participant")
-        if not isinstance(invited, dict):
-            raise InvalidParamsError("participant must be an object", field="participant")
+        invited = params["participant"]
         pid = req_str(invited, "id")
         found = await self.store.get(actor.key, conv.conversation_id, "participant", pid)
         if found is not None and found.data["leftAt"] is None:

@@ -3,9 +3,13 @@ forgery (a caller making the server connect to its cloud metadata service or to 
 of its choosing).
 
 An :class:`AddressPolicy` judges a host by its name, then by **every** address the name
-resolves to (as the operating system resolves it, so ``0xA9FEA9FE`` and ``2852039166``
-are ``169.254.169.254``; an IPv4-mapped IPv6 address counts as its IPv4 address). The
-first rule that matches decides:
+resolves to (an IPv4-mapped IPv6 address counts as its IPv4 address). A host that spells
+an IPv4 address in one of the numeric forms ``inet_aton`` reads (decimal, octal with a
+leading ``0``, hex with ``0x``, and the short forms ``a``, ``a.b``, ``a.b.c`` whose last
+part fills the bytes left: :func:`numeric_ipv4`) is judged as that address before any
+lookup, so ``2852039166``, ``0xA9FEA9FE``, ``0251.0376.0251.0376`` and ``169.254.43518``
+are ``169.254.169.254`` whatever the system's resolver makes of them. The first rule that
+matches decides:
 
 1. ``deny_hosts`` (a name, or ``*.domain`` for its subdomains): refused;
 2. ``allow_hosts``: allowed, whatever the name resolves to;
@@ -40,6 +44,7 @@ __all__ = [
     "AddressPolicy",
     "guarded_create_connection",
     "normalize",
+    "numeric_ipv4",
     "resolve",
     "resolve_sync",
 ]
@@ -80,6 +85,72 @@ def normalize(text: str) -> IPAddress:
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         return address.ipv4_mapped
     return address
+
+
+#: what C's ``isspace`` calls white space: where ``inet_aton`` stops reading
+_C_SPACE = frozenset(" \t\n\v\f\r")
+_DECIMAL = frozenset("0123456789")
+_OCTAL = frozenset("01234567")
+_HEX = frozenset("0123456789abcdefABCDEF")
+#: the largest last part after 0, 1, 2 and 3 dotted parts (it fills the bytes left)
+_LAST_MAX = (0xFFFFFFFF, 0xFFFFFF, 0xFFFF, 0xFF)
+_BYTE_MAX = 0xFF
+#: more significant digits than any 32-bit number has in any base (octal: 11)
+_DIGITS_MAX = 11
+
+
+def numeric_ipv4(text: str) -> ipaddress.IPv4Address | None:
+    """The IPv4 address ``text`` spells as ``inet_aton`` reads it, or ``None`` when it is
+    not such a spelling (then it is a name, to be resolved).
+
+    ``inet_aton`` (and so do many resolvers) reads one to four parts separated by dots, each
+    a number in C's notation: ``0x`` or ``0X`` then hex digits, ``0`` then octal digits,
+    or decimal; every part but the last is one byte, and the last fills the bytes left
+    (``2852039166``, ``169.254.43518``, ``0xa9.0376.43518`` and ``0251.0376.0251.0376``
+    are all ``169.254.169.254``). Reading stops at white space, as C's does. Nothing
+    else is a number: ``1.2.3.4.5``, ``0x``, ``08`` and ``1.`` are names.
+    """
+    parts: list[int] = []
+    at = 0
+    while True:
+        value, at = _c_number(text, at)
+        if value is None:
+            return None
+        if text[at : at + 1] != ".":
+            break
+        if len(parts) == len(_LAST_MAX) - 1 or value > _BYTE_MAX:
+            return None
+        parts.append(value)
+        at += 1
+    if at < len(text) and text[at] not in _C_SPACE:
+        return None
+    if value > _LAST_MAX[len(parts)]:
+        return None
+    word = value
+    for index, part in enumerate(parts):
+        word |= part << (24 - 8 * index)
+    return ipaddress.IPv4Address(word)
+
+
+def _c_number(text: str, at: int) -> tuple[int | None, int]:
+    """The number (at most 32 bits) at ``text[at]`` as ``strtoul(..., 0)`` reads one that
+    starts with a digit, and where it ends; ``None`` when there is none."""
+    if text[at : at + 1] not in _DECIMAL:
+        return None, at
+    if text[at] == "0" and text[at + 1 : at + 2] in ("x", "X") and text[at + 2 : at + 3] in _HEX:
+        start, digits, base = at + 2, _HEX, 16
+    elif text[at] == "0":
+        start, digits, base = at, _OCTAL, 8
+    else:
+        start, digits, base = at, _DECIMAL, 10
+    end = start
+    while end < len(text) and text[end] in digits:
+        end += 1
+    significant = text[start:end].lstrip("0") or "0"
+    if len(significant) > _DIGITS_MAX:  # too large (and too long to convert: no limit)
+        return None, at
+    value = int(significant, base)
+    return (value, end) if value <= _LAST_MAX[0] else (None, at)
 
 
 def _host_name(host: str) -> str:
@@ -131,7 +202,10 @@ class AddressPolicy:
         )
 
     def check_host(self, host: str) -> None:
-        """Refuse ``host`` by its name (rules 1 and 3); raises :class:`AddressRefusedError`."""
+        """Refuse ``host`` by its name (rules 1 and 3), and a host that spells an IPv4
+        address in numbers (:func:`numeric_ipv4`: ``2852039166``, ``0xA9FEA9FE``) by the
+        address it spells (rule 4, unless ``allow_hosts`` names it), without looking
+        anything up. Raises :class:`AddressRefusedError`."""
         name = _host_name(host)
         denied = _matches(name, self.deny_hosts)
         if denied is not None:
@@ -148,6 +222,9 @@ class AddressPolicy:
                 host=host,
                 rule="metadata",
             )
+        spelled = numeric_ipv4(name)
+        if spelled is not None and _matches(name, self.allow_hosts) is None:
+            self.check_address(spelled, host)
 
     def check_address(self, address: str | IPAddress, host: str | None = None) -> None:
         """Refuse ``address`` (of ``host``, for the message) by rule 4; raises

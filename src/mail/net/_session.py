@@ -4,8 +4,8 @@ A server with no peers never calls one, so ``aiohttp`` (about half a second of i
 imported only when the first peer call is made, not at start-up.
 
 A source made with an :class:`~mail.net._guard.AddressPolicy` gives its own session a
-connector that applies the policy to every connection, redirects included
-(``mail.net._guard_aiohttp``); an external session keeps its own connector.
+connector and a middleware that apply the policy to every request and connection,
+redirects included (``mail.net._guard_aiohttp``); an external session keeps its own.
 """
 
 from __future__ import annotations
@@ -58,11 +58,15 @@ class SessionSource:
             import aiohttp  # noqa: PLC0415  # first peer call: see the module docstring
 
             connector = None
+            middlewares: tuple[aiohttp.ClientMiddlewareType, ...] = ()
             if self.policy is not None:
-                from mail.net._guard_aiohttp import guarded_connector  # noqa: PLC0415  # imports aiohttp
+                from mail.net._guard_aiohttp import guarded_connector, host_check  # noqa: PLC0415  # imports aiohttp
 
                 connector = guarded_connector(self.policy)
-            self._session = aiohttp.ClientSession(headers=self._headers, connector=connector)
+                middlewares = (host_check(self.policy),)
+            self._session = aiohttp.ClientSession(
+                headers=self._headers, connector=connector, middlewares=middlewares
+            )
         return self._session
 
     async def aclose(self) -> None:

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from mail.conversations import Actor, MailProtocolError
 from mail.conversations._access import InvalidParamsError, opt_str
+from mail.conversations._params import parse_params
 from mail.conversations.errors import MailNotEnabledError
 from mail.core.message import new_task_id
 from mail.errors import MAILError
@@ -46,23 +47,25 @@ def _first_message(params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """The initial turn's text and its ``meta.mail``-like extras (``visibility``)."""
     turn = params.get("initialTurn")
     if not isinstance(turn, dict):
-        raise InvalidParamsError("startTask needs an initialTurn", field="initialTurn")
+        raise InvalidParamsError(
+            "params.initialTurn: startTask needs an initialTurn", field="initialTurn"
+        )
     if turn.get("contentType") != "text":
         raise InvalidParamsError(
-            'the initialTurn that starts a task must have contentType "text"',
+            'params.initialTurn.contentType: must be "text" to start a task',
             field="initialTurn.contentType",
         )
     content = turn.get("content")
     text = content.get("text") if isinstance(content, dict) else content
     if not isinstance(text, str) or not text.strip():
         raise InvalidParamsError(
-            "the initialTurn that starts a task needs content.text, a non-empty string",
+            "params.initialTurn.content: must have text, a non-empty string, to start a task",
             field="initialTurn.content",
         )
     for name in ("threadId", "inReplyTo"):
         if turn.get(name) is not None:
             raise InvalidParamsError(
-                f"the initialTurn of a new conversation cannot have {name}",
+                f"params.initialTurn.{name}: a new conversation's first turn has none",
                 field=f"initialTurn.{name}",
             )
     extras = {"visibility": turn["visibility"]} if turn.get("visibility") else {}
@@ -70,15 +73,8 @@ def _first_message(params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 
 
 def _message(params: dict[str, Any], text: str, task_id: str) -> MessageRequest:
-    start = params["startTask"]
-    if start is not True and not isinstance(start, dict):
-        raise InvalidParamsError("startTask must be true or an object", field="startTask")
+    start = params["startTask"]  # true or {"entrypoint": name}: checked by the params model
     options = start if isinstance(start, dict) else {}
-    unknown = set(options) - {"entrypoint"}
-    if unknown:
-        raise InvalidParamsError(
-            f"startTask takes only entrypoint, not {sorted(unknown)}", field="startTask"
-        )
     payload = {
         "body": text,
         "subject": opt_str(params, "subject") or "New Message",
@@ -91,7 +87,7 @@ def _message(params: dict[str, Any], text: str, task_id: str) -> MessageRequest:
         return MessageRequest.model_validate(payload)
     except ValidationError as e:
         raise InvalidParamsError(
-            "startTask does not make a valid message: "
+            "params.startTask: does not make a valid message: "
             + "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors()),
             field="startTask",
         ) from e
@@ -106,13 +102,14 @@ async def create_with_task(
     service, interceptor = state.conversations, state.interceptor
     if service is None or interceptor is None or not service.enabled:
         raise MailNotEnabledError("MAP Mail is not enabled on this server")
+    parse_params("mail/create", params)
     text, extras = _first_message(params)
     task_id = opt_str(params, "taskId") or new_task_id()
     request = _message(params, text, task_id)
     async with state.swarms.hold(caller) as swarm:
         if swarm.get_task_by_id(task_id) is not None:
             raise InvalidParamsError(
-                f"task {task_id!r} already exists: to bind it, create without startTask",
+                f"params.taskId: task {task_id!r} already exists: to bind it, create without startTask",
                 field="taskId",
             )
     rest = {k: v for k, v in params.items() if k not in ("startTask", "initialTurn")}

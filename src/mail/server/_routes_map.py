@@ -21,8 +21,20 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
+from mail._limits import JSONRefusedError, loads
 from mail._sse import CRLF, SSE_HEADERS, compact_json
+from mail._text import text_problem
 from mail.conversations import METHODS, Actor, MailProtocolError, Subscription
+from mail.conversations._access import InvalidParamsError
+from mail.conversations._params import (
+    MapConnect,
+    MapSend,
+    MapSubscribe,
+    MapUnsubscribe,
+    check_params,
+    describe,
+    problems,
+)
 from mail.conversations.events import ALL_CALLERS
 from mail.core.message import new_task_id
 from mail.db.store import CallerKey
@@ -102,14 +114,8 @@ def _connect(state: ServerState, actor: Actor) -> dict[str, Any]:
 
 
 async def _subscribe(state: ServerState, actor: Actor, params: dict[str, Any]) -> dict[str, Any]:
-    filter_ = params.get("filter") or {}
-    if not isinstance(filter_, dict) or not isinstance(filter_.get("mail") or {}, dict):
-        raise _RpcError(INVALID_PARAMS, "filter and filter.mail must be objects")
-    types = filter_.get("eventTypes")
-    if types is not None and not (
-        isinstance(types, list) and all(isinstance(t, str) for t in types)
-    ):
-        raise _RpcError(INVALID_PARAMS, "filter.eventTypes must be a list of strings")
+    checked = check_params(MapSubscribe, params)
+    filter_ = checked.filter.wire() if checked.filter is not None else {}
     if filter_.get(ALL_CALLERS) and not actor.admin:
         raise _RpcError(10003, f"only an admin may subscribe with filter.{ALL_CALLERS}")
     sub = state.map_events.subscribe(actor.key, filter_)
@@ -120,42 +126,21 @@ async def _subscribe(state: ServerState, actor: Actor, params: dict[str, Any]) -
 async def _send(state: ServerState, caller: Caller, actor: Actor, params: dict[str, Any]) -> Any:
     """``map/send``: ``payload`` (a ``POST /message`` body; ``to.agent`` is its
     entrypoint) into the caller's swarm; ``meta.mail`` records the message as a turn."""
-    payload = params.get("payload") or {}
-    to = params.get("to") or {}
-    if not isinstance(payload, dict) or not isinstance(to, dict):
-        raise _RpcError(INVALID_PARAMS, "payload and to must be objects")
-    payload = {**payload, "stream": False, "show_events": False}
-    if to.get("agent") is not None:
-        payload.setdefault("entrypoint", to["agent"])
-    payload["task_id"] = payload.get("task_id") or new_task_id()
-    try:
-        request = MessageRequest.model_validate(payload)
-    except ValidationError as e:
-        raise _RpcError(
-            INVALID_PARAMS,
-            "payload is not a message",
-            e.errors(include_url=False, include_context=False, include_input=False),
-        ) from e
+    checked = check_params(MapSend, params)
+    request = _message(checked)
     task_id = str(request.task_id)
-    meta = params.get("meta")
-    mail = meta.get("mail") if isinstance(meta, dict) else None
-    cid = mail.get("conversationId") if isinstance(mail, dict) else None
+    mail = checked.meta.mail if checked.meta is not None else None
     interceptor = state.interceptor
-    watching = interceptor is not None and isinstance(cid, str)
     bound = interceptor.bound(actor.key, task_id) if interceptor is not None else []
-    if (
-        interceptor is not None
-        and isinstance(cid, str)
-        and isinstance(mail, dict)
-        and cid not in bound
-    ):
-        interceptor.expect(actor.key, task_id, cid, mail)  # bound: the binding records it
+    if interceptor is not None and mail is not None and mail.conversationId not in bound:
+        # (bound: the binding records it)
+        interceptor.expect(actor.key, task_id, mail.conversationId, params["meta"]["mail"])
     try:
         answer = await send_message(state, caller, request)
     finally:
         if interceptor is not None:
             interceptor.forget(actor.key, task_id)
-    if watching and interceptor is not None:
+    if mail is not None and interceptor is not None:
         with contextlib.suppress(TimeoutError):  # the turn is late: the answer is not
             await asyncio.wait_for(interceptor.drain(), timeout=5.0)
     if not isinstance(answer, dict):
@@ -163,40 +148,60 @@ async def _send(state: ServerState, caller: Caller, actor: Actor, params: dict[s
     return {"taskId": task_id, "response": answer["response"], "status": answer["status"]}
 
 
+def _message(checked: MapSend) -> MessageRequest:
+    """The ``POST /message`` request of a ``map/send`` (its ``payload``, ``to.agent`` as
+    the entrypoint unless it names one, a new task id unless it has one)."""
+    payload: dict[str, Any] = {**(checked.payload or {}), "stream": False, "show_events": False}
+    if checked.to is not None and checked.to.agent is not None:
+        payload.setdefault("entrypoint", checked.to.agent)
+    payload["task_id"] = payload.get("task_id") or new_task_id()
+    try:
+        return MessageRequest.model_validate(payload)
+    except ValidationError as e:
+        found = problems(e)
+        field = f"payload.{found[0][0]}".rstrip(".")
+        raise InvalidParamsError(describe(found, "params.payload"), field=field) from None
+
+
+_MAP_METHODS = ("map/connect", "map/subscribe", "map/unsubscribe", "map/send")
+
+
 async def _dispatch(
     state: ServerState, caller: Caller, actor: Actor, method: str, params: Any
 ) -> Any:
-    if not isinstance(params, dict):
-        raise _RpcError(INVALID_PARAMS, "params must be an object")
+    if method not in _MAP_METHODS and method not in METHODS:
+        raise _RpcError(METHOD_NOT_FOUND, f"method {method!r} not found")
     if method == "map/send":
         return await _send(state, caller, actor, params)
     if method == "map/connect":
+        check_params(MapConnect, params)
         return _connect(state, actor)
     if method == "map/subscribe":
         return await _subscribe(state, actor, params)
     if method == "map/unsubscribe":
-        sid = params.get("subscriptionId")
-        return {"unsubscribed": await state.map_events.forget(actor.key, str(sid))}
-    if method == "mail/create" and params.get("startTask"):
+        sid = check_params(MapUnsubscribe, params).subscriptionId
+        return {"unsubscribed": await state.map_events.forget(actor.key, sid)}
+    service = state.conversations
+    if service is None:
+        raise _RpcError(10010, "MAP Mail is not enabled on this server")
+    if method == "mail/create" and isinstance(params, dict) and params.get("startTask"):
         return await create_with_task(state, caller, actor, params)
-    if method in METHODS:
-        service = state.conversations
-        if service is None:
-            raise _RpcError(10010, "MAP Mail is not enabled on this server")
-        return await service.call(method, actor, params)
-    raise _RpcError(METHOD_NOT_FOUND, f"method {method!r} not found")
+    return await service.call(method, actor, params)  # which checks the params
 
 
 async def _answer(
     state: ServerState, caller: Caller, actor: Actor, item: Any
 ) -> dict[str, Any] | None:
-    """The response to one request object (``None`` for a notification)."""
+    """The response to one request object (``None`` for a notification): a failure of
+    one request of a batch is that request's error, never the batch's."""
     if not isinstance(item, dict):
         return _error(None, INVALID_REQUEST, "a request must be an object")
     request_id = item.get("id")
     valid_id = request_id is None or (
-        isinstance(request_id, str | int) and not isinstance(request_id, bool)
+        isinstance(request_id, int) and not isinstance(request_id, bool)
     )
+    if isinstance(request_id, str):  # answered as sent: it must be storable text too
+        valid_id = text_problem(request_id) is None
     method, params = item.get("method"), item.get("params", {})
     if item.get("jsonrpc") != "2.0" or not isinstance(method, str) or not valid_id:
         return _error(
@@ -205,9 +210,7 @@ async def _answer(
     notification = "id" not in item
     try:
         result = await _dispatch(state, caller, actor, method, params)
-    except _RpcError as e:
-        answer = _error(request_id, e.code, e.message, e.data)
-    except MailProtocolError as e:
+    except (_RpcError, MailProtocolError) as e:
         answer = _error(request_id, e.code, e.message, e.data)
     except StorageError:
         logger.exception("%s failed", method)
@@ -215,6 +218,9 @@ async def _answer(
     except MAILError as e:  # map/send: what POST /message answers with an HTTP status
         status = server_status(e)
         answer = _error(request_id, SERVER_ERROR, str(e), {"status": status})
+    except Exception:  # a bug: this request's error; the batch and the connection go on
+        logger.exception("%s failed unexpectedly", method)
+        answer = _error(request_id, INTERNAL, "internal error")
     else:
         answer = {"jsonrpc": "2.0", "id": request_id, "result": result}
     return None if notification else answer
@@ -235,10 +241,11 @@ async def _answer(
 )
 async def post_map(state: AppState, caller: AdminOrUser, request: Request) -> Response:
     actor = actor_of(state, caller)
+    raw = await request.body()
     try:
-        body = json.loads(await request.body())
-    except (ValueError, UnicodeDecodeError):
-        return JSONResponse(_error(None, PARSE_ERROR, "parse error: the body is not JSON"))
+        body = loads(raw)
+    except JSONRefusedError as e:
+        return JSONResponse(_error(None, PARSE_ERROR, f"parse error: {_unread(raw, e)}"))
     if isinstance(body, list):
         if not body:
             return JSONResponse(_error(None, INVALID_REQUEST, "an empty batch"))
@@ -246,6 +253,18 @@ async def post_map(state: AppState, caller: AdminOrUser, request: Request) -> Re
         return JSONResponse(answers) if answers else Response(status_code=204)
     answer = await _answer(state, caller, actor, body)
     return JSONResponse(answer) if answer is not None else Response(status_code=204)
+
+
+def _unread(raw: bytes, error: JSONRefusedError) -> str:
+    """Why a body is not read: not JSON at all, or JSON past the limits of
+    :func:`mail._limits.loads` (``NaN``, a number out of range, nesting too deep)."""
+    try:
+        json.loads(raw)
+    except RecursionError:
+        pass  # JSON, too deep
+    except ValueError:
+        return "the body is not JSON"
+    return error.msg
 
 
 async def _notifications(state: ServerState, sub: Subscription) -> AsyncIterator[ServerSentEvent]:
