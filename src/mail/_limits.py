@@ -12,9 +12,7 @@ payloads, ``swarms.json``, the registry, the configuration):
 * **text** (every string of a JSON document, keys included) is Unicode text every store
   holds: no lone surrogate (``"\\ud800"`` is not a character: JSON can spell it, UTF-8
   cannot encode it) and no NUL character ``U+0000`` (PostgreSQL cannot store it in a
-  text or JSONB column). :func:`text_problem` says what is wrong with a string,
-  :func:`bad_text` finds the first such string of a value, :func:`clean_text` replaces
-  both by ``U+FFFD`` (the runtime's rule for text agents and actions produce).
+  text or JSONB column); :mod:`mail._text` says what is wrong and where.
 """
 
 from __future__ import annotations
@@ -24,6 +22,8 @@ import math
 import re
 from typing import Any
 
+from mail._text import find_bad_text
+
 __all__ = [
     "MAX_JSON_DEPTH",
     "NAME_PATTERN",
@@ -32,12 +32,9 @@ __all__ = [
     "TASK_ID_PATTERN",
     "TASK_ID_RULE",
     "JSONRefusedError",
-    "bad_text",
-    "clean_text",
     "loads",
     "name_problem",
     "task_id_problem",
-    "text_problem",
 ]
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
@@ -69,64 +66,8 @@ def task_id_problem(value: str) -> str | None:
     return None
 
 
-# a lone surrogate or NUL, as a character, and as JSON spells one (the only way to send them)
-_BAD_CHAR = re.compile("[\x00\ud800-\udfff]")
+# a lone surrogate or NUL as JSON spells them (the only way to send them in a document)
 _BAD_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})")
-
-
-def text_problem(value: str) -> str | None:
-    """What keeps ``value`` from being stored as it is, or ``None``: a lone surrogate (a
-    surrogate pair is two halves JSON can spell, but one half alone is not a character)
-    or the NUL character."""
-    found = _BAD_CHAR.search(value)
-    if found is None:
-        return None
-    char = found.group()
-    if char == "\x00":
-        return "contains the NUL character (U+0000), which this server does not store"
-    return (
-        f"contains a lone surrogate (U+{ord(char):04X}), which is not Unicode text: "
-        "send the character itself (UTF-8) or both halves of its surrogate pair"
-    )
-
-
-def bad_text(value: Any, path: str = "") -> tuple[str, str] | None:
-    """The first string of ``value`` (a JSON value: dicts, lists, strings, keys included)
-    that :func:`text_problem` refuses, as ``(path, problem)`` (``path`` like
-    ``kwargs.notes[2]``, extending ``path``), or ``None`` when all are text."""
-    if isinstance(value, str):
-        problem = text_problem(value)
-        return None if problem is None else (path or "value", problem)
-    if isinstance(value, dict):
-        for key, item in value.items():
-            where = f"{path}.{key}" if path else str(key)
-            if isinstance(key, str) and (problem := text_problem(key)) is not None:
-                return (f"the key {key!a} of {path or 'the document'}", problem)
-            found = bad_text(item, where)
-            if found is not None:
-                return found
-    elif isinstance(value, list | tuple):
-        for i, item in enumerate(value):
-            found = bad_text(item, f"{path}[{i}]")
-            if found is not None:
-                return found
-    return None
-
-
-def clean_text(value: Any) -> Any:
-    """``value`` (a JSON value) with every lone surrogate and NUL character replaced by
-    ``U+FFFD``; unchanged (the same object) when it has none."""
-    if isinstance(value, str):
-        return _BAD_CHAR.sub("\ufffd", value) if _BAD_CHAR.search(value) else value
-    if isinstance(value, dict):
-        if bad_text(value) is None:
-            return value
-        return {clean_text(k): clean_text(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        if bad_text(value) is None:
-            return value
-        return type(value)(clean_text(v) for v in value)
-    return value
 
 
 class JSONRefusedError(json.JSONDecodeError):
@@ -158,9 +99,11 @@ def _constant(_text: str) -> Any:
     raise _Refused
 
 
-def loads(document: str | bytes) -> Any:
+def loads(document: str | bytes, *, check_text: bool = True) -> Any:
     """Parse a JSON document strictly: ``NaN``, ``Infinity``, numbers out of a float's
-    range and nesting deeper than :data:`MAX_JSON_DEPTH` are refused.
+    range and nesting deeper than :data:`MAX_JSON_DEPTH` are refused, and (unless not
+    ``check_text``: the caller checks and reports it itself) strings no store holds
+    (:mod:`mail._text`), named by their path in the document.
 
     Raises :class:`JSONRefusedError` (a ``json.JSONDecodeError``) saying what and where;
     never ``RecursionError``.
@@ -183,8 +126,8 @@ def loads(document: str | bytes) -> Any:
         problem = _problem(text)
         if problem is not None:
             raise problem
-    if "\\u" in text and (escape := _BAD_ESCAPE.search(text)) is not None:
-        found = bad_text(value)
+    if check_text and "\\u" in text and (escape := _BAD_ESCAPE.search(text)) is not None:
+        found = find_bad_text(value)
         if found is not None:  # (else an escaped backslash followed by "u0000")
             where, what = found
             raise JSONRefusedError(f"{where} {what}", text, escape.start())

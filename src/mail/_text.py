@@ -7,15 +7,22 @@ where it enters, naming where it is:
 
 * :func:`text_problem` says what is wrong with one string (``None`` when nothing is);
 * :func:`find_bad_text` looks through a decoded JSON value (dicts, lists, their keys and
-  strings, at any depth) and returns the path and the problem of the first bad string.
+  strings, at any depth) and returns the path and the problem of the first bad string;
+* :func:`clean_text` replaces both by ``U+FFFD``: the runtime's rule for the text that
+  agents, models and actions produce, which nobody can be asked to send again.
 
-Both are plain functions of the standard library, for any boundary (JSON-RPC params,
-HTTP bodies, peer payloads).
+They are plain functions of the standard library, for any boundary (JSON-RPC params,
+HTTP bodies, peer payloads, the stores, the runtime).
 """
 
 from __future__ import annotations
 
-__all__ = ["find_bad_text", "text_problem"]
+import re
+from typing import Any
+
+__all__ = ["clean_text", "find_bad_text", "text_problem"]
+
+_BAD = re.compile("[\x00\ud800-\udfff]")
 
 _NUL = "contains the NUL character U+0000, which the stores cannot hold"
 
@@ -44,15 +51,15 @@ def text_problem(value: str) -> str | None:
 _Trail = tuple[str, "_Trail | None"]
 
 
-def find_bad_text(value: object, path: str) -> tuple[str, str] | None:
+def find_bad_text(value: object, path: str = "") -> tuple[str, str] | None:
     """The first string in ``value`` that :func:`text_problem` refuses, as ``(where,
     problem)``, or ``None``.
 
     ``value`` is what a JSON parser returns (dicts, lists, strings, numbers, ``None``);
-    ``path`` names it (``"params"``). ``where`` extends it: ``params.filter.status[0]``
-    for a string; for a bad key, the dict that holds it, with the problem ``"has a key
-    that contains ..."`` (a bad key is never echoed). Any depth is fine: the walk keeps
-    its own stack.
+    ``path`` names it (``"params"``; ``""`` for a document, whose fields are then named
+    ``kwargs.notes[2]``). ``where`` extends it: ``params.filter.status[0]`` for a string;
+    for a bad key, the dict that holds it, with the problem ``"has a key that contains
+    ..."`` (a bad key is never echoed). Any depth is fine: the walk keeps its own stack.
     """
     # each entry: a value and its trail, (step, parent's trail): the path is spelled out
     # only for the string that is refused
@@ -83,4 +90,16 @@ def _spelled(trail: _Trail | None) -> str:
     while trail is not None:
         step, trail = trail
         steps.append(step)
-    return "".join(reversed(steps))
+    return "".join(reversed(steps)).removeprefix(".") or "the document"
+
+
+def clean_text(value: Any) -> Any:
+    """``value`` (a string or a JSON value) with every lone surrogate and NUL character
+    replaced by ``U+FFFD``; the very same object when it has none."""
+    if isinstance(value, str):
+        return _BAD.sub("\ufffd", value) if _BAD.search(value) else value
+    if not isinstance(value, dict | list | tuple) or find_bad_text(value) is None:
+        return value
+    if isinstance(value, dict):
+        return {clean_text(k): clean_text(v) for k, v in value.items()}
+    return type(value)(clean_text(v) for v in value)

@@ -104,7 +104,7 @@ HOSTILE_JSON: dict[str, tuple[str, str]] = {
 HOSTILE_TEXT: dict[str, tuple[str, str]] = {
     "lone-surrogate": ('"x\\ud800y"', "contains a lone surrogate (U+D800), which is not"),
     "lone-low-surrogate": ('"\\udfff"', "contains a lone surrogate (U+DFFF)"),
-    "nul": ('"a\\u0000b"', "contains the NUL character (U+0000)"),
+    "nul": ('"a\\u0000b"', "contains the NUL character U+0000, which the stores"),
     "nul-in-a-key": ('{"k\\u0000": 1}', ""),
 }
 _MARK = "@@hostile@@"
@@ -140,7 +140,7 @@ def _route_rows() -> list[Row]:
         where = _path_to(json.loads(template % json.dumps(_MARK)))
         for name, (value, detail) in HOSTILE_TEXT.items():
             expected = (
-                f"the key 'k\\x00' of {where} contains the NUL character"
+                f"{where} has a key that contains the NUL character"
                 if name == "nul-in-a-key"
                 else f"{where} {detail}"
             )
@@ -276,7 +276,7 @@ ROWS: list[Row] = [
         "task-id-nul",
         "/message",
         {"body": "hi", "task_id": "a\x00b"},
-        "error parsing request: task_id contains the NUL character (U+0000)",
+        "error parsing request: task_id contains the NUL character U+0000",
     ),
     Row(
         "task-id-newline",
@@ -294,14 +294,14 @@ ROWS: list[Row] = [
         "forward-task-id-nul",
         "/interswarm/forward",
         _interswarm(task_id="a\x00b"),
-        "error parsing request: message.payload.task_id contains the NUL character (U+0000)",
+        "error parsing request: message.payload.task_id contains the NUL character U+0000",
         role="agent",
     ),
     Row(
         "previous-response-id-nul",
         "/responses",
         {"input": [], "tools": [], "previous_response_id": "a\x00b"},
-        "error parsing request: previous_response_id contains the NUL character (U+0000)",
+        "error parsing request: previous_response_id contains the NUL character U+0000",
     ),
     Row(
         "query-task-id-nul",

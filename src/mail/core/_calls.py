@@ -12,7 +12,7 @@ from typing import Any, Literal, cast
 
 from pydantic import BaseModel, Field, model_validator
 
-from mail._limits import bad_text, clean_text
+from mail._text import clean_text, find_bad_text
 from mail.core._tool_specs import ToolFormat
 from mail.core.message import (
     MAIL_ALL_LOCAL_AGENTS,
@@ -69,9 +69,9 @@ class AgentToolCall(BaseModel):
 
     def cleaned(self) -> AgentToolCall:
         """This call, or a copy whose text no store refuses: a lone surrogate or a NUL
-        character a model produced becomes ``U+FFFD`` (:func:`mail._limits.clean_text`)."""
+        character a model produced becomes ``U+FFFD`` (:func:`mail._text.clean_text`)."""
         fields = self.model_dump()
-        if bad_text(fields) is None:
+        if find_bad_text(fields) is None:
             return self
         return AgentToolCall.model_validate(clean_text(fields))
 

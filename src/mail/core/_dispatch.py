@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from mail._limits import clean_text
+from mail._text import clean_text
 from mail.core._live import live_turn
 from mail.core._manual import ManualStep
 from mail.core._scheduler import Scheduler

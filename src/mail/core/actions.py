@@ -7,7 +7,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal, TypeAlias
 
-from mail._limits import clean_text
+from mail._text import clean_text
 from mail.core.tools import AgentToolCall
 
 __all__ = [

@@ -41,7 +41,7 @@ from collections.abc import AsyncIterator, Callable, Collection, Iterable
 from dataclasses import replace
 from typing import Any, Literal, Protocol
 
-from mail._limits import bad_text, text_problem
+from mail._text import find_bad_text, text_problem
 from mail.core._breakpoints import resume_breakpoints
 from mail.core._dispatch import SwarmDirectory, TurnRunner
 from mail.core._manual import ManualSteps
@@ -92,7 +92,7 @@ def _check_text(message: MAILMessage, kwargs: dict[str, Any]) -> None:
         problem = text_problem(value) if isinstance(value, str) else None
         if problem is not None:
             raise InvalidMessageError(problem, field=name)
-    found = bad_text(kwargs, "kwargs")
+    found = find_bad_text(kwargs, "kwargs")
     if found is not None:
         raise InvalidMessageError(found[1], field=found[0])
 

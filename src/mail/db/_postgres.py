@@ -24,7 +24,7 @@ from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from mail._limits import text_problem
+from mail._text import text_problem
 from mail.db import migrations
 from mail.db._sql import (
     DetailKind,

@@ -33,7 +33,7 @@ from typing import Any, Self, overload
 
 import orjson
 
-from mail._limits import bad_text, text_problem
+from mail._text import find_bad_text, text_problem
 from mail.errors import ConfigurationError, LeaseLostError, StorageError, StorageRefusedError
 
 __all__ = [
@@ -424,7 +424,7 @@ _NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 def dumps(value: Any) -> str:
     """Compact JSON; raises ``TypeError`` or ``ValueError`` for what JSON cannot hold and
     ``ValueError`` for text no store holds (a lone surrogate, a NUL character: see
-    :func:`mail._limits.text_problem`), naming where it is.
+    :func:`mail._text.text_problem`), naming where it is.
 
     orjson writes NaN and the infinities as ``null``, as JSON has no such numbers; what
     it refuses (an integer beyond 64 bits, a key that is not a string) goes to the
@@ -441,7 +441,7 @@ def dumps(value: Any) -> str:
 
 
 def _check_text(value: Any) -> None:
-    found = bad_text(value)
+    found = find_bad_text(value)
     if found is not None:
         where, problem = found
         raise ValueError(f"{where} {problem}")
