@@ -7,7 +7,9 @@ and servers of it (lifespan on, real uvicorn).
 * :func:`server_config` and :func:`running`: a server of the swarm whose only caller is
   ``user-key`` (:data:`KEY`), with its data (SQLite file, registry) in a temporary directory.
 * ``postgres_database``: a throwaway PostgreSQL database (skipped without
-  ``MAIL_TEST_POSTGRES_URL``); :func:`sqlite_execute` changes an SQLite file from outside.
+  ``MAIL_TEST_POSTGRES_URL``), and ``postgres_proxy``, a TCP proxy to its server that cuts
+  or black-holes the connections (:mod:`tests.persistence.tcp_proxy`);
+  :func:`sqlite_execute` changes an SQLite file from outside.
 * :func:`eventually`: wait for a condition, with a deadline.
 """
 
@@ -25,9 +27,11 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
+from tests.persistence.tcp_proxy import TcpProxy
 
 from mail.api import MAILSwarm, MAILSwarmTemplate
 from mail.config import MAILConfig, load_config
@@ -274,3 +278,11 @@ def postgres_database() -> Iterator[tuple[str, str]]:
         yield admin, f"{head}/{name}"
     finally:
         _off_loop(lambda: postgres_admin(admin, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture
+async def postgres_proxy(postgres_database: tuple[str, str]) -> AsyncIterator[TcpProxy]:
+    """A TCP proxy to the server of ``postgres_database``; ``proxy.url(url)`` goes through it."""
+    target = urlsplit(postgres_database[1])
+    async with TcpProxy((target.hostname or "127.0.0.1", target.port or 5432)) as proxy:
+        yield proxy

@@ -9,12 +9,15 @@
   works again everything lands exactly once and the task is told.
 * A store that refuses one task's rows (a constraint) sets that task aside: it ends
   ``failed``, visibly, and the others are stored.
+* PostgreSQL's ``health()`` answers within its 2 s even when the database gets no answer
+  at all (a network partition, through :mod:`tests.persistence.tcp_proxy`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -32,12 +35,13 @@ from tests.persistence.conftest import (
     server_config,
     sqlite_execute,
 )
+from tests.persistence.tcp_proxy import TcpProxy
 from tests.server.conftest import Frame, frames, gated_swarm
 
 from mail.api import MAILSwarm
 from mail.core._recorder import StoreRecorder
 from mail.core.events import EventName
-from mail.db import CallerKey, SQLiteStore, TaskStore
+from mail.db import CallerKey, PostgresStore, SQLiteStore, TaskStore
 from mail.errors import TaskNotStoredError
 
 pytestmark = pytest.mark.timeout(60)
@@ -315,3 +319,29 @@ async def test_an_outage_holds_every_answer_back_until_the_task_is_stored(
         row = await store.load_task(key, held_id)
         assert row is not None
         assert row.state == "completed"
+
+
+# -- a network partition --------------------------------------------------------------------
+
+
+async def test_postgres_health_answers_within_its_timeout_during_a_partition(
+    postgres_proxy: TcpProxy, postgres_database: tuple[str, str]
+) -> None:
+    """Regression: the probe of ``PostgresStore.health`` was cancelled at its 2 s timeout,
+    but asyncpg releases a cancelled query's connection only once its cancel request is
+    answered, which a partition delays up to ``command_timeout`` (30 s): ``/health``
+    said "did not answer within 2 s" after as long as the partition lasted."""
+    proxy = postgres_proxy
+    async with PostgresStore(proxy.url(postgres_database[1])) as store:
+        assert await store.health() == "ok"
+        proxy.blackhole()
+        for _ in range(2):  # the second call waits on the same probe: no pile-up
+            started = time.monotonic()
+            assert "did not answer within 2 s" in await store.health()
+            assert time.monotonic() - started < 3.0
+        proxy.heal()
+
+        async def ok() -> bool:
+            return await store.health() == "ok"
+
+        await eventually(ok, timeout=10, what="health after the partition")

@@ -226,6 +226,12 @@ async def _transaction(
     return lost
 
 
+def _retrieved(task: asyncio.Task[Any]) -> None:
+    """Mark a health probe's failure as seen (:meth:`PostgresStore.health` reports it)."""
+    if not task.cancelled():
+        task.exception()
+
+
 class PostgresStore(TaskStore):
     """A :class:`~mail.db.store.TaskStore` in PostgreSQL through an asyncpg pool.
 
@@ -266,6 +272,7 @@ class PostgresStore(TaskStore):
             "server_settings": {"application_name": "mail-server"},
         }
         self._writes = asyncio.Lock()  # fair: writes apply in call order
+        self._probe: asyncio.Task[Any] | None = None  # health's query, while it runs
         self._dialect = _DIALECT
         self._load_events = _LOAD_EVENTS
         self._load_details = _LOAD_DETAILS
@@ -327,6 +334,9 @@ class PostgresStore(TaskStore):
         pool, self._pool = self._pool, None
         if pool is None:
             return
+        probe, self._probe = self._probe, None
+        if probe is not None:
+            probe.cancel()
         async with self._writes:
             if self._given_pool is None:
                 await pool.close()
@@ -455,13 +465,23 @@ class PostgresStore(TaskStore):
             return "closed"
         if self.outage is not None:
             return self.outage
-        try:
-            async with asyncio.timeout(HEALTH_TIMEOUT):
-                await pool.fetchval("SELECT 1")
-        except TimeoutError:
+        # The probe runs in a task of its own and is not cancelled when it takes too long:
+        # a query cancelled on a connection that gets no answer (a network partition) is
+        # released only once asyncpg's cancel request is answered too, up to
+        # command_timeout later. The next call waits on the same probe, so they never pile up.
+        probe = self._probe
+        if probe is None or probe.done():
+            probe = asyncio.get_running_loop().create_task(
+                pool.fetchval("SELECT 1"), name="mail-postgres-health"
+            )
+            probe.add_done_callback(_retrieved)
+            self._probe = probe
+        await asyncio.wait({probe}, timeout=HEALTH_TIMEOUT)
+        if not probe.done():
             return f"{self.name}: the database did not answer within {HEALTH_TIMEOUT:g} s"
-        except Exception as e:  # noqa: BLE001  # health reports any failure, it never raises
-            return f"{self.name}: health check failed: {str(e) or type(e).__name__}"
+        error = None if probe.cancelled() else probe.exception()
+        if error is not None:
+            return f"{self.name}: health check failed: {str(error) or type(error).__name__}"
         return "ok"
 
     async def schema_version(self) -> int:
