@@ -86,7 +86,12 @@ async def _mail_error(_request: Request, error: Exception) -> JSONResponse:
     assert isinstance(error, MAILError)  # noqa: S101  # registered for MAILError only
     status = server_status(error)
     server_side = status >= HTTPStatus.INTERNAL_SERVER_ERROR
-    if server_side and not isinstance(error, AuthError):
+    if isinstance(error, TaskNotStoredError):
+        logger.warning("answer held back: %s", error)
+    elif isinstance(error, StorageError) and error.retry_after is not None:
+        # new work refused while the store fails: the failure itself is logged once
+        logger.debug("request refused: %s", error)
+    elif server_side and not isinstance(error, AuthError):
         logger.error("request failed: %s", error)
     # a 500 says nothing internal; gateway errors name the peer or service that failed
     internal = status == HTTPStatus.INTERNAL_SERVER_ERROR and not isinstance(

@@ -30,7 +30,7 @@ from fastapi.responses import Response
 
 from mail._limits import TASK_ID_RULE, task_id_problem
 from mail.core.tasks import MAILTask, TurnRequest, turn_status
-from mail.errors import InvalidMessageError, TaskStateError
+from mail.errors import InvalidMessageError, StorageError, TaskStateError
 from mail.server._follow import answer_from_elsewhere, follow_local, stale
 from mail.server._sse import event_response, sse_object
 
@@ -104,9 +104,25 @@ async def repeated(
         return None if copy is None else _if_repeats(copy, False, resume_from, asked)
     task = swarm.get_task_by_id(task_id)
     if task is None and state.store is not None:
-        await swarm.runtime.restore(only=[task_id])  # (nothing when it is not stored)
+        await _restore(state, swarm, task_id)
         task = swarm.get_task_by_id(task_id)
     return None if task is None else _if_repeats(task, True, resume_from, asked)
+
+
+async def _restore(state: ServerState, swarm: MAILSwarm, task_id: str) -> None:
+    """Load ``task_id`` as the store has it (nothing when it is not there); a store that
+    does not answer within ``commit_timeout`` is a 503 (it cannot tell whether the id is
+    taken)."""
+    bound = state.config.database.commit_timeout
+    try:
+        async with asyncio.timeout(bound):
+            await swarm.runtime.restore(only=[task_id])
+    except TimeoutError:
+        raise StorageError(
+            f"the task store did not answer within {bound:g} s: cannot tell whether task "
+            f"'{task_id}' exists; try again",
+            retry_after=bound,
+        ) from None
 
 
 def _if_repeats(

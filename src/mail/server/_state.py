@@ -404,6 +404,11 @@ class ServerState:
             await self.interceptor.close()
         if self.map_status is not None:
             await self.map_status.close()
+        await self._close_resources(save_registry)
+
+    async def _close_resources(self, save_registry: bool) -> None:
+        """The MCP sessions, the store, then the registry (saved unless not
+        ``save_registry``) and the connections; a failure is logged, the rest closes."""
         for template in (self.template, *self.replaced):
             try:
                 await template.close_mcp()
@@ -417,6 +422,8 @@ class ServerState:
         try:
             if save_registry:
                 await self.registry.save()
+        except StorageError as e:  # (a full disk, say): one line, and the stop goes on
+            logger.error("the swarm registry could not be saved: %s", e)  # noqa: TRY400
         finally:
             await self.router.aclose()
             await self.registry.aclose()
