@@ -18,17 +18,21 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import threading
 import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import asyncpg
 import httpx
 import pytest
+from tests._servers import stop
 from tests.persistence.server_process import read_line
+from tests.persistence.tcp_proxy import TcpProxy
 from tests.server.test_cluster import REPO, SWARMS, Replica, _start, call, running_replicas
 
 pytestmark = pytest.mark.timeout(180)
@@ -625,6 +629,82 @@ def test_a_stopped_replica_that_lost_its_leases_ends_no_task_a_second_time(
     interrupted = [t for t in ids if ends[t][0] == "interrupted"]
     assert interrupted, ends  # the stop came while the tasks ran, not after
     assert "another replica holds its lease" in b.output() or "lost the lease" in b.output()
+
+
+class _ProxyThread:
+    """A :class:`TcpProxy` on a loop of its own thread (the cluster tests block theirs)."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.proxy = TcpProxy(target)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+
+    def __enter__(self) -> _ProxyThread:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self.proxy.start(), self._loop).result(10)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        asyncio.run_coroutine_threadsafe(self.proxy.close(), self._loop).result(30)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop.close()
+
+    def cut(self) -> None:
+        self._loop.call_soon_threadsafe(self.proxy.cut)
+
+
+async def _leases_of(database_url: str, owner: str) -> int:
+    conn = await asyncpg.connect(database_url, timeout=5)
+    try:
+        count: int = await conn.fetchval(
+            "SELECT count(*) FROM cluster_task_leases WHERE owner = $1", owner
+        )
+    finally:
+        await conn.close()
+    return count
+
+
+def test_a_task_that_ends_while_redis_is_down_gives_its_lease_up(cluster: Cluster) -> None:
+    """D loses Redis while it runs tasks: they end (stored in PostgreSQL), and their
+    leases are released although the end could not be published (they were renewed
+    forever before)."""
+    redis = urlsplit(cluster.env["MAIL_REDIS_URL"])
+    with _ProxyThread((redis.hostname or "127.0.0.1", redis.port or 6379)) as proxy:
+        url = redis._replace(netloc=f"127.0.0.1:{proxy.proxy.port}").geturl()
+        d = _start("d", cluster.env | {"MAIL_REDIS_URL": url}, cluster.root, cluster.swarms, "slow")
+        try:
+            database = cluster.env["DATABASE_URL"]
+
+            async def scenario() -> list[httpx.Response]:
+                async with _client(d, cluster.key) as client:
+                    asks = [
+                        asyncio.create_task(
+                            client.post("/message", json={"body": f"What is {n} * 7?"})
+                        )
+                        for n in range(3)
+                    ]
+                    for _ in range(400):  # the three run on D
+                        if await _leases_of(database, d.id) >= 3:
+                            break
+                        await asyncio.sleep(0.02)
+                    proxy.cut()  # Redis goes away for D
+                    return list(await asyncio.gather(*asks))
+
+            answers = asyncio.run(scenario())
+            assert [a.status_code for a in answers] == [200] * 3, [a.text for a in answers]
+            assert {a.json()["status"] for a in answers} == {"completed"}
+
+            async def released() -> int:
+                for _ in range(400):
+                    if (left := await _leases_of(database, d.id)) == 0:
+                        return 0
+                    await asyncio.sleep(0.025)
+                return left
+
+            assert asyncio.run(released()) == 0
+        finally:
+            stop(d.process)
 
 
 def test_a_replica_stopped_with_sigterm_leaves_its_tasks_to_the_others(cluster: Cluster) -> None:
