@@ -201,13 +201,16 @@ class StoreRecorder:
 
     def outcome(self, task_id: str) -> Settled:
         """Whether ``task_id``, as it is now, is in the store (:class:`Settled`, never
-        ``pending`` for a task with nothing left to write)."""
+        ``pending`` for a task whose record and events are all written)."""
         reason = self._refused.get(task_id)
         if reason is not None:
             return Settled("refused", reason)
         if task_id in self._lost:
             return Settled("moved", "another replica runs this task now")
-        if task_id in self._pending():
+        # what a caller is told of: the task's record and events (an agent's history,
+        # noted as its turn returns, follows in the next write)
+        told = (self._tasks, self._logs, self._retry, self._tombstones)
+        if task_id in self._inflight or any(task_id in notes for notes in told):
             return Settled("pending", self.error or "the store has not committed it yet")
         return COMMITTED
 
