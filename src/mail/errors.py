@@ -217,13 +217,17 @@ class MAILClientError(MAILError, RuntimeError, ValueError):
     :class:`ValueError` (v1.3.6 raised one for non-JSON answers), so code written for the
     original's client keeps catching it.
 
-    ``status`` is the HTTP status (``None`` when no response arrived) and ``detail`` the
-    server's explanation or the transport error text.
+    ``status`` is the HTTP status (``None`` when no response arrived), ``detail`` the
+    server's explanation or the transport error text, and ``retry_after`` the seconds the
+    server's ``Retry-After`` header asked to wait before trying again (``None`` without one).
     """
 
-    def __init__(self, detail: str, *, status: int | None = None) -> None:
+    def __init__(
+        self, detail: str, *, status: int | None = None, retry_after: float | None = None
+    ) -> None:
         self.status = status
         self.detail = detail
+        self.retry_after = retry_after
         prefix = f"HTTP {status}: " if status is not None else ""
         super().__init__(f"{prefix}{detail}")
 

@@ -8,7 +8,9 @@
 * ``connect(url, key="user-key", **config)``: a :class:`MAILClient` closed after the test.
 * ``echo``: a plain aiohttp server that records each request and answers from
   :attr:`Echo.answers` (a fake of *some* HTTP server, for wire-level checks).
-* :class:`CuttingProxy`: a TCP proxy that cuts one streamed answer mid-way.
+* :class:`CuttingProxy`: a TCP proxy that cuts one streamed answer mid-way;
+  :class:`DroppingProxy`: one that drops the connection of a request the server took,
+  before any answer byte (the client's retries meet the first request's task).
 * :func:`assert_shape`: a JSON object has the keys its result ``TypedDict`` names.
 """
 
@@ -337,3 +339,140 @@ async def _pipe(
         sent = end if end is not None else len(seen)
         if end is not None:
             return
+
+
+# --- a proxy that loses answers ----------------------------------------------------------
+
+#: ``await accepted()``: whether the server has taken the request (the proxy then drops).
+Accepted = Callable[[], Awaitable[bool]]
+
+
+class DroppingProxy:
+    """A TCP proxy to ``target`` on ``127.0.0.1:0`` that loses answers the server gave.
+
+    On the first ``drops`` connections (all of them when ``None``) whose request starts
+    with ``request``, it forwards the request, waits until ``accepted()`` says the server
+    took it (polled; without ``accepted``, until the server's first answer byte), then
+    closes the client's side without passing on a byte: the server runs the request, the
+    client sees its connection drop before any answer. The server's answer is read and
+    thrown away. Other connections pass through.
+
+    ``attempts`` holds the raw head (request line and headers, lower-cased names) and body
+    of each connection whose request matched, ``dropped`` counts those dropped;
+    :meth:`wait_attempts` waits until ``n`` arrived.
+    """
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        accepted: Accepted | None = None,
+        drops: int | None = 1,
+        request: bytes = b"POST /message ",
+    ) -> None:
+        host, _, port = target.removeprefix("http://").partition(":")
+        self._target = (host, int(port))
+        self._accepted = accepted
+        self._drops = drops
+        self._request = request
+        self.attempts: list[tuple[dict[str, str], bytes]] = []
+        self.dropped = 0
+        self._arrived = asyncio.Condition()
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.url = ""
+
+    async def __aenter__(self) -> DroppingProxy:
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
+        self.url = f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._server.wait_closed()
+
+    async def wait_attempts(self, count: int) -> None:
+        """Until ``count`` matching requests arrived."""
+        async with self._arrived:
+            await self._arrived.wait_for(lambda: len(self.attempts) >= count)
+
+    def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.create_task(self._handle(reader, writer))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        upstream: asyncio.StreamWriter | None = None
+        answers: asyncio.Task[None] | None = None
+        try:
+            up_reader, upstream = await asyncio.open_connection(*self._target)
+            answers = asyncio.create_task(_relay(up_reader, writer))
+            while True:  # one request after the other (a client sends the next one once
+                # it has read the answer to the last)
+                head = await reader.readuntil(b"\r\n\r\n")
+                headers = _head(head)
+                body = await reader.readexactly(int(headers.get("content-length", "0")))
+                if head.startswith(self._request):
+                    async with self._arrived:
+                        self.attempts.append((headers, body))
+                        self._arrived.notify_all()
+                    if self._drops is None or self.dropped < self._drops:
+                        answers.cancel()  # earlier answers are through: none of this one is
+                        await asyncio.gather(answers, return_exceptions=True)
+                        self.dropped += 1
+                        upstream.write(head + body)
+                        await self._until_taken(up_reader)
+                        writer.close()  # the client's connection drops before any answer
+                        while await up_reader.read(65536):  # the answer, thrown away
+                            pass
+                        return
+                upstream.write(head + body)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            return  # the client closed its connection
+        finally:
+            if answers is not None:
+                answers.cancel()
+                await asyncio.gather(answers, return_exceptions=True)
+            for w in (writer, upstream):
+                if w is not None:
+                    w.close()
+                    with contextlib.suppress(OSError):
+                        await w.wait_closed()
+
+    async def _until_taken(self, up_reader: asyncio.StreamReader) -> None:
+        """Until ``accepted()`` (or the server's first answer byte, consumed)."""
+
+        async def polled() -> None:
+            assert self._accepted is not None
+            while True:  # the server is asked over HTTP: there is no event to wait on
+                if await self._accepted():
+                    return
+                await asyncio.sleep(0.01)
+
+        waits = [asyncio.create_task(up_reader.read(1))]
+        if self._accepted is not None:
+            waits.append(asyncio.create_task(polled()))
+        _, pending = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+
+
+async def _relay(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+    """The server's answers to the client; the client's connection closes with the server's."""
+    await _pipe(src, dst)
+    dst.close()
+
+
+def _head(head: bytes) -> dict[str, str]:
+    """A request head's headers by lower-case name; ``""`` holds the request line."""
+    lines = head.decode("latin-1").rstrip("\r\n").split("\r\n")
+    headers = {"": lines[0]}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return headers

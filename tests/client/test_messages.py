@@ -136,14 +136,17 @@ async def test_post_message_stream(user: MAILClient) -> None:
 async def test_stream_task_id_given_or_generated(user: MAILClient) -> None:
     given = await user.post_message_stream("what is 6*7?", task_id="t-given")
     generated = await user.post_message_stream("what is 6*7?")
-    by_server = await user.post_message_stream("what is 6*7?", resume=False)
+    unresumable = await user.post_message_stream("what is 6*7?", resume=False)
 
     assert given.task_id == "t-given"
+    # drawn by the client (its retries send it again), with or without resume
     assert generated.task_id is not None
-    assert by_server.task_id is None
-    for stream in (given, generated, by_server):
+    assert unresumable.task_id is not None
+    assert generated.task_id != unresumable.task_id
+    for stream in (given, generated, unresumable):
         events = await collect(stream)
         assert events[-1].event == "task_complete"
+        assert events[-1].json()["task_id"] == stream.task_id
     assert (await collect(given))[-1:] == []  # a finished stream stays finished
 
 

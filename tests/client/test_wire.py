@@ -54,16 +54,18 @@ async def test_post_message_sends_every_field_with_explicit_nulls(
 
     request = echo.requests[-1]
     assert (request["method"], request["path"]) == ("POST", "/message")
-    assert sent_json(echo) == {
+    sent = sent_json(echo)
+    assert uuid.UUID(sent.pop("task_id")).version == 4  # drawn by the client, for its retries
+    assert sent == {
         "subject": "New Message",
         "body": "hello",
         "msg_type": "request",
         "entrypoint": None,
         "show_events": False,
-        "task_id": None,
         "resume_from": None,
         "kwargs": {"max_steps": 3},
     }
+    assert "idempotency-key" not in request["headers"]  # a new task's key is its id
 
 
 async def test_post_message_stream_request(echo: Echo, connect: Connect) -> None:
@@ -76,12 +78,13 @@ async def test_post_message_stream_request(echo: Echo, connect: Connect) -> None
 
     assert [e.event for e in events] == ["task_complete"]
     assert echo.requests[-1]["headers"]["accept"] == "text/event-stream"
-    assert sent_json(echo) == {
+    sent = sent_json(echo)
+    assert uuid.UUID(sent.pop("task_id")).version == 4
+    assert sent == {
         "subject": "Subj",
         "body": "hi",
         "msg_type": "request",
         "entrypoint": "math",
-        "task_id": None,
         "resume_from": None,
         "kwargs": {"breakpoint_tool_caller": "math"},
         "stream": True,

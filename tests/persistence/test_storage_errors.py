@@ -321,6 +321,36 @@ async def test_an_outage_holds_every_answer_back_until_the_task_is_stored(
         assert row.state == "completed"
 
 
+async def test_a_repeat_is_answered_while_the_store_fails(tmp_path: Path, outage: Outage) -> None:
+    """A request repeated while the store fails is no new work: it gets the answer of the
+    turn it repeats (here stored before the outage), not the 503 that refuses new tasks."""
+    gate = asyncio.Event()
+    gate.set()
+    template, _worker = gated_swarm(gate)
+    config = server_config(tmp_path, commit_timeout=1.0, **outage.database)
+    async with running(config, template) as server:
+        client = server.client
+        ask = {"body": "job", "task_id": "kept"}
+        first = await client.post("/message", json=ask)
+        assert first.status_code == 200, first.text
+        gate.clear()
+        await outage.start(server)
+        async with client.stream("POST", "/message", json={"body": "j", "stream": True}) as r:
+            await _storage_error_seen(frames(r), [])  # the store is known to fail now
+            refused = await client.post("/message", json={"body": "new"})
+            assert refused.status_code == 503, refused.text
+            again = await client.post("/message", json=ask)
+            assert again.status_code == 200, again.text
+            assert again.json() == first.json()
+            async with client.stream("POST", "/message", json={**ask, "stream": True}) as s:
+                replayed = [f async for f in frames(s)]
+            assert replayed[0].id == 1
+            assert replayed[-1].event == "task_complete"
+            assert replayed[-1].data["response"] == first.json()["response"]
+            gate.set()
+        await outage.end(server)
+
+
 # -- a network partition --------------------------------------------------------------------
 
 

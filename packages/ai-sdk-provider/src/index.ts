@@ -12,3 +12,5 @@ export type { MailTaskStatus } from './map-finish-reason';
 export { mailFailedResponseHandler, RETRYABLE_STATUS_CODES } from './mail-error';
 export { mailProviderOptionsSchema } from './mail-options';
 export type { MailProviderOptions } from './mail-options';
+export { DEFAULT_RETRY_SETTINGS } from './mail-retry';
+export type { MailRetrySettings } from './mail-retry';

@@ -48,3 +48,15 @@ export function callInput(args: unknown): string {
   return typeof args === 'string' ? args : JSON.stringify(args ?? {});
 }
 
+
+/**
+ * For a `storage_error` event without an `id` (the task's turn ended, but the server holds
+ * its closing event back until its store has committed the task): the seconds to wait
+ * before asking again (its `extra_data.retry_after`, 1 when missing, at most 60). Undefined
+ * for any other event.
+ */
+export function storageHold(event: { event: string; id?: number; data: unknown }): number | undefined {
+  if (event.event !== 'storage_error' || event.id !== undefined) return undefined;
+  const wait = Number(obj(obj(event.data).extra_data).retry_after ?? 1);
+  return Number.isFinite(wait) ? Math.min(Math.max(wait, 0), 60) : 1;
+}

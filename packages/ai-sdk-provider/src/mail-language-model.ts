@@ -10,6 +10,7 @@ import type {
 import {
   combineHeaders,
   createJsonResponseHandler,
+  delay,
   getFromApi,
   parseProviderOptions,
   postJsonToApi,
@@ -21,8 +22,9 @@ import { collectStream } from './collect-stream';
 import { convertToMailMessage } from './convert-to-mail-message';
 import { mailFailedResponseHandler } from './mail-error';
 import { mailProviderOptionsSchema } from './mail-options';
+import { DEFAULT_RETRY_SETTINGS, finalError, mayHaveArrived, withRetries, type MailRetrySettings } from './mail-retry';
 import { parseMailEventStream, type MailSseEvent } from './mail-sse';
-import { mailUsage, parsePendingCalls } from './mail-event-data';
+import { mailUsage, parsePendingCalls, storageHold } from './mail-event-data';
 import { MailStreamMapper } from './mail-stream-transformer';
 import { mapMailFinishReason } from './map-finish-reason';
 
@@ -31,7 +33,12 @@ export interface MailModelConfig {
   baseUrl: string;
   headers: () => Record<string, string | undefined>;
   fetch?: FetchFunction;
+  /** How requests are retried (see `mail-retry.ts`); the defaults when absent. */
+  retries?: MailRetrySettings;
 }
+
+/** The header that marks a follow-up's repeats as one request. */
+const IDEMPOTENCY_HEADER = 'Idempotency-Key';
 
 const UNSUPPORTED_SETTINGS = [
   'temperature',
@@ -113,8 +120,10 @@ export class MailLanguageModel implements LanguageModelV3 {
         }
       }
     }
-    // A new task gets its id here, so that an abort can cancel it before any event arrives.
+    // Drawn once per call and sent with every attempt (mail-retry.ts): a new task's id (also
+    // so that an abort can cancel it before any event arrives), a follow-up's key.
     const taskId = input.taskId ?? crypto.randomUUID();
+    const idempotencyKey = input.resumeFrom ? crypto.randomUUID() : undefined;
     const kwargs: Record<string, unknown> = {};
     if (input.toolResults) kwargs.breakpoint_tool_call_result = input.toolResults;
     if (mailOptions.maxSteps !== undefined) kwargs.max_steps = mailOptions.maxSteps;
@@ -130,26 +139,39 @@ export class MailLanguageModel implements LanguageModelV3 {
     if (mailOptions.entrypoint) body.entrypoint = mailOptions.entrypoint;
     if (input.resumeFrom) body.resume_from = input.resumeFrom;
     if (Object.keys(kwargs).length) body.kwargs = kwargs;
-    return { body, taskId, warnings, mailOptions, toolNames };
+    // `headers` for every request of the call; `postHeaders` for its POST /message
+    const headers = combineHeaders(this.config.headers(), options.headers);
+    const postHeaders = combineHeaders(headers, idempotencyKey ? { [IDEMPOTENCY_HEADER]: idempotencyKey } : {});
+    return { body, taskId, headers, postHeaders, warnings, mailOptions, toolNames };
   }
 
-  private headers(options: LanguageModelV3CallOptions) {
-    return combineHeaders(this.config.headers(), options.headers);
+  private get retries(): MailRetrySettings {
+    return this.config.retries ?? DEFAULT_RETRY_SETTINGS;
   }
 
-  /** Cancels the task on the server when the call is aborted (S5: `POST /tasks/{id}/cancel`). */
+  /** S5: `POST /tasks/{id}/cancel`, best effort (a task that already finished, 409, or never started, 404, is left as it is). */
+  private async cancelTask(taskId: string, headers: Record<string, string | undefined>): Promise<void> {
+    await postJsonToApi({
+      url: `${this.config.baseUrl}/tasks/${encodeURIComponent(taskId)}/cancel`,
+      headers,
+      body: {},
+      failedResponseHandler: mailFailedResponseHandler,
+      successfulResponseHandler: createJsonResponseHandler(mailServerInfoSchema.passthrough()),
+      fetch: this.config.fetch,
+    }).catch(() => {});
+  }
+
+  /** Cancels the task when the call gives up on a request the server may have taken. */
+  private cancelIfSent(taskId: string, headers: Record<string, string | undefined>) {
+    return async (error: unknown) => {
+      if (mayHaveArrived(error)) await this.cancelTask(taskId, headers);
+    };
+  }
+
+  /** Cancels the task on the server when the call is aborted. */
   private cancelOnAbort(signal: AbortSignal | undefined, taskId: string, headers: Record<string, string | undefined>) {
     if (!signal) return () => {};
-    const cancel = () => {
-      postJsonToApi({
-        url: `${this.config.baseUrl}/tasks/${encodeURIComponent(taskId)}/cancel`,
-        headers,
-        body: {},
-        failedResponseHandler: mailFailedResponseHandler,
-        successfulResponseHandler: createJsonResponseHandler(mailServerInfoSchema.passthrough()),
-        fetch: this.config.fetch,
-      }).catch(() => {}); // already finished (409) or gone: nothing to stop
-    };
+    const cancel = () => void this.cancelTask(taskId, headers);
     if (signal.aborted) {
       cancel();
       return () => {};
@@ -178,18 +200,23 @@ export class MailLanguageModel implements LanguageModelV3 {
         warnings: collected.warnings,
       };
     }
-    const { body, taskId, warnings } = await this.prepare(options, false);
-    const headers = this.headers(options);
+    const { body, taskId, headers, postHeaders, warnings } = await this.prepare(options, false);
     const release = this.cancelOnAbort(options.abortSignal, taskId, headers);
     try {
-      const { value, rawValue, responseHeaders } = await postJsonToApi({
-        url: `${this.config.baseUrl}/message`,
-        headers,
-        body,
-        failedResponseHandler: mailFailedResponseHandler,
-        successfulResponseHandler: createJsonResponseHandler(mailMessageResponseSchema),
+      const send = () =>
+        postJsonToApi({
+          url: `${this.config.baseUrl}/message`,
+          headers: postHeaders,
+          body,
+          failedResponseHandler: mailFailedResponseHandler,
+          successfulResponseHandler: createJsonResponseHandler(mailMessageResponseSchema),
+          abortSignal: options.abortSignal,
+          fetch: this.config.fetch,
+        });
+      const { value, rawValue, responseHeaders } = await withRetries(send, {
+        settings: this.retries,
         abortSignal: options.abortSignal,
-        fetch: this.config.fetch,
+        giveUp: this.cancelIfSent(taskId, headers),
       });
       const status = value.status ?? 'completed';
       const mail = { taskId: value.task_id, taskStatus: status };
@@ -223,21 +250,25 @@ export class MailLanguageModel implements LanguageModelV3 {
   }
 
   async doStream(options: LanguageModelV3CallOptions): Promise<LanguageModelV3StreamResult> {
-    const { body, taskId, warnings, mailOptions, toolNames } = await this.prepare(options, true);
-    const headers = this.headers(options);
+    const { body, taskId, headers, postHeaders, warnings, mailOptions, toolNames } = await this.prepare(options, true);
     const release = this.cancelOnAbort(options.abortSignal, taskId, headers);
+    const retries = this.retries;
+    const giveUp = this.cancelIfSent(taskId, headers);
+    const cancel = () => this.cancelTask(taskId, headers);
     let responseHeaders: Record<string, string> | undefined;
     let first: ReadableStream<Uint8Array>;
     try {
-      const answer = await postJsonToApi({
-        url: `${this.config.baseUrl}/message`,
-        headers,
-        body,
-        failedResponseHandler: mailFailedResponseHandler,
-        successfulResponseHandler: bodyStream,
-        abortSignal: options.abortSignal,
-        fetch: this.config.fetch,
-      });
+      const send = () =>
+        postJsonToApi({
+          url: `${this.config.baseUrl}/message`,
+          headers: postHeaders,
+          body,
+          failedResponseHandler: mailFailedResponseHandler,
+          successfulResponseHandler: bodyStream,
+          abortSignal: options.abortSignal,
+          fetch: this.config.fetch,
+        });
+      const answer = await withRetries(send, { settings: retries, abortSignal: options.abortSignal, giveUp });
       first = answer.value;
       responseHeaders = answer.responseHeaders;
     } catch (error) {
@@ -254,44 +285,28 @@ export class MailLanguageModel implements LanguageModelV3 {
       toolNames,
     });
     const resume = (after: number | undefined) =>
-      getFromApi({
-        url: `${this.config.baseUrl}/tasks/${encodeURIComponent(taskId)}/events`,
-        headers: combineHeaders(headers, { 'last-event-id': String(after ?? 0) }),
-        failedResponseHandler: mailFailedResponseHandler,
-        successfulResponseHandler: bodyStream,
-        abortSignal: options.abortSignal,
-        fetch: this.config.fetch,
-      }).then((r) => r.value);
+      withRetries(
+        () =>
+          getFromApi({
+            url: `${this.config.baseUrl}/tasks/${encodeURIComponent(taskId)}/events`,
+            headers: combineHeaders(headers, { 'last-event-id': String(after ?? 0) }),
+            failedResponseHandler: mailFailedResponseHandler,
+            successfulResponseHandler: bodyStream,
+            abortSignal: options.abortSignal,
+            fetch: this.config.fetch,
+          }).then((r) => r.value),
+        { settings: retries, abortSignal: options.abortSignal },
+      );
     const stream = new ReadableStream<LanguageModelV3StreamPart>({
       async start(controller) {
         const emit = (parts: LanguageModelV3StreamPart[]) => parts.forEach((p) => controller.enqueue(p));
         emit(mapper.start());
-        let source: ReadableStream<Uint8Array> | undefined = first;
-        let resumed = false;
         try {
-          while (source && !mapper.closed) {
-            try {
-              const reader = parseMailEventStream(source).getReader();
-              for (;;) {
-                const { done, value } = await reader.read();
-                if (done) break;
-                emit(mapper.handle(value as MailSseEvent));
-                if (mapper.closed) {
-                  await reader.cancel().catch(() => {});
-                  break;
-                }
-              }
-              if (mapper.closed) break;
-              throw new Error('the MAIL stream ended before its closing event');
-            } catch (error) {
-              if (mapper.closed) break;
-              if (options.abortSignal?.aborted || resumed) throw error;
-              resumed = true; // one resume per cut stream: the replay ends with the closing event
-              source = await resume(mapper.lastSeq);
-            }
-          }
+          await followTask(first, mapper, emit, resume, retries.maxReconnects, options.abortSignal);
         } catch (error) {
-          emit(mapper.fail(error));
+          emit(mapper.fail(finalError(error)));
+          // the stream gave up on a task that goes on: stop it (an abort already did)
+          if (!options.abortSignal?.aborted) await cancel();
         } finally {
           release();
           controller.close();
@@ -299,5 +314,54 @@ export class MailLanguageModel implements LanguageModelV3 {
       },
     });
     return { stream, request: { body }, response: { headers: responseHeaders } };
+  }
+}
+
+/**
+ * Reads the task's events from `source` into `mapper` until its closing event. A stream cut
+ * before it (or ended without it) is reopened after the last stored event (`resume`, with
+ * `Last-Event-ID`); one that ends with a `storage_error` without an `id` (the turn ended but
+ * the server holds its closing event back until the task is stored) is reopened the same
+ * way after the event's `retry_after` seconds. At most `maxReconnects` times; then, or when
+ * reopening fails, it throws.
+ */
+async function followTask(
+  source: ReadableStream<Uint8Array>,
+  mapper: MailStreamMapper,
+  emit: (parts: LanguageModelV3StreamPart[]) => void,
+  resume: (after: number | undefined) => Promise<ReadableStream<Uint8Array>>,
+  maxReconnects: number,
+  abortSignal: AbortSignal | undefined,
+): Promise<void> {
+  for (let reconnects = 0; ; reconnects++) {
+    let held: number | undefined;
+    let cut: unknown;
+    try {
+      const reader = parseMailEventStream(source).getReader();
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        held = storageHold(value as MailSseEvent);
+        emit(mapper.handle(value as MailSseEvent));
+        if (mapper.closed) {
+          await reader.cancel().catch(() => {});
+          return;
+        }
+      }
+    } catch (error) {
+      if (mapper.closed) return;
+      if (abortSignal?.aborted) throw error;
+      cut = error;
+    }
+    if (reconnects >= maxReconnects) {
+      if (cut !== undefined) throw cut;
+      throw new Error(
+        held !== undefined
+          ? `the task ended, but the MAIL server still holds its answer back (its store has not committed the task) after ${maxReconnects} tries: ask again later`
+          : 'the MAIL stream ended before its closing event',
+      );
+    }
+    if (held !== undefined && cut === undefined) await delay(held * 1000, { abortSignal });
+    source = await resume(mapper.lastSeq);
   }
 }

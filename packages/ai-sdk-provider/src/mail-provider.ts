@@ -1,6 +1,7 @@
-import { NoSuchModelError, type LanguageModelV3, type ProviderV3 } from '@ai-sdk/provider';
+import { InvalidArgumentError, NoSuchModelError, type LanguageModelV3, type ProviderV3 } from '@ai-sdk/provider';
 import { withoutTrailingSlash, type FetchFunction } from '@ai-sdk/provider-utils';
 import { MailLanguageModel } from './mail-language-model';
+import { DEFAULT_RETRY_SETTINGS, type MailRetrySettings } from './mail-retry';
 
 export interface MAILProviderSettings {
   /** The MAIL server's URL. Default `http://localhost:8000`; a trailing slash is removed. */
@@ -11,6 +12,25 @@ export interface MAILProviderSettings {
   headers?: Record<string, string>;
   /** A fetch implementation (tests, proxies, instrumentation). */
   fetch?: FetchFunction;
+  /**
+   * How many more times one request is sent after a lost connection or a 502/503/504, with
+   * the same task id (a follow-up: the same `Idempotency-Key`), so the server runs it once.
+   * Default 2. The provider retries by itself: the AI SDK's own `maxRetries` does not apply
+   * to MAIL calls (the errors it sees are final, see `mail-retry.ts`).
+   */
+  maxRetries?: number;
+  /** Milliseconds before the first retry, doubled for each next one; a `Retry-After` wins. Default 1000. */
+  retryDelayMs?: number;
+  /** How often one stream may reconnect (after a cut, or a closing event held back) before it gives up. Default 5. */
+  maxReconnects?: number;
+}
+
+function count(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isInteger(value) || value < 0) {
+    throw new InvalidArgumentError({ argument: name, message: `${name} must be an integer >= 0, got ${value}` });
+  }
+  return value;
 }
 
 export interface MAILProvider extends ProviderV3 {
@@ -25,8 +45,13 @@ export function createMAIL(options: MAILProviderSettings = {}): MAILProvider {
     ...(options.authToken ? { Authorization: `Bearer ${options.authToken}` } : {}),
     ...options.headers,
   });
+  const retries: MailRetrySettings = {
+    maxRetries: count('maxRetries', options.maxRetries, DEFAULT_RETRY_SETTINGS.maxRetries),
+    retryDelayMs: count('retryDelayMs', options.retryDelayMs, DEFAULT_RETRY_SETTINGS.retryDelayMs),
+    maxReconnects: count('maxReconnects', options.maxReconnects, DEFAULT_RETRY_SETTINGS.maxReconnects),
+  };
   const languageModel = (modelId = 'mail') =>
-    new MailLanguageModel(modelId, { provider: 'mail', baseUrl, headers, fetch: options.fetch });
+    new MailLanguageModel(modelId, { provider: 'mail', baseUrl, headers, fetch: options.fetch, retries });
   const provider = function (modelId?: string) {
     if (new.target) throw new Error('createMAIL(...) returns a function: call it without `new`.');
     return languageModel(modelId);

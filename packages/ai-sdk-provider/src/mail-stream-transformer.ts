@@ -134,7 +134,9 @@ export class MailStreamMapper {
       case 'task_error':
       case 'storage_error':
       case 'agent_error':
-        this.storedErrors.push(str(data.description) ?? event.event);
+        // (a storage_error without an id only says the closing event is held back: the
+        // provider asks again for it)
+        if (event.id !== undefined) this.storedErrors.push(str(data.description) ?? event.event);
         break;
     }
     return out;

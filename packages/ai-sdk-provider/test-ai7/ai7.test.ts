@@ -1,14 +1,17 @@
 // The provider (its built dist/, installed as `@mail/ai-sdk-provider` from `file:..`) with
 // `ai` 7's own generateText and streamText, on Node 22 (the `node` npm package), against a
 // real `mail server` running the offline swarm with get_weather_forecast as a breakpoint
-// tool. `ai` 7 takes the provider's LanguageModelV3 through its V3-to-V4 adapter.
+// tool. `ai` 7 takes the provider's LanguageModelV3 through its V3-to-V4 adapter. Retries
+// run against the slow and waiter swarms through a proxy that drops the connection of a
+// request the server took (../test/helpers/dropping-proxy.ts).
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { after, before, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import { createMAIL, type MAILProvider } from '@mail/ai-sdk-provider';
 import { APICallError, generateText, stepCountIs, streamText, tool } from 'ai';
 import { z } from 'zod';
+import { startDroppingProxy } from '../test/helpers/dropping-proxy';
 import '../test/helpers/quiet';
 import { getTask, PACKAGE_DIR, startMailServer, type RunningServer } from '../test/helpers/server';
 
@@ -97,4 +100,88 @@ test('a bad key is a 401 APICallError with the server\'s detail', async () => {
   assert.equal(error.statusCode, 401);
   assert.equal(error.message, 'invalid API key');
   assert.equal(error.isRetryable, false);
+});
+
+// Retries under ai 7: its V3 adapter builds new call options for every doGenerate/doStream,
+// so the provider keeps the task id by retrying inside one call (src/mail-retry.ts).
+
+async function taskIds(target: RunningServer): Promise<string[]> {
+  const response = await fetch(`${target.url}/tasks?events=false`, { headers: { Authorization: `Bearer ${target.userKey}` } });
+  assert.equal(response.status, 200);
+  return Object.keys((await response.json()) as Record<string, unknown>);
+}
+
+async function userMessages(target: RunningServer, taskId: string): Promise<number> {
+  const task = (await getTask(target, taskId)) as { events: { event: string; data: unknown }[] };
+  return task.events.filter((e) => {
+    const data = (typeof e.data === 'string' ? JSON.parse(e.data) : e.data) as {
+      extra_data?: { full_message?: { message?: { sender?: { address_type?: string } } } };
+    };
+    return e.event === 'new_message' && data.extra_data?.full_message?.message?.sender?.address_type === 'user';
+  }).length;
+}
+
+describe('an answer lost after the server took the request (ai 7, the slow swarm)', () => {
+  let slow: RunningServer;
+  before(async () => {
+    slow = await startMailServer({ swarm: 'slow' });
+  });
+  after(async () => slow?.stop());
+
+  const calls: [string, (model: MAILProvider, id: string) => Promise<{ text: string; taskId?: string }>][] = [
+    ['generateText', async (provider, id) => {
+      const result = await generateText({ model: provider(id), prompt: 'take your time' });
+      return { text: result.text, taskId: taskIdOf(result.providerMetadata) };
+    }],
+    ['streamText', async (provider, id) => {
+      const result = streamText({ model: provider(id), prompt: 'take your time' });
+      return { text: await result.text, taskId: taskIdOf(await result.providerMetadata) };
+    }],
+  ];
+  for (const [name, run] of calls) {
+    test(`${name} gets the first task's answer; one task, run once`, async () => {
+      const known = await taskIds(slow);
+      const accepted = async () => (await taskIds(slow)).some((id) => !known.includes(id));
+      const proxy = await startDroppingProxy(slow.url, { accepted });
+      try {
+        const provider = createMAIL({ baseUrl: proxy.url, authToken: slow.userKey, retryDelayMs: 50 });
+        const { text, taskId } = await run(provider, 'slow');
+        assert.equal(text, 'done waiting');
+        assert.equal(proxy.dropped(), 1);
+        assert.equal(proxy.attempts.length, 2);
+        assert.equal(proxy.attempts[1]!.body, proxy.attempts[0]!.body);
+        const created = (await taskIds(slow)).filter((id) => !known.includes(id));
+        assert.deepEqual(created, [taskId]);
+        assert.equal(await userMessages(slow, created[0]!), 1);
+      } finally {
+        await proxy.close();
+      }
+    });
+  }
+});
+
+describe('a provider that gives up (ai 7, the waiter swarm)', () => {
+  let waiter: RunningServer;
+  before(async () => {
+    waiter = await startMailServer({ swarm: 'waiter' });
+  });
+  after(async () => waiter?.stop());
+
+  test('giving up cancels the task, and ai 7 does not send it again', async () => {
+    const known = await taskIds(waiter);
+    const accepted = async () => (await taskIds(waiter)).some((id) => !known.includes(id));
+    const proxy = await startDroppingProxy(waiter.url, { accepted, drops: null });
+    try {
+      const provider = createMAIL({ baseUrl: proxy.url, authToken: waiter.userKey, maxRetries: 1, retryDelayMs: 10 });
+      const error = await generateText({ model: provider('waiter'), prompt: 'never mind' }).catch((e: unknown) => e);
+      assert.ok(APICallError.isInstance(error), String(error));
+      assert.equal(error.isRetryable, false);
+      assert.equal(proxy.attempts.length, 2); // the provider's own retry, none of ai 7's
+      const created = (await taskIds(waiter)).filter((id) => !known.includes(id));
+      assert.equal(created.length, 1);
+      assert.equal((await getTask(waiter, created[0]!))?.state, 'cancelled');
+    } finally {
+      await proxy.close();
+    }
+  });
 });

@@ -127,13 +127,17 @@ describe('a stream cut mid-body', () => {
     const refusing = await startCuttingProxy(server.url, 1500, { refuseResumes: true });
     try {
       const errors: unknown[] = [];
-      const mail = createMAIL({ baseUrl: refusing.url, authToken: server.userKey });
+      const mail = createMAIL({ baseUrl: refusing.url, authToken: server.userKey, maxRetries: 2, retryDelayMs: 10 });
       const result = streamText({ model: mail('offline'), prompt: 'what is 6*7?', maxRetries: 0, onError: () => {} });
       for await (const part of result.fullStream) if (part.type === 'error') errors.push(part.error);
       assert.equal(errors.length, 1, `errors: ${errors.map(String).join('; ')}; requests: ${JSON.stringify(refusing.requests)}`);
       assert.ok(APICallError.isInstance(errors[0]), String(errors[0]));
       assert.equal(errors[0].statusCode, 503);
       assert.equal(errors[0].message, 'resume refused');
+      assert.equal(errors[0].isRetryable, false);
+      // the resume is a request like the others: sent again on a 503, then given up on
+      const resumes = refusing.requests.filter((r) => r.method === 'GET' && r.path.includes('/events'));
+      assert.equal(resumes.length, 3, JSON.stringify(refusing.requests));
       assert.equal(await result.finishReason, 'error');
       assert.equal(await result.text, '');
     } finally {

@@ -6,7 +6,7 @@ import { APICallError, NoSuchModelError, type LanguageModelV3Prompt } from '@ai-
 import { createMAIL, mail } from '../src/index';
 import { convertToMailMessage, findTaskId } from '../src/convert-to-mail-message';
 import { mapMailFinishReason } from '../src/map-finish-reason';
-import { fixtureBytes } from './helpers/fixtures';
+import { fixtureBytes, readAll, sse, textOf } from './helpers/fixtures';
 
 interface Captured { url: string; headers: Headers; body: unknown }
 
@@ -105,14 +105,64 @@ describe('createMAIL', () => {
     assert.equal(error.isRetryable, false);
   });
 
-  test('502, 503 and 504 are retryable; 400 is not', async () => {
-    for (const [status, retryable] of [[502, true], [503, true], [504, true], [400, false]] as const) {
-      const { fetch } = recordingFetch(JSON.stringify({ detail: 'store down' }), status);
-      const error = await Promise.resolve(createMAIL({ fetch })('m').doGenerate({ prompt: userPrompt('x') })).catch((e: unknown) => e);
+  test('502, 503 and 504 are sent again with the same body, then given up on as final errors; 400 is not', async () => {
+    for (const [status, retried] of [[502, true], [503, true], [504, true], [400, false]] as const) {
+      const { calls, fetch } = recordingFetch(JSON.stringify({ detail: 'store down' }), status);
+      const model = createMAIL({ fetch, maxRetries: 2, retryDelayMs: 0 })('m');
+      const error = await Promise.resolve(model.doGenerate({ prompt: userPrompt('x') })).catch((e: unknown) => e);
       assert.ok(APICallError.isInstance(error));
-      assert.equal(error.isRetryable, retryable, `status ${status}`);
+      assert.equal(error.statusCode, status);
       assert.equal(error.message, 'store down');
+      // final: the AI SDK must not call doGenerate again, which would draw a new task id
+      assert.equal(error.isRetryable, false, `status ${status}`);
+      const posts = calls.filter((c) => c.url.endsWith('/message'));
+      assert.equal(posts.length, retried ? 3 : 1, `status ${status}`);
+      assert.ok(posts.every((c) => JSON.stringify(c.body) === JSON.stringify(posts[0]!.body)));
+      const taskId = (posts[0]!.body as { task_id: string }).task_id;
+      // a request the server may have taken is cancelled when the provider gives up
+      const cancels = calls.filter((c) => c.url.endsWith('/cancel')).map((c) => c.url);
+      assert.deepEqual(cancels, retried ? [`http://localhost:8000/tasks/${taskId}/cancel`] : []);
     }
+  });
+
+  test('a Retry-After is waited for; a follow-up sends one Idempotency-Key with every attempt', async () => {
+    const calls: Captured[] = [];
+    const answers = [
+      new Response(JSON.stringify({ detail: 'held back', task_id: 't9' }), {
+        status: 503,
+        headers: { 'content-type': 'application/json', 'retry-after': '0.2' },
+      }),
+      new Response(fixtureBytes('math.json') as BodyInit, { status: 200, headers: { 'content-type': 'application/json' } }),
+    ];
+    const fetch = (async (input: RequestInfo | URL, init?: RequestInit) => {
+      calls.push({ url: String(input), headers: new Headers(init?.headers), body: JSON.parse(String(init?.body)) });
+      return answers.shift()!;
+    }) as typeof globalThis.fetch;
+    const model = createMAIL({ fetch, retryDelayMs: 0 })('m');
+    const started = Date.now();
+    const result = await model.doGenerate({ prompt: userPrompt('more'), providerOptions: { mail: { taskId: 't9' } } });
+    assert.ok(Date.now() - started >= 190, 'waited for Retry-After');
+    assert.deepEqual(result.finishReason, { unified: 'stop', raw: 'completed' });
+    assert.equal(calls.length, 2);
+    const keys = calls.map((c) => c.headers.get('idempotency-key'));
+    assert.ok(keys[0]);
+    assert.equal(keys[1], keys[0]);
+    assert.deepEqual(calls[1]!.body, calls[0]!.body);
+    assert.equal((calls[0]!.body as { resume_from: string }).resume_from, 'user_response');
+    // a new call is a new follow-up: a new key
+    answers.push(new Response(fixtureBytes('math.json') as BodyInit, { status: 200, headers: { 'content-type': 'application/json' } }));
+    await model.doGenerate({ prompt: userPrompt('more'), providerOptions: { mail: { taskId: 't9' } } });
+    assert.notEqual(calls[2]!.headers.get('idempotency-key'), keys[0]);
+    assert.equal(calls[2]!.headers.get('idempotency-key')?.length, 36);
+  });
+
+  test('a new task sends no Idempotency-Key (its task_id is the key); bad retry settings are refused', async () => {
+    const { calls, fetch } = recordingFetch(fixtureBytes('math.json'));
+    await createMAIL({ fetch })('m').doGenerate({ prompt: userPrompt('q') });
+    assert.equal(calls[0]!.headers.get('idempotency-key'), null);
+    assert.match((calls[0]!.body as { task_id: string }).task_id, /^[0-9a-f-]{36}$/);
+    assert.throws(() => createMAIL({ maxRetries: -1 }), /maxRetries must be an integer >= 0/);
+    assert.throws(() => createMAIL({ retryDelayMs: 1.5 }), /retryDelayMs must be an integer >= 0/);
   });
 
   test('unsupported settings each give one warning and do not fail the call', async () => {
@@ -187,4 +237,54 @@ test('finish reasons by task status', () => {
   assert.equal(mapMailFinishReason('failed').unified, 'error');
   assert.equal(mapMailFinishReason('cancelled').unified, 'error');
   assert.deepEqual(mapMailFinishReason('interrupted'), { unified: 'other', raw: 'interrupted' });
+});
+
+describe('a closing event held back (storage_error without an id)', () => {
+  const hold = { event: 'storage_error', data: { task_id: 't', description: 'not stored yet', extra_data: { stored: false, retry_after: 0 } } };
+  const opening = sse([
+    { event: 'new_message', id: 1, data: { task_id: 't', extra_data: {} } },
+    { event: 'storage_error', id: 2, data: { task_id: 't', description: 'store down', extra_data: {} } },
+    hold,
+  ]);
+  const closing = sse([{ event: 'task_complete', data: { task_id: 't', response: 'kept', status: 'completed' } }]);
+
+  /** A fetch that answers POST /message with `first`, each GET of the events with the next of `then`. */
+  function scriptedFetch(first: Uint8Array, then: Uint8Array[]) {
+    const calls: Captured[] = [];
+    const fetch = (async (input: RequestInfo | URL, init?: RequestInit) => {
+      calls.push({ url: String(input), headers: new Headers(init?.headers), body: undefined });
+      const url = String(input);
+      if (url.endsWith('/cancel')) return new Response('{"detail": "finished"}', { status: 409, headers: { 'content-type': 'application/json' } });
+      const bytes = url.endsWith('/message') ? first : then.shift() ?? then.at(-1) ?? first;
+      return new Response(bytes as BodyInit, { status: 200, headers: { 'content-type': 'text/event-stream' } });
+    }) as typeof globalThis.fetch;
+    return { calls, fetch };
+  }
+
+  test('the provider asks again after the last stored event and ends with the answer', async () => {
+    const { calls, fetch } = scriptedFetch(opening, [closing]);
+    const { stream } = await createMAIL({ fetch })('m').doStream({ prompt: userPrompt('q') });
+    const parts = await readAll(stream);
+    assert.equal(textOf(parts), 'kept');
+    const finishes = parts.filter((p) => p.type === 'finish');
+    assert.equal(finishes.length, 1);
+    assert.deepEqual(finishes[0]!.type === 'finish' && finishes[0]!.finishReason, { unified: 'stop', raw: 'completed' });
+    // the live storage_error (with an id) is kept in the metadata; the hold is not an error
+    const meta = finishes[0]!.providerMetadata?.mail as { storedErrors?: string[] };
+    assert.deepEqual(meta.storedErrors, ['store down']);
+    const resumes = calls.filter((c) => c.url.includes('/events'));
+    assert.equal(resumes.length, 1);
+    assert.equal(resumes[0]!.headers.get('last-event-id'), '2');
+  });
+
+  test('holds are asked about maxReconnects times, then the stream ends with an error and cancels', async () => {
+    const { calls, fetch } = scriptedFetch(opening, [sse([hold])]);
+    const { stream } = await createMAIL({ fetch, maxReconnects: 2 })('m').doStream({ prompt: userPrompt('q') });
+    const parts = await readAll(stream);
+    const errors = parts.filter((p) => p.type === 'error');
+    assert.equal(errors.length, 1);
+    assert.match(String(errors[0]!.type === 'error' && errors[0]!.error), /still holds its answer back .* after 2 tries/);
+    assert.equal(calls.filter((c) => c.url.includes('/events')).length, 2);
+    assert.equal(calls.filter((c) => c.url.endsWith('/cancel')).length, 1);
+  });
 });

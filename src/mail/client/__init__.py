@@ -12,6 +12,9 @@ failure raised as :class:`~mail.errors.MAILClientError` (``status`` is the HTTP 
 
 Streams are :class:`EventStream` objects over :class:`ServerSentEvent`; a stream that
 drops mid-task is resumed from ``GET /tasks/{task_id}/events`` with ``Last-Event-ID``.
+``POST /message`` is sent again after a lost connection or a 502/503/504 with the same
+task id (and, for a follow-up, the same ``Idempotency-Key``), so the server answers the
+repeat as the first request and never runs it twice (``_retry.py``).
 Importing this module loads aiohttp but neither the server nor any LLM library;
 ``mail.config`` (pydantic) is imported only when a client is built without a config.
 ``MAILClientCLI`` (v1.3.6's interactive client, our ``mail client`` REPL) is loaded from
@@ -21,11 +24,11 @@ See ``docs/client.md``.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import json as jsonlib
 import logging
 from collections.abc import Mapping
-from http import HTTPStatus
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, cast
 from urllib.parse import quote
@@ -34,8 +37,9 @@ import aiohttp
 
 from mail.client._config import default_api_key, load_client_config, local_server_url
 from mail.client._map import MapMailMethods, MapRpcError
+from mail.client._retry import identify, with_retries
 from mail.client._sse import ServerSentEvent
-from mail.client._stream import EventStream, new_task_id, transport_error
+from mail.client._stream import EventStream, status_error, transport_error
 from mail.client._types import (
     CancelResult,
     DumpResult,
@@ -136,6 +140,8 @@ ResumeFrom = Literal["user_response", "breakpoint_tool_call"]
 _JSON = "application/json"
 _EVENT_STREAM = "text/event-stream"
 _UNSET: Any = object()
+#: The longest wait for the cancel of a task whose request the client gave up on.
+_CANCEL_WAIT = 10.0
 
 
 class MAILClient(MapMailMethods):
@@ -147,9 +153,9 @@ class MAILClient(MapMailMethods):
         api_key: sent as ``Authorization: Bearer <api_key>``; ``None``: ``config.api_key``.
         session: an ``aiohttp.ClientSession`` to use; the client never closes it. Without
             one, the client opens its own on first use and closes it in :meth:`aclose`.
-        config: timeout (seconds per request; for streams, per read) and verbosity;
-            ``None``: the ``[client]`` table of ``mail.toml`` (the defaults if the file is
-            unusable).
+        config: timeout (seconds per request; for streams, per read), verbosity and the
+            retries of ``POST /message``; ``None``: the ``[client]`` table of ``mail.toml``
+            (the defaults if the file is unusable).
 
     Every request method raises :class:`~mail.errors.MAILClientError`: with the HTTP
     ``status`` and the server's ``detail`` for a non-2xx answer, with ``status=None`` when
@@ -257,7 +263,7 @@ class MAILClient(MapMailMethods):
         logger.log(self._log_level, "%s %s -> %d", method, path, response.status)
         if response.status // 100 != 2:  # noqa: PLR2004  # the 2xx class
             try:
-                raise await _status_error(response)
+                raise await status_error(response)
             finally:
                 response.release()
         return response
@@ -350,14 +356,22 @@ class MAILClient(MapMailMethods):
     ) -> MessageResult:
         """``POST /message``: send ``body`` and wait for the task's answer.
 
-        ``task_id`` continues a task (with ``resume_from``); ``None`` lets the server pick a
-        new one (returned as ``task_id``). ``kwargs`` go to the server as ``kwargs``
-        (``breakpoint_tool_call_result``, ``max_steps``, ``timeout``, ...). The client's
-        own ``config.timeout`` bounds the whole call.
+        ``task_id`` names a new task, or continues one (with ``resume_from``); ``None``
+        starts a new task under an id drawn here (returned as ``task_id``). ``kwargs`` go
+        to the server as ``kwargs`` (``breakpoint_tool_call_result``, ``max_steps``,
+        ``timeout``, ...). The client's own ``config.timeout`` bounds each attempt.
+
+        After a lost connection or a 502/503/504 the request is sent again, up to
+        ``config.retries`` times, with the same task id (a follow-up also with the same
+        ``Idempotency-Key``): the server answers a repeat as the first request, never
+        running it twice. When the call gives up on a request the server may have taken
+        (retries used up, a timeout), it cancels the task first (best effort).
 
         Raises :class:`MAILClientError`: 400 for bad input (e.g. an unknown ``msg_type``),
-        401, 404 or 409 for a task that cannot be continued, ``status=None`` on timeout.
+        401, 404 or 409 for a task that cannot be continued, ``status=None`` on timeout
+        or when the server could not be reached.
         """
+        task_id, headers = identify(task_id, resume_from)
         payload = {
             "subject": subject,
             "body": body,
@@ -368,7 +382,13 @@ class MAILClient(MapMailMethods):
             "resume_from": resume_from,
             "kwargs": kwargs,
         }
-        return cast("MessageResult", await self._object("POST", "/message", json=payload))
+
+        async def attempt() -> dict[str, Any]:
+            return await self._object("POST", "/message", json=payload, headers=headers)
+
+        return cast(
+            "MessageResult", await with_retries(attempt, task_id, self.config, self._abandon)
+        )
 
     async def post_message_stream(
         self,
@@ -387,16 +407,17 @@ class MAILClient(MapMailMethods):
 
         Returns once the server answered; iterate the :class:`EventStream` for the events,
         the last being ``task_complete`` (``data.response`` is the answer) or
-        ``task_error``. With ``resume`` (default), a task id is generated here when none
-        is given and a dropped connection is resumed without losing or repeating an event;
-        ``ignore_pings`` skips the ``ping`` heartbeats. Other arguments are as for
-        :meth:`post_message`.
+        ``task_error``. With ``resume`` (default), a dropped connection is resumed without
+        losing or repeating an event, and a closing event the server holds back (its
+        store has not committed the task yet) is asked for again; ``ignore_pings`` skips
+        the ``ping`` heartbeats. Other arguments, the task id drawn for a new task and
+        the retries of the request, are as for :meth:`post_message`; a stream that
+        breaks for good cancels its task too.
 
         Raises :class:`MAILClientError` for a refused request (400, 401, 404, 409) or an
         unreachable server; iterating raises it when the stream breaks for good.
         """
-        if task_id is None and resume:
-            task_id = new_task_id()
+        task_id, headers = identify(task_id, resume_from)
         payload = {
             "subject": subject,
             "body": body,
@@ -407,10 +428,27 @@ class MAILClient(MapMailMethods):
             "kwargs": kwargs,
             "stream": True,
         }
-        response = await self._send("POST", "/message", json=payload, stream=True)
+
+        async def attempt() -> aiohttp.ClientResponse:
+            return await self._send("POST", "/message", json=payload, headers=headers, stream=True)
+
+        response = await with_retries(attempt, task_id, self.config, self._abandon)
         # a new task is resumable from its start; a continued one only after its first event
         start = "0" if resume_from is None else None
-        return self._stream(response, task_id, start, resume=resume, ignore_pings=ignore_pings)
+        return self._stream(
+            response, task_id, start, resume=resume, ignore_pings=ignore_pings, owned=True
+        )
+
+    async def _abandon(self, task_id: str) -> None:
+        """Cancel ``task_id``, whose request this client gave up on (best effort: a task
+        that never started or already ended is left as it is)."""
+        try:
+            async with asyncio.timeout(min(self.config.timeout, _CANCEL_WAIT)):
+                await self.cancel_task(task_id)
+        except (MAILClientError, TimeoutError) as e:
+            logger.info("gave up on task %s; it was not cancelled: %s", task_id, e)
+        else:
+            logger.info("gave up on task %s and cancelled it", task_id)
 
     async def task_events(
         self,
@@ -446,18 +484,28 @@ class MAILClient(MapMailMethods):
         *,
         resume: bool,
         ignore_pings: bool,
+        owned: bool = False,
     ) -> EventStream:
+        """An :class:`EventStream` of ``response``; ``owned``: this call started the task's
+        turn, so a stream that breaks for good cancels the task."""
         session = self._session  # the stream reconnects only while this session is in use
+
+        def usable() -> bool:
+            return session is not None and not session.closed and session is self._session
 
         async def reopen(last_event_id: str) -> aiohttp.ClientResponse:
             assert task_id is not None  # noqa: S101  # resume is only offered with a task id
-            if session is None or session.closed or session is not self._session:
+            if not usable():
                 raise MAILClientError(
                     f"the event stream of task {task_id!r} cannot reconnect: the client was closed"
                 )
             return await self._send(
                 "GET", _events_path(task_id), headers={"Last-Event-ID": last_event_id}, stream=True
             )
+
+        async def give_up() -> None:
+            if task_id is not None and usable():
+                await self._abandon(task_id)
 
         return EventStream(
             response,
@@ -466,6 +514,7 @@ class MAILClient(MapMailMethods):
             task_id=task_id,
             last_event_id=start,
             reopen=reopen if resume and task_id is not None else None,
+            give_up=give_up if owned else None,
             ignore_pings=ignore_pings,
             attempts=self.reconnect_attempts,
             backoff=self.reconnect_backoff,
@@ -665,31 +714,6 @@ class MAILClient(MapMailMethods):
 
 def _events_path(task_id: str) -> str:
     return f"/tasks/{quote(task_id, safe='')}/events"
-
-
-async def _status_error(response: aiohttp.ClientResponse) -> MAILClientError:
-    try:
-        raw = await response.read()
-    except (aiohttp.ClientError, TimeoutError):
-        raw = b""
-    detail: str | None = None
-    try:
-        body = jsonlib.loads(raw)
-    except ValueError:
-        body = None
-    if isinstance(body, dict) and "detail" in body:
-        value = body["detail"]
-        detail = value if isinstance(value, str) else jsonlib.dumps(value)
-    if not detail:
-        detail = response.reason or _phrase(response.status)
-    return MAILClientError(detail, status=response.status)
-
-
-def _phrase(status: int) -> str:
-    try:
-        return HTTPStatus(status).phrase
-    except ValueError:
-        return "HTTP error"
 
 
 def _decode_json(response: aiohttp.ClientResponse, raw: bytes, path: str) -> Any:

@@ -15,7 +15,10 @@ logger = logging.getLogger("mail.config")
 
 
 class ClientConfig(ConfigModel):
-    """``[client]``: request timeout (seconds), verbose logging, default server and key.
+    """``[client]``: request timeout (seconds), verbose logging, default server and key,
+    and how ``POST /message`` is retried: ``retries`` more attempts after a lost connection
+    or a 502/503/504, the first ``retry_backoff`` seconds later (doubled for each next one;
+    a ``Retry-After`` header wins).
 
     ``api_key`` is kept out of ``repr`` and validation errors. Constructing the model
     directly gives the literal defaults; ``load_config().client`` gives the file's values.
@@ -28,3 +31,5 @@ class ClientConfig(ConfigModel):
     verbose: bool = False
     url: str | None = Field(default=None, min_length=1)
     api_key: str | None = Field(default=None, min_length=1, repr=False)
+    retries: int = Field(default=2, ge=0, le=100)
+    retry_backoff: float = Field(default=0.5, ge=0, le=600, allow_inf_nan=False)

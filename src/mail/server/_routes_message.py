@@ -60,8 +60,9 @@ async def send_message(
     (whose first event is fetched before answering, so setup failures are HTTP errors).
     Refused (503) while the store fails; the JSON answer is held back (503) when the task
     cannot be committed in time. A repeated request is answered as the first one was
-    (:mod:`mail.server._repeats`)."""
-    state.check_store()
+    (:mod:`mail.server._repeats`), also while the store fails: it is no new work."""
+    if not request.task_id:  # (with a task id: once it is known not to repeat one)
+        state.check_store()
     task_id = request.task_id or new_task_id()
     kwargs = dict(request.kwargs)
     timeout = float(kwargs.pop("timeout", state.config.server.settings.task_timeout))
@@ -84,6 +85,7 @@ async def send_message(
                     show_events=show_events,
                     timeout=timeout,
                 )
+            state.check_store()
         message = swarm._user_message(
             request.text, subject, request.msg_type, request.entrypoint, task_id
         )
