@@ -11,14 +11,17 @@ where it enters, naming where it is:
 * :func:`clean_text` replaces both by ``U+FFFD``: the runtime's rule for the text that
   agents, models and actions produce, which nobody can be asked to send again.
 
-They are plain functions of the standard library, for any boundary (JSON-RPC params,
-HTTP bodies, peer payloads, the stores, the runtime).
+They are plain functions, for any boundary (JSON-RPC params, HTTP bodies, peer payloads,
+the stores, the runtime); a value is first checked in one pass of orjson's encoder, which
+refuses lone surrogates and escapes NUL, so that text that is fine costs little.
 """
 
 from __future__ import annotations
 
 import re
 from typing import Any
+
+import orjson
 
 __all__ = ["clean_text", "find_bad_text", "text_problem"]
 
@@ -51,6 +54,26 @@ def text_problem(value: str) -> str | None:
 _Trail = tuple[str, "_Trail | None"]
 
 
+def _storable(value: object) -> bool:
+    """Whether every string of ``value`` is text every store holds: the quick answer
+    (only a ``False`` needs :func:`find_bad_text`'s walk)."""
+    try:
+        encoded = orjson.dumps(value)  # refuses lone surrogates, escapes NUL
+    except TypeError:  # a surrogate, or what orjson does not encode: look at each string
+        return _strings_storable(value)
+    return b"\\u0000" not in encoded or _strings_storable(value)
+
+
+def _strings_storable(value: object) -> bool:
+    if isinstance(value, str):
+        return "\x00" not in value if value.isascii() else _BAD.search(value) is None
+    if isinstance(value, dict):
+        return all(_strings_storable(k) and _strings_storable(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return all(_strings_storable(v) for v in value)
+    return True
+
+
 def find_bad_text(value: object, path: str = "") -> tuple[str, str] | None:
     """The first string in ``value`` that :func:`text_problem` refuses, as ``(where,
     problem)``, or ``None``.
@@ -61,6 +84,11 @@ def find_bad_text(value: object, path: str = "") -> tuple[str, str] | None:
     for a bad key, the dict that holds it, with the problem ``"has a key that contains
     ..."`` (a bad key is never echoed). Any depth is fine: the walk keeps its own stack.
     """
+    try:
+        if _storable(value):
+            return None
+    except RecursionError:  # deeper than any JSON this server reads: walk it below
+        pass
     # each entry: a value and its trail, (step, parent's trail): the path is spelled out
     # only for the string that is refused
     stack: list[tuple[object, _Trail]] = [(value, (path, None))]

@@ -70,10 +70,10 @@ class AgentToolCall(BaseModel):
     def cleaned(self) -> AgentToolCall:
         """This call, or a copy whose text no store refuses: a lone surrogate or a NUL
         character a model produced becomes ``U+FFFD`` (:func:`mail._text.clean_text`)."""
-        fields = self.model_dump()
-        if find_bad_text(fields) is None:
+        parts = (self.tool_name, self.tool_call_id, self.tool_args, self.completion)
+        if find_bad_text((*parts, self.responses, self.reasoning, self.preamble)) is None:
             return self
-        return AgentToolCall.model_validate(clean_text(fields))
+        return AgentToolCall.model_validate(clean_text(self.model_dump()))
 
     def create_response_msg(self, content: str) -> dict[str, Any]:
         """Return the history item carrying ``content`` as this call's result.

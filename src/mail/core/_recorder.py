@@ -241,22 +241,24 @@ class StoreRecorder:
         """Wait until ``task_id``, as it is now, is committed, for at most ``within``
         seconds (the writes that fail meanwhile are retried as always). Returns
         ``committed``, ``refused`` or ``moved`` as soon as it is so, else ``pending``."""
+        outcome = self.outcome(task_id)
+        if outcome.state != "pending" or within <= 0 or self._closed:
+            return outcome
         loop = asyncio.get_running_loop()
         deadline = loop.time() + within
         while True:
-            outcome = self.outcome(task_id)
-            remaining = deadline - loop.time()
-            if outcome.state != "pending" or remaining <= 0 or self._closed:
-                return outcome
             waiter: asyncio.Future[None] = loop.create_future()
-            self._attempts.append(waiter)
+            self._attempts.append(waiter)  # woken after the next write, or at the deadline
             if not self._retry:  # (a retry waits for its own time)
                 self._wake.set()
+            timer = loop.call_at(deadline, _wake_up, waiter)
             try:
-                async with asyncio.timeout(remaining):
-                    await asyncio.shield(waiter)
-            except TimeoutError:
-                return self.outcome(task_id)
+                await waiter
+            finally:
+                timer.cancel()
+            outcome = self.outcome(task_id)
+            if outcome.state != "pending" or loop.time() >= deadline or self._closed:
+                return outcome
 
     # --- writing ---------------------------------------------------------------------------
 
@@ -440,6 +442,11 @@ class StoreRecorder:
                 await writer
         if not await self.flush() and not await self.flush():
             logger.error("closing: %d tasks could not be stored: %s", self.backlog, self.error)
+
+
+def _wake_up(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 def _record(task: MAILTask, compact: Compactor | None) -> TaskChanges:
