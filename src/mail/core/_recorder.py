@@ -189,14 +189,15 @@ class StoreRecorder:
         return self._refused.get(task_id)
 
     def _pending(self) -> set[str]:
-        """The tasks with changes the store has not got yet."""
+        """The tasks whose record or events the store has not got yet (an agent's
+        history, noted as its turn returns, follows in the next write)."""
         pending = self._tasks.keys() | self._logs.keys() | self._retry.keys()
-        return pending | self._inflight | self._tombstones.keys() | {t for t, _ in self._turns}
+        return pending | self._inflight | self._tombstones.keys()
 
     @property
     def backlog(self) -> int:
-        """How many tasks have changes the store has not got yet (those of the write
-        under way among them)."""
+        """How many tasks have a record or events the store has not got yet (those of the
+        write under way among them)."""
         return len(self._pending())
 
     def outcome(self, task_id: str) -> Settled:
@@ -207,10 +208,9 @@ class StoreRecorder:
             return Settled("refused", reason)
         if task_id in self._lost:
             return Settled("moved", "another replica runs this task now")
-        # what a caller is told of: the task's record and events (an agent's history,
-        # noted as its turn returns, follows in the next write)
-        told = (self._tasks, self._logs, self._retry, self._tombstones)
-        if task_id in self._inflight or any(task_id in notes for notes in told):
+        # what a caller is told of: the task's record and events
+        notes = (self._tasks, self._logs, self._retry, self._tombstones, self._inflight)
+        if any(task_id in pending for pending in notes):
             return Settled("pending", self.error or "the store has not committed it yet")
         return COMMITTED
 
