@@ -1,4 +1,4 @@
-"""Fail-over in the runtime (cluster mode's :func:`mail.core._failover.take_over`): a task
+"""Fail-over in the runtime (cluster mode's :func:`mail.server._cluster_failover.take_over`): a task
 whose runtime "died" (its writes dropped from then on, its turns cancelled) is loaded from
 the store by another runtime, which runs its turn again from the caller's message when
 nothing in it cannot be done twice, and ends it ``interrupted`` otherwise, as a restart
@@ -16,9 +16,9 @@ from tests.persistence.conftest import CutStore
 from tests.server.conftest import ask_human_action, scripted_template
 
 from mail.api import MAILAction, MAILSwarm, MAILSwarmTemplate
-from mail.core._failover import checkpoint, take_over
 from mail.core.tasks import TaskState
 from mail.db import MemoryStore
+from mail.server._cluster_failover import checkpoint, take_over
 from mail.testing import ScriptedAgent, tc
 from mail.testing._scripted import Incoming, ScriptedCall
 

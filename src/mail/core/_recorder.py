@@ -519,7 +519,7 @@ async def restore(
     Returns how many tasks were loaded. A task stored as running is marked interrupted,
     with a ``task_interrupted`` event and a ``system`` error as its answer, unless ``only``
     is given: then only those tasks are loaded, finished or not, and a running one stays
-    running, with no turn (cluster mode's fail-over decides, :mod:`mail.core._failover`).
+    running, with no turn (cluster mode's fail-over decides, :mod:`mail.server._cluster_failover`).
     Raises :class:`mail.errors.StorageError`.
     """
     from mail.core.tools import AgentToolCall  # noqa: PLC0415  # pydantic model, only here

@@ -53,6 +53,7 @@ from mail.server._cluster_setup import (
     follow_cluster,
     open_cluster,
     registry_class,
+    store_pool,
 )
 from mail.server._cors import ConfiguredCORS
 from mail.server._deps import check_gates
@@ -62,7 +63,8 @@ from mail.server._reload import APP, reload_environment, uvicorn_options, worker
 from mail.server._routes_ui_page import mount_ui
 from mail.server._shutdown import serve
 from mail.server._state import ServerState, every
-from mail.server._statuses import server_status
+from mail.server._statuses import RelayedError, server_status
+from mail.server._tasks import TurnCutShortError
 from mail.server.models import PATTERN_RULES, not_an_object
 from mail.stdlib import _settings as stdlib_settings
 from mail.version import PROTOCOL_VERSION, __version__
@@ -91,6 +93,9 @@ async def _mail_error(_request: Request, error: Exception) -> JSONResponse:
     elif isinstance(error, StorageError) and error.retry_after is not None:
         # new work refused while the store fails: the failure itself is logged once
         logger.debug("request refused: %s", error)
+    elif isinstance(error, (TurnCutShortError, RelayedError)):
+        # the server stops, or another replica answered (and logged) this error
+        logger.info("request answered %d: %s", status, error)
     elif server_side and not isinstance(error, AuthError):
         logger.error("request failed: %s", error)
     # a 500 says nothing internal; gateway errors name the peer or service that failed
@@ -387,7 +392,7 @@ def _start(
         template.validate()  # the wiring too: a broken swarm fails the start, not a caller
     base_url = config.server.advertised_url
     cluster = Cluster(config, base_url) if config.server.cluster.enabled else None
-    if authenticator is None and cluster is not None:
+    if authenticator is None:
         authenticator = authenticator_for(config, cluster)
     if authenticator is None:
         authenticator, banner = build_authenticator(config.auth)
@@ -406,10 +411,10 @@ def _start(
             where="[server.interswarm]",
         ),
     )
-    registry = registry_class(cluster)(  # its entry's version is the protocol's (CONTRACT 8.5)
+    # its entry's version is the protocol's (CONTRACT 8.5)
+    registry = registry_class(cluster, swarm.registry)(
         template.name,
         base_url,
-        swarm.registry if cluster is None else None,
         local_swarm_description=template.description,
         local_swarm_keywords=template.keywords,
         local_swarm_public=template.public,
@@ -445,8 +450,7 @@ async def _open_store(state: ServerState) -> None:
         return
     from mail.db import RetentionJob, open_store  # noqa: PLC0415  # only with a store
 
-    pool = state.cluster.pool if state.cluster is not None else None
-    state.store = await open_store(database, pool=pool)
+    state.store = await open_store(database, pool=store_pool(state.cluster))
     logger.info("keeping tasks in the %s store", state.store.backend)
     every = database.prune_every
     if every is not None:

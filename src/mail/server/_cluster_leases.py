@@ -3,7 +3,7 @@
 A replica that starts a turn of a task (a new task, a follow-up, a breakpoint answer)
 :meth:`~Leases.take`\\ s its lease first: the row ``cluster_task_leases`` of the task names
 the replica (``owner``) until ``expires_at``, with what the turn started from
-(``checkpoint``, :mod:`mail.core._failover`). The owner renews all its leases in one
+(``checkpoint``, :mod:`mail.server._cluster_failover`). The owner renews all its leases in one
 statement every third of the lease (:meth:`~Leases.renew`) and releases a task's lease once
 its turn ended in a final state and the store has it (:meth:`~Leases.release`); a task
 paused on breakpoints keeps its owner. A replica that dies stops renewing: once its leases

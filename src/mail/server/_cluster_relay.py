@@ -28,12 +28,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from fastapi import HTTPException
-
 from mail.core.events import EventName, MAILEvent
 from mail.core.tasks import MAILTask, TaskState, closing_event
 from mail.errors import MAILError
 from mail.server._cluster import redis_errors
+from mail.server._statuses import RelayedError
 
 if TYPE_CHECKING:
     from mail.core.events import EventLog
@@ -296,16 +295,16 @@ class Relay:
             while answer is None and time.monotonic() < deadline:
                 answer = await self._redis.blpop([reply], timeout=_BLOCK_MS / 1000)
         except redis_errors() as e:
-            raise HTTPException(503, f"cannot reach the replica running this task: {e}") from e
+            raise RelayedError(503, f"cannot reach the replica running this task: {e}") from e
         if answer is None:
-            raise HTTPException(
+            raise RelayedError(
                 503,
                 f"replica {owner}, which runs this task, did not answer within {timeout:.0f}s; "
                 "try again (if it stopped, another replica takes the task over)",
             )
         outcome = json.loads(answer[1])
         if "error" in outcome:
-            raise HTTPException(outcome["error"]["status"], outcome["error"]["detail"])
+            raise RelayedError(outcome["error"]["status"], outcome["error"]["detail"])
         return dict(outcome["answer"])
 
     async def serve_inbox(self, handle: Handler, status: Callable[[MAILError], int]) -> None:
@@ -328,8 +327,6 @@ class Relay:
         message = json.loads(raw)
         try:
             outcome: dict[str, Any] = {"answer": await handle(message["kind"], message["request"])}
-        except HTTPException as e:
-            outcome = {"error": {"status": e.status_code, "detail": e.detail}}
         except MAILError as e:
             outcome = {"error": {"status": status(e), "detail": str(e)}}
         except Exception:

@@ -1,38 +1,67 @@
-"""How cluster mode changes a server's parts: its authenticator, its registry, and what
-the lifespan opens and runs (:mod:`mail.server._cluster` is the connection itself)."""
+"""How cluster mode changes a server's parts, chosen once at start-up: its task service,
+its authenticator, its registry, the pool of its store, and what the lifespan opens and
+runs (:mod:`mail.server._cluster` is the connection itself). Nothing else asks which mode
+runs."""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mail.net import SwarmRegistry
+from mail.server._local_tasks import LocalTasks
 
 if TYPE_CHECKING:
     from mail.config import MAILConfig
     from mail.errors import MAILError
     from mail.server._cluster import Cluster
     from mail.server._state import ServerState
+    from mail.server._tasks import TaskService
     from mail.server.auth import Authenticator
 
-__all__ = ["authenticator_for", "follow_cluster", "open_cluster", "registry_class"]
+__all__ = [
+    "authenticator_for",
+    "follow_cluster",
+    "open_cluster",
+    "registry_class",
+    "store_pool",
+    "task_service",
+]
 
 
-def authenticator_for(config: MAILConfig, cluster: Cluster) -> Authenticator | None:
-    """Cluster mode's shared keys, unless auth is remote (the service is shared already)."""
-    if config.auth.mode == "remote":
+def task_service(state: ServerState) -> TaskService:
+    """What the routes do tasks with: this server's runtimes, or the replicas'."""
+    if state.cluster is None:
+        return LocalTasks(state)
+    from mail.server._cluster_tasks import ClusterTasks  # noqa: PLC0415
+
+    return ClusterTasks(state, state.cluster)
+
+
+def store_pool(cluster: Cluster | None) -> Any:
+    """The PostgreSQL pool the task store shares (the cluster's), or ``None``: its own."""
+    return cluster.pool if cluster is not None else None
+
+
+def authenticator_for(config: MAILConfig, cluster: Cluster | None) -> Authenticator | None:
+    """Cluster mode's shared keys, unless auth is remote (the service is shared already);
+    ``None``: the configured authenticator."""
+    if cluster is None or config.auth.mode == "remote":
         return None
     from mail.server._cluster_auth import ClusterAuth  # noqa: PLC0415
 
     return ClusterAuth(cluster, Path(config.auth.credentials_file))
 
 
-def registry_class(cluster: Cluster | None) -> Callable[..., SwarmRegistry]:
-    """The registry of the server: one shared through PostgreSQL in cluster mode."""
+def registry_class(
+    cluster: Cluster | None, path: str | Path | None
+) -> Callable[..., SwarmRegistry]:
+    """The registry of the server: one kept in the file ``path``, or one shared through
+    PostgreSQL in cluster mode (no file)."""
     if cluster is None:
-        return SwarmRegistry
+        return functools.partial(SwarmRegistry, persistence_file=path)
     from mail.server._cluster_registry import SharedSwarmRegistry  # noqa: PLC0415
 
     return functools.partial(SharedSwarmRegistry, cluster=cluster)
@@ -61,11 +90,9 @@ def follow_cluster(state: ServerState, status: Callable[[MAILError], int]) -> No
         return
     from mail.server._cluster_registry import SharedSwarmRegistry  # noqa: PLC0415
     from mail.server._cluster_tasks import ClusterTasks  # noqa: PLC0415
-    from mail.server._routes_interswarm import back_here, forward_here  # noqa: PLC0415
 
-    here = {"forward": forward_here, "back": back_here}
-    state.cluster_tasks = ClusterTasks(state, state.cluster, here)
-    state.spawn(state.cluster_tasks.run(status), "mail-cluster-tasks")
+    assert isinstance(state.tasks, ClusterTasks)  # noqa: S101  # (task_service)
+    state.spawn(state.tasks.run(status), "mail-cluster-tasks")
     from mail.server._cluster_map import SharedEventBus  # noqa: PLC0415
 
     if isinstance(state.map_events, SharedEventBus):

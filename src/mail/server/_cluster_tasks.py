@@ -5,7 +5,7 @@ a replica's runtimes keep only the tasks it holds as current. For the routes:
 
 * **starting a turn** (:meth:`ClusterTasks.start_turn`): a new task takes its lease here;
   a follow-up or breakpoint answer takes the lease when it is free or expired (loading
-  the task from the store, :func:`~mail.core._failover.take_over`) and runs here, or, when
+  the task from the store, :func:`~mail.server._cluster_failover.take_over`) and runs here, or, when
   another replica holds it, is handed to that replica (:meth:`Relay.hand_over`) and
   followed from here;
 * **reading** (:meth:`ClusterTasks.view`, :meth:`ClusterTasks.follow`): the local task
@@ -21,72 +21,37 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import AsyncIterator, Awaitable, Callable
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
-from fastapi import HTTPException
-
-from mail.core._failover import checkpoint, take_over
 from mail.core._recorder import restore
 from mail.core._system_messages import SystemMessages
-from mail.core.events import EventName, MAILEvent
+from mail.core.events import STREAM_ONLY_EVENTS, EventName, MAILEvent
 from mail.core.tasks import MAILTask, TaskState, TaskTable, TurnRequest
 from mail.db.store import CallerKey
 from mail.errors import MAILError, StorageError, TaskNotFoundError, TaskStateError
 from mail.server._cluster import Cluster, redis_errors
+from mail.server._cluster_failover import checkpoint, take_over
 from mail.server._cluster_leases import Claimed, Leases
 from mail.server._cluster_relay import Relay
+from mail.server._follow import follow_local
+from mail.server._interswarm_here import back_here, forward_here, local_contributors
+from mail.server._sse import sse_object
+from mail.server._statuses import RelayedError
+from mail.server._tasks import Answer, Stream, Tasks, Turn, TurnCutShortError
 from mail.server.auth import Caller
 
 if TYPE_CHECKING:
-    from contextlib import AbstractAsyncContextManager
-
-    from mail.api import MAILSwarm, MAILSwarmTemplate
-    from mail.config import MAILConfig
+    from mail.api import MAILSwarm
     from mail.core._remote import Direction
     from mail.core.message import MAILInterswarmMessage, MAILMessage
     from mail.core.runtime import MAILRuntime
-    from mail.db import TaskStore
+    from mail.server._state import ServerState
 
-__all__ = ["ClusterTasks", "Handed", "Here", "Server"]
+__all__ = ["ClusterTasks"]
 
 logger = logging.getLogger("mail.server.cluster")
-
-
-class _Swarms(Protocol):
-    def find(self, caller: Caller) -> MAILSwarm | None: ...
-    async def get(self, caller: Caller) -> MAILSwarm: ...
-    def hold(self, caller: Caller) -> AbstractAsyncContextManager[MAILSwarm]: ...
-
-
-class Server(Protocol):
-    """What this module uses of the server's state (:class:`~mail.server._state.ServerState`)."""
-
-    @property
-    def config(self) -> MAILConfig: ...
-    @property
-    def template(self) -> MAILSwarmTemplate: ...
-    @property
-    def swarms(self) -> _Swarms: ...
-    @property
-    def store(self) -> TaskStore | None: ...
-    @property
-    def ping_interval(self) -> float: ...
-
-
-#: ``here(state, caller, message)``: run an interswarm message on this replica (the routes'
-#: ``forward_here`` and ``back_here``)
-Here = Callable[[Any, Caller, "MAILInterswarmMessage"], Awaitable[dict[str, Any]]]
-
-
-class Handed:
-    """A turn another replica runs: where its events start (``start``), and who runs it."""
-
-    __slots__ = ("owner", "start")
-
-    def __init__(self, owner: str, start: int) -> None:
-        self.owner = owner
-        self.start = start
 
 
 def caller_of(key: CallerKey, api_key: str = "") -> Caller:
@@ -95,29 +60,39 @@ def caller_of(key: CallerKey, api_key: str = "") -> Caller:
     return Caller(role=role, id=key.id, api_key=api_key)  # type: ignore[arg-type]
 
 
-class ClusterTasks:
-    """This replica's tasks among the cluster's (see the module)."""
+class ClusterTasks(Tasks):
+    """This replica's tasks among the cluster's (see the module): the
+    :class:`~mail.server._tasks.TaskService` of replicas."""
 
-    def __init__(self, state: Server, cluster: Cluster, here: Mapping[str, Here]) -> None:
-        self.state = state
-        self._here = here
+    #: a stream of a stopping replica just ends: the task goes on on another replica,
+    #: where the client follows it with ``Last-Event-ID``
+    final_on_stop = False
+
+    def __init__(self, state: ServerState, cluster: Cluster) -> None:
+        super().__init__(state)
         self.cluster = cluster
         self.replica_id = cluster.replica_id
-        self.leases = Leases(
-            cluster.pool, cluster.replica_id, cluster.lease_seconds, state.template.name
-        )
         self.relay = Relay(cluster)
         self.relay.on_final = self._finished
         self._system = SystemMessages(state.template.name)
         self._watchers: set[asyncio.Task[None]] = set()
 
+    @cached_property
+    def leases(self) -> Leases:
+        """This replica's leases (made on first use, once the cluster's pool is open)."""
+        cluster = self.cluster
+        return Leases(
+            cluster.pool, cluster.replica_id, cluster.lease_seconds, self.state.template.name
+        )
+
     def key(self, caller: Caller) -> CallerKey:
         role = "swarm" if caller.role == "agent" else caller.role
         return CallerKey(swarm=self.state.template.name, role=role, id=caller.id)
 
-    def attach(self, runtime: MAILRuntime, key: CallerKey) -> None:
+    async def attach(self, runtime: MAILRuntime, key: CallerKey) -> int:
         """A new runtime of this replica: its streams show committed events only, and
-        what it commits is published."""
+        what it commits is published. It loads a task when it takes its lease, never at
+        once (0 loaded)."""
         runtime.tasks.gated = True
         runtime.hand_over = True  # a replica that stops leaves its tasks to the others
         recorder = runtime.recorder
@@ -128,7 +103,11 @@ class ClusterTasks:
                 self.replica_id,
                 self.leases.held.get((key, task_id), -1),
             )
-            recorder.on_lost = lambda task_id: self._lost(key, task_id)
+            recorder.on_lost = lambda task_id: self._lost_lease(key, task_id)
+        return 0
+
+    def health(self) -> dict[str, Any]:
+        return {"replica_id": self.replica_id, "owned_tasks": self.state.swarms.owned_tasks()}
 
     # --- reading -----------------------------------------------------------------------------
 
@@ -165,7 +144,7 @@ class ClusterTasks:
         )
         return table
 
-    async def view(self, caller: Caller, task_id: str) -> MAILTask:
+    async def task(self, caller: Caller, task_id: str) -> MAILTask:
         """The task: this replica's when it runs it, else the store's; raises
         :class:`TaskNotFoundError`."""
         found = self.local(caller, task_id)
@@ -192,7 +171,7 @@ class ClusterTasks:
         current = row is not None and row.state == task.state.value
         return task if current and row is not None and row.updated_at == task.updated_at else None
 
-    async def all_tasks(self, caller: Caller) -> list[MAILTask]:
+    async def tasks(self, caller: Caller) -> list[MAILTask]:
         """Every task of the caller: those this replica runs, the store's copy of others."""
         assert self.state.store is not None  # noqa: S101
         key = self.key(caller)
@@ -222,6 +201,66 @@ class ClusterTasks:
             started=started,
         )
 
+    async def events(self, caller: Caller, task_id: str, after: int) -> AsyncIterator[MAILEvent]:
+        found = self.local(caller, task_id)
+        if found is None:
+            await self.task(caller, task_id)  # 404 before the stream starts
+            return self.follow(caller, task_id, after)
+        swarm, task = found
+        return follow_local(
+            swarm, task, after, self.state.ping_interval, lambda: self.stale(swarm, task)
+        )
+
+    async def _elsewhere(self, caller: Caller, task_id: str, start: int, turn: Turn) -> Answer:
+        """The answer of a turn another replica runs: its events from ``start`` as a
+        stream, or its closing event's answer."""
+        events = self.follow(caller, task_id, start, started=True)
+        if turn.stream:
+            return await self._stream(events, task_id, lambda: False)
+        final: dict[str, Any] = {}
+        async for event in events:
+            if event.seq is None and event.payload is not None and "response" in event.payload:
+                final = event.payload
+        task = await self.task(caller, task_id) if turn.show_events else None
+        return {
+            "response": final.get("response", ""),
+            "events": [sse_object(e) for e in task.log.all()] if task is not None else None,
+            "task_id": task_id,
+            "status": final.get("status", "completed"),
+        }
+
+    async def _lost(
+        self, caller: Caller, task_id: str, start: int, turn: Turn, error: TaskStateError
+    ) -> Answer:
+        """This replica's copy lost its lease while it ran: the answer is the new owner's."""
+        return await self._elsewhere(caller, task_id, start, turn)
+
+    async def _stream(
+        self, events: AsyncIterator[MAILEvent], task_id: str, moved: Callable[[], bool]
+    ) -> Stream:
+        return await super()._stream(_until_moved(events, moved), task_id, moved)
+
+    def _moved(self, swarm: MAILSwarm, task_id: str) -> Callable[[], bool]:
+        task = swarm.get_task_by_id(task_id)
+        if task is None:
+            return lambda: False
+        return lambda: self.stale(swarm, task)
+
+    def _cut_short(self, task_id: str) -> TurnCutShortError:
+        return TurnCutShortError(
+            f"this replica is stopping; task '{task_id}' goes on on another replica: read "
+            f"it with GET /task?task_id={task_id}, or follow it with GET "
+            f"/tasks/{task_id}/events, from any replica"
+        )
+
+    async def _repeated(
+        self, caller: Caller, swarm: MAILSwarm, turn: Turn
+    ) -> tuple[MAILTask, bool] | None:
+        found = self.local(caller, turn.task_id)
+        if found is not None:
+            return self._if_repeats(found[1], True, turn)
+        return self._if_repeats(await self.load(self.key(caller), turn.task_id), False, turn)
+
     # --- acting --------------------------------------------------------------------------------
 
     async def acquire(self, caller: Caller, swarm: MAILSwarm, task_id: str) -> str | None:
@@ -241,19 +280,15 @@ class ClusterTasks:
             raise TaskNotFoundError(task_id)
         return None
 
-    async def start_turn(
-        self,
-        caller: Caller,
-        swarm: MAILSwarm,
-        message: MAILMessage,
-        resume_from: str | None,
-        request: dict[str, Any],
-    ) -> Handed | None:
+    async def _claim(
+        self, caller: Caller, swarm: MAILSwarm, message: MAILMessage, turn: Turn
+    ) -> Answer | None:
         """Before ``message`` is submitted: take the task's lease here (``None``: go on
-        here), or hand the request to the replica running the task (:class:`Handed`)."""
+        here), or hand the turn to the replica running the task and follow it there."""
         assert self.state.store is not None  # noqa: S101
         key = self.key(caller)
-        task_id = message["message"]["task_id"]
+        task_id = turn.task_id
+        resume_from = turn.resume_from
         if resume_from is None:
             exists = TaskStateError(
                 f"task '{task_id}' already exists; to continue it, send resume_from='user_response'"
@@ -265,16 +300,11 @@ class ClusterTasks:
                 raise exists
             return None
         owner = await self._take_turn(caller, swarm, message, resume_from)
-        if owner is not None:
-            handed = {
-                **request,
-                "role": caller.role,
-                "id": caller.id,
-                "api_key": caller.api_key,
-            }
-            answer = await self.relay.hand_over(owner, "message", handed)
-            return Handed(owner, int(answer["start"]))
-        return None
+        if owner is None:
+            return None
+        handed = {**turn.as_json(), "role": caller.role, "id": caller.id, "api_key": caller.api_key}
+        answer = await self.relay.hand_over(owner, "message", handed)
+        return await self._elsewhere(caller, task_id, int(answer["start"]), turn)
 
     async def _take_turn(
         self, caller: Caller, swarm: MAILSwarm, message: MAILMessage, resume_from: str | None
@@ -297,7 +327,7 @@ class ClusterTasks:
             return
         owner = await self.leases.owner(self.key(caller), task_id)
         if owner is None or owner == self.replica_id:
-            task = await self.view(caller, task_id)
+            task = await self.task(caller, task_id)
             raise TaskStateError(f"task '{task_id}' is already {task.state}")
         await self.relay.hand_over(
             owner, "cancel", {"role": caller.role, "id": caller.id, "task_id": task_id}
@@ -323,6 +353,18 @@ class ClusterTasks:
         job.add_done_callback(self._watchers.discard)
 
     async def interswarm(
+        self, caller: Caller, message: MAILInterswarmMessage, direction: Direction
+    ) -> dict[str, Any]:
+        """Run by the replica running the task: a forward in the calling peer's runtime,
+        a back message in the task's local contributors'."""
+        keys = (
+            [self.key(caller)]
+            if direction == "forward"
+            else local_contributors(self.state, message)
+        )
+        return await self._interswarm(caller, message, direction, keys)
+
+    async def _interswarm(
         self,
         caller: Caller,
         message: MAILInterswarmMessage,
@@ -333,7 +375,7 @@ class ClusterTasks:
         runtimes ``keys``: run here, or by the replica running the task."""
         assert self.state.store is not None  # noqa: S101
         task_id = message["payload"]["task_id"]
-        here = self._here[direction]
+        here = forward_here if direction == "forward" else back_here
         for key in keys:
             if self.leases.holds(key, task_id):
                 return await here(self.state, caller, message)
@@ -354,7 +396,7 @@ class ClusterTasks:
                 async with self.state.swarms.hold(contributor) as swarm:
                     if await self.acquire(contributor, swarm, task_id) is None:
                         return await here(self.state, caller, message)
-                return await self.interswarm(caller, message, direction, keys)  # it moved
+                return await self._interswarm(caller, message, direction, keys)  # it moved
         if direction == "forward" and keys:  # a new task here
             await self.leases.take(keys[0], task_id)
         return await here(self.state, caller, message)
@@ -368,9 +410,9 @@ class ClusterTasks:
         if kind == "interswarm":
             name = self.state.template.name
             keys = [CallerKey(swarm=name, role=r, id=i) for r, i in request["keys"]]
-            return await self.interswarm(caller, request["message"], request["direction"], keys)
+            return await self._interswarm(caller, request["message"], request["direction"], keys)
         if kind != "message":
-            raise HTTPException(400, f"unknown request kind {kind!r}")
+            raise RelayedError(400, f"unknown request kind {kind!r}")
         task_id = request["task_id"]
         async with self.state.swarms.hold(caller) as swarm:
             message = swarm._user_message(
@@ -382,7 +424,7 @@ class ClusterTasks:
             )
             owner = await self._take_turn(caller, swarm, message, request["resume_from"])
             if owner is not None:  # it moved meanwhile: the asking replica tries again
-                raise HTTPException(503, f"task '{task_id}' moved to replica {owner}; try again")
+                raise RelayedError(503, f"task '{task_id}' moved to replica {owner}; try again")
             task = swarm.get_task_by_id(task_id)
             start = task.log.last_seq if task is not None else 0
             asked = TurnRequest.from_json(request.get("request"))
@@ -406,7 +448,7 @@ class ClusterTasks:
         except Exception as e:  # noqa: BLE001  # it expires by itself
             logger.warning("releasing the lease of task %s failed: %s", task.task_id, e)
 
-    def _lost(self, key: CallerKey, task_id: str) -> None:
+    def _lost_lease(self, key: CallerKey, task_id: str) -> None:
         """A write of the task found its lease taken (the recorder's ``on_lost``): this
         replica stops running it, as when a renewal finds so."""
         self.leases.held.pop((key, task_id), None)
@@ -525,3 +567,19 @@ class ClusterTasks:
             if task is not None:  # its followers may wait for an end never published
                 await self.relay.publish_end(claimed.key, task)
             await self.leases.release(claimed.key, claimed.task_id, claimed.gen)
+
+
+async def _until_moved(
+    events: AsyncIterator[MAILEvent], moved: Callable[[], bool]
+) -> AsyncIterator[MAILEvent]:
+    """``events``, ending quietly when the task moved to another replica (this one lost
+    its lease): the client follows it there with ``Last-Event-ID``. A final event of this
+    replica's copy is left out too when the copy moved meanwhile (its turn ended just
+    before the replica learned it lost the lease; the new owner runs the turn again)."""
+    try:
+        async for event in events:
+            if event.seq is None and event.event not in STREAM_ONLY_EVENTS and moved():
+                return
+            yield event
+    except TaskStateError:
+        return

@@ -92,9 +92,7 @@ async def _health(state: ServerState) -> dict[str, Any]:
         health["unsaved_tasks"] = state.swarms.unsaved_tasks()
         if storage != "ok" and health["status"] == "healthy":
             health["status"] = "degraded"
-    if state.cluster is not None:
-        health["replica_id"] = state.cluster.replica_id
-        health["owned_tasks"] = state.swarms.owned_tasks()
+    health.update(state.tasks.health())
     return health
 
 

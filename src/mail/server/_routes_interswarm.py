@@ -2,9 +2,8 @@
 
 * ``POST /interswarm/forward`` and ``/interswarm/back`` (role ``agent``, protocol 1.3):
   ``{"message": MAILInterswarmMessage}``, validated before anything is queued, answered
-  with an acknowledgement once queued. A forward runs in the runtime of the calling peer
-  (``swarm:<token id>@<local>``); a back message in the runtime of the task's local
-  contributor.
+  with an acknowledgement once the task service queued it (:mod:`mail.server._tasks`;
+  on replicas, the one running the task takes it).
 * ``POST /interswarm/message``: for ``admin``/``user``, a proxy send to a remote agent
   (delivered to the peer's ``/interswarm/forward``, never to this server); for
   ``agent``, the synchronous exchange of protocol 1.1 (a bare message in, the answer out,
@@ -23,30 +22,25 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, field_validator, model_validator
 
-from mail.api import MAILSwarm
 from mail.core.events import EventName, MAILEvent
 from mail.core.message import (
     MAILInterswarmMessage,
     MAILMessage,
     create_address,
     create_agent_address,
-    format_task_contributor,
     make_broadcast,
     make_request,
     make_response,
     new_task_id,
     parse_agent_address,
-    parse_task_contributor,
     validate_interswarm_message,
     validate_message,
 )
 from mail.core.tasks import MAILTask
-from mail.db.store import CallerKey
 from mail.errors import (
     AuthenticationError,
     InvalidMessageError,
     RemoteSwarmUnavailableError,
-    TaskNotFoundError,
     TaskTimeoutError,
 )
 from mail.net.router import legacy_task_owner
@@ -68,8 +62,6 @@ __all__ = ["router"]
 
 router = APIRouter(responses=ERROR_RESPONSES, route_class=StrictJSONRoute)
 
-#: role in a ``role:id@swarm`` contributor -> role of the caller whose runtime it is
-_RUNTIME_ROLES = {"admin": "admin", "user": "user", "swarm": "agent", "agent": "agent"}
 _SENDABLE = ("request", "broadcast")
 _PING_SECONDS = 15.0
 
@@ -273,18 +265,6 @@ class LegacyResponseAck(_Open):
 # --- protocol 1.3: forward and back -------------------------------------------------------
 
 
-def _ack(state: ServerState, caller: Caller, task: MAILTask) -> dict[str, Any]:
-    # v1.3.6 names the calling peer's runner on both routes, also when /back continues a
-    # task that a local user's runtime holds
-    local = state.registry.local_swarm_name
-    return {
-        "swarm": local,
-        "task_id": task.task_id,
-        "status": "success",
-        "local_runner": format_task_contributor("swarm", caller.id, local),
-    }
-
-
 @router.post(
     "/interswarm/forward",
     response_model=InterswarmAck,
@@ -294,50 +274,7 @@ async def forward(
     state: AppState, caller: Agent, body: JSONBody[InterswarmEnvelope]
 ) -> dict[str, Any]:
     state.check_store()  # a peer's task is refused (503) while the store fails
-    if state.cluster_tasks is not None:  # the replica running the task takes it
-        keys = [state.cluster_tasks.key(caller)]
-        return await state.cluster_tasks.interswarm(caller, body.interswarm, "forward", keys)
-    return await forward_here(state, caller, body.interswarm)
-
-
-async def forward_here(
-    state: ServerState, caller: Caller, message: MAILInterswarmMessage
-) -> dict[str, Any]:
-    """Queue a forwarded message in the calling peer's runtime of this server."""
-    swarm = await state.swarms.get(caller)
-    return _ack(state, caller, swarm.runtime.receive_interswarm(message, "forward"))
-
-
-def _local_contributors(state: ServerState, message: MAILInterswarmMessage) -> list[CallerKey]:
-    """The runtimes (caller keys) of the task's contributors of this swarm, in order."""
-    local = state.registry.local_swarm_name
-    keys = []
-    for contributor in message["task_contributors"]:
-        role, caller_id, swarm_name = parse_task_contributor(contributor)
-        if swarm_name != local:
-            continue
-        if role not in _RUNTIME_ROLES:
-            raise InvalidMessageError(f"invalid role: {role}", field="task_contributors")
-        runtime_role = "swarm" if _RUNTIME_ROLES[role] == "agent" else role
-        keys.append(CallerKey(swarm=state.template.name, role=runtime_role, id=caller_id))
-    return keys
-
-
-def _contributor_swarm(state: ServerState, message: MAILInterswarmMessage) -> MAILSwarm:
-    """The runtime of the task's first local contributor that holds the task."""
-    local = state.registry.local_swarm_name
-    task_id = message["payload"]["task_id"]
-    for contributor in message["task_contributors"]:
-        role, caller_id, swarm_name = parse_task_contributor(contributor)
-        if swarm_name != local:
-            continue
-        runtime_role = _RUNTIME_ROLES.get(role)
-        if runtime_role is None:
-            raise InvalidMessageError(f"invalid role: {role}", field="task_contributors")
-        found = state.swarms.lookup(runtime_role, caller_id)
-        if found is not None and task_id in found.runtime.tasks:
-            return found
-    raise TaskNotFoundError(task_id)
+    return await state.tasks.interswarm(caller, body.interswarm, "forward")
 
 
 @router.post(
@@ -348,18 +285,7 @@ def _contributor_swarm(state: ServerState, message: MAILInterswarmMessage) -> MA
 async def back(
     state: AppState, caller: Agent, body: JSONBody[InterswarmEnvelope]
 ) -> dict[str, Any]:
-    if state.cluster_tasks is not None:  # the replica running the task takes it
-        keys = _local_contributors(state, body.interswarm)
-        return await state.cluster_tasks.interswarm(caller, body.interswarm, "back", keys)
-    return await back_here(state, caller, body.interswarm)
-
-
-async def back_here(
-    state: ServerState, caller: Caller, message: MAILInterswarmMessage
-) -> dict[str, Any]:
-    """Queue a returned message in the runtime of this server that holds its task."""
-    swarm = _contributor_swarm(state, message)
-    return _ack(state, caller, swarm.runtime.receive_interswarm(message, "back"))
+    return await state.tasks.interswarm(caller, body.interswarm, "back")
 
 
 # --- proxy send (admin/user) --------------------------------------------------------------

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,15 +14,13 @@ from sse_starlette import EventSourceResponse
 from mail.api import MAILSwarm
 from mail.core.events import EventName
 from mail.core.tasks import MAILTask, short_title
-from mail.errors import InvalidMessageError, PermissionDeniedError, TaskNotFoundError
+from mail.errors import InvalidMessageError, PermissionDeniedError
 from mail.server._auth_types import wrong_role
 from mail.server._deps import AdminOrUser, AppState, UICaller
-from mail.server._follow import follow_local
 from mail.server._routes_core import breakpoint_tool_specs
 from mail.server._routing import StrictJSONRoute
 from mail.server._sse import compact_json, event_response, stored_event
 from mail.server._state import ServerState
-from mail.server.auth import Caller
 from mail.server.models import (
     ERROR_RESPONSES,
     EVENT_STREAM,
@@ -78,29 +75,6 @@ def stored(state: ServerState, swarm: MAILSwarm | None, task: MAILTask) -> bool 
     return swarm.runtime.recorder is None or swarm.runtime.recorder.outcome(task.task_id).committed
 
 
-async def _task_of(state: ServerState, caller: Caller, task_id: str) -> MAILTask:
-    """The caller's task; a finished one once the store has it as it is shown, or once
-    ``commit_timeout`` passed (see :func:`stored`). In cluster mode, the store's copy
-    when another replica runs it."""
-    # Another caller's task is reported exactly like an unknown one.
-    if state.cluster_tasks is not None:
-        return await state.cluster_tasks.view(caller, task_id)
-    return (await _local_task(state, caller, task_id))[1]
-
-
-async def _local_task(
-    state: ServerState, caller: Caller, task_id: str
-) -> tuple[MAILSwarm, MAILTask]:
-    swarm = await state.swarms.resolve(caller)
-    task = swarm.get_task_by_id(task_id) if swarm is not None else None
-    if swarm is None or task is None:
-        raise TaskNotFoundError(task_id)
-    if not task.is_running and state.store is not None:
-        # not while the store fails: the answer says it is not stored instead
-        await swarm.runtime.settled(task_id, state.wait_bound())
-    return swarm, task
-
-
 _TASKS_DOC = (
     "Without `limit` and `cursor`: an object keyed by task id (the v1.3.6 shape). With "
     "either: one page, newest first, `{tasks: [...], next_cursor}`; pass `next_cursor` "
@@ -126,7 +100,7 @@ async def list_tasks(
     events: bool = Query(True, description="false: leave out each task's events"),
 ) -> dict[str, Any]:
     after = _decode_cursor(cursor) if cursor is not None else None
-    tasks = await _tasks_of(state, caller)
+    tasks = await state.tasks.tasks(caller)
     swarm = state.swarms.find(caller)
 
     def record(task: MAILTask) -> dict[str, Any]:
@@ -143,18 +117,6 @@ async def list_tasks(
         "tasks": [record(t) for t in page],
         "next_cursor": _encode_cursor(_page_key(page[-1])) if more else None,
     }
-
-
-async def _tasks_of(state: ServerState, caller: Caller) -> list[MAILTask]:
-    """Every task of the caller (in cluster mode, the store's copies of those other
-    replicas run); what is shown finished is stored."""
-    if state.cluster_tasks is not None:
-        return await state.cluster_tasks.all_tasks(caller)
-    swarm = await state.swarms.resolve(caller)
-    if swarm is None:
-        return []
-    await swarm.runtime.persisted(state.wait_bound())  # what is not stored says so
-    return list(swarm.runtime.tasks)
 
 
 def _page_key(task: MAILTask) -> tuple[str, str]:
@@ -190,12 +152,7 @@ def _decode_cursor(cursor: str) -> tuple[str, str]:
     ),
 )
 async def cancel_task(state: AppState, caller: AdminOrUser, task_id: TaskId) -> dict[str, Any]:
-    if state.cluster_tasks is not None:
-        await state.cluster_tasks.cancel(caller, task_id)
-        return {"task_id": task_id, "status": "cancelled"}
-    swarm, _ = await _local_task(state, caller, task_id)
-    task = await swarm.runtime.cancel_task(task_id)
-    await swarm.runtime.told(task)  # the cancellation is stored before it is told
+    await state.tasks.cancel(caller, task_id)
     return {"task_id": task_id, "status": "cancelled"}
 
 
@@ -213,7 +170,7 @@ async def get_task(
         task_id = body.task_id
     if task_id is None:
         raise InvalidMessageError("task_id is required")
-    task = await _task_of(state, caller, task_id)
+    task = await state.tasks.task(caller, task_id)
     return task_record(task, stored=stored(state, state.swarms.find(caller), task))
 
 
@@ -237,18 +194,8 @@ async def task_events(
                 f"Last-Event-ID must be a sequence number, got {last_event_id!r}"
             )
         cursor = int(last_event_id)
-    cluster = state.cluster_tasks
-    if cluster is not None:
-        found = cluster.local(caller, task_id)
-        if found is None:
-            await cluster.view(caller, task_id)  # 404 before the stream starts
-            return event_response(cluster.follow(caller, task_id, cursor))
-        swarm, task = found
-        moved: Callable[[], bool] = lambda: cluster.stale(swarm, task)  # noqa: E731
-    else:
-        swarm, task = await _local_task(state, caller, task_id)
-        moved = lambda: False  # noqa: E731  # a single server's tasks never move
-    return event_response(follow_local(swarm, task, cursor, state.ping_interval, moved))
+    # (an unknown task is a 404 before the stream starts)
+    return event_response(await state.tasks.events(caller, task_id, cursor))
 
 
 # --- /ui -------------------------------------------------------------------------------------
@@ -299,13 +246,13 @@ def _summary(task: MAILTask) -> dict[str, Any]:
 
 @router.get("/ui/tasks", summary="The caller's tasks, newest first")
 async def ui_tasks(state: AppState, caller: UICaller) -> list[dict[str, Any]]:
-    tasks = sorted(await _tasks_of(state, caller), key=lambda t: t.start_time, reverse=True)
+    tasks = sorted(await state.tasks.tasks(caller), key=lambda t: t.start_time, reverse=True)
     return [_summary(t) for t in tasks]
 
 
 @router.get("/ui/task/{task_id}", summary="One task with its events")
 async def ui_task(state: AppState, caller: UICaller, task_id: TaskId) -> dict[str, Any]:
-    task = await _task_of(state, caller, task_id)
+    task = await state.tasks.task(caller, task_id)
     record = _summary(task)
     del record["event_count"]
     record["events"] = [
@@ -321,7 +268,7 @@ async def ui_task_summary(
     task_id: TaskId,
     force_regen: bool = False,
 ) -> dict[str, Any]:
-    task = await _task_of(state, caller, task_id)
+    task = await state.tasks.task(caller, task_id)
     if force_regen:
         task.title = None
     task.title = _title(task)

@@ -5,11 +5,16 @@ JSON shapes of stored events.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mail._sse import CRLF as _CRLF
-from mail._sse import SSE_HEADERS, compact_json, event_response, server_sent_event
+from mail._sse import SSE_HEADERS, Signal, compact_json, event_response, server_sent_event
 from mail.core.events import MAILEvent
+
+if TYPE_CHECKING:
+    from sse_starlette import EventSourceResponse
+
+    from mail.server._tasks import Stream
 
 __all__ = [
     "SSE_HEADERS",
@@ -18,6 +23,7 @@ __all__ = [
     "server_sent_event",
     "sse_object",
     "stored_event",
+    "stream_response",
 ]
 
 
@@ -43,3 +49,17 @@ def stored_event(event: MAILEvent) -> dict[str, Any]:
         "comment": None,
         "_sep": _CRLF,
     }
+
+
+def stream_response(stream: Stream, closing: Signal) -> EventSourceResponse:
+    """The ``text/event-stream`` response of a task service's :class:`Stream
+    <mail.server._tasks.Stream>` (``closing``: the server was told to stop)."""
+    if stream.task_id is None:
+        return event_response(stream.events, stream.first)
+    return event_response(
+        stream.events,
+        stream.first,
+        closing=closing,
+        task_id=stream.task_id,
+        final_on_stop=stream.final_on_stop,
+    )

@@ -17,6 +17,7 @@ from mail.core.tasks import MAILTask, TaskState
 from mail.db.store import CallerKey
 from mail.errors import StorageError
 from mail.net import InterswarmRouter, SessionSource, SwarmRegistry
+from mail.server._cluster_setup import task_service
 
 if TYPE_CHECKING:
     from mail.config import MAILConfig
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from mail.conversations.interception import Interceptor
     from mail.db import RetentionJob, TaskStore
     from mail.server._cluster import Cluster
-    from mail.server._cluster_tasks import ClusterTasks
+    from mail.server._tasks import TaskService
     from mail.server.auth import Authenticator, AuthGate, Caller
 
 __all__ = ["CallerSwarms", "ServerState"]
@@ -176,12 +177,7 @@ class CallerSwarms:
                 await state.interceptor.attach(swarm.runtime, key)
                 if state.map_status is not None:
                     state.map_status.attach(swarm.runtime, key)
-            if state.cluster_tasks is not None:
-                # a replica loads a task when it takes its lease, never at once
-                state.cluster_tasks.attach(swarm.runtime, key)
-                loaded = 0
-            else:
-                loaded = await swarm.runtime.restore()
+            loaded = await state.tasks.attach(swarm.runtime, key)
         except BaseException:
             await swarm.runtime.shutdown(timeout=0.0)
             raise
@@ -299,8 +295,8 @@ class ServerState:
     store: TaskStore | None = None
     #: this replica's cluster (``[server.cluster] redis_url``); ``None``: a single server
     cluster: Cluster | None = None
-    #: cluster mode: the tasks among the replicas (leases, events, hand-overs, fail-over)
-    cluster_tasks: ClusterTasks | None = None
+    #: what routes do with tasks: one server's, or the replicas' (chosen with the state)
+    tasks: TaskService = field(init=False)
     #: MAP Mail's ``mail/*`` methods (``None`` until the lifespan opens the store)
     conversations: ConversationService | None = None
     #: records the turns of tasks bound to conversations (with :attr:`conversations`)
@@ -323,6 +319,7 @@ class ServerState:
 
     def __post_init__(self) -> None:
         self.swarms = CallerSwarms(self)
+        self.tasks = task_service(self)
 
     @property
     def uptime(self) -> float:
@@ -398,8 +395,7 @@ class ServerState:
         await asyncio.gather(*tasks, return_exceptions=True)
         self.map_events.close()
         await self.swarms.shutdown()
-        if self.cluster_tasks is not None:
-            await self.cluster_tasks.stopped()
+        await self.tasks.stopped()
         if self.interceptor is not None:
             await self.interceptor.close()
         if self.map_status is not None:

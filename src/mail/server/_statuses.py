@@ -6,18 +6,32 @@ from __future__ import annotations
 
 from mail.errors import InvalidMessageError, MAILError, SwarmDefinitionError, http_status_for
 from mail.server._routes_core import SwarmNameTakenError
+from mail.server._tasks import TurnCutShortError
 
-__all__ = ["server_status"]
+__all__ = ["RelayedError", "server_status"]
+
+
+class RelayedError(MAILError):
+    """An error answered with a given HTTP ``status``: another replica's answer to a
+    request handed to it (cluster mode), passed on as it was."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+
 
 _SERVER_STATUS: dict[type[MAILError], int] = {
     InvalidMessageError: 400,
     SwarmDefinitionError: 400,
     SwarmNameTakenError: 409,
+    TurnCutShortError: 503,
 }
 
 
 def server_status(error: MAILError) -> int:
     """The status the server's exception handler answers ``error`` with."""
+    if isinstance(error, RelayedError):
+        return error.status
     for cls, status in _SERVER_STATUS.items():
         if isinstance(error, cls):
             return status
