@@ -54,6 +54,7 @@ from mail.server._cluster_setup import (
     open_cluster,
     registry_class,
     store_pool,
+    task_service,
 )
 from mail.server._cors import ConfiguredCORS
 from mail.server._deps import check_gates
@@ -63,8 +64,8 @@ from mail.server._reload import APP, reload_environment, uvicorn_options, worker
 from mail.server._routes_ui_page import mount_ui
 from mail.server._shutdown import serve
 from mail.server._state import ServerState, every
-from mail.server._statuses import RelayedError, server_status
-from mail.server._tasks import TurnCutShortError
+from mail.server._statuses import server_status
+from mail.server._task_service import RelayedError, TurnCutShortError
 from mail.server.models import PATTERN_RULES, not_an_object
 from mail.stdlib import _settings as stdlib_settings
 from mail.version import PROTOCOL_VERSION, __version__
@@ -425,7 +426,7 @@ def _start(
     discovery = DiscoveryPolicy(
         enabled=interswarm.agent_discovery, hosts=interswarm.discovery_hosts
     )
-    return ServerState(
+    state = ServerState(
         cluster=cluster,
         config=config,
         template=template,
@@ -441,6 +442,8 @@ def _start(
         ),
         session=session,
     )
+    state.tasks = task_service(state)  # the one place that picks the mode's task service
+    return state
 
 
 async def _open_store(state: ServerState) -> None:

@@ -32,7 +32,7 @@ from mail.core.events import EventName, MAILEvent
 from mail.core.tasks import MAILTask, TaskState, closing_event
 from mail.errors import MAILError
 from mail.server._cluster import redis_errors
-from mail.server._statuses import RelayedError
+from mail.server._task_service import RelayedError
 
 if TYPE_CHECKING:
     from mail.core.events import EventLog

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from mail.errors import MAILError
     from mail.server._cluster import Cluster
     from mail.server._state import ServerState
-    from mail.server._tasks import TaskService
+    from mail.server._task_service import TaskService
     from mail.server.auth import Authenticator
 
 __all__ = [

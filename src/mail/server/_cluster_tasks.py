@@ -38,8 +38,8 @@ from mail.server._cluster_relay import Relay
 from mail.server._follow import follow_local
 from mail.server._interswarm_here import back_here, forward_here, local_contributors
 from mail.server._sse import sse_object
-from mail.server._statuses import RelayedError
-from mail.server._tasks import Answer, Stream, Tasks, Turn, TurnCutShortError
+from mail.server._task_service import Answer, RelayedError, Stream, Turn, TurnCutShortError
+from mail.server._tasks import Tasks
 from mail.server.auth import Caller
 
 if TYPE_CHECKING:

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 from mail.errors import StorageError, TaskNotFoundError
 from mail.server._follow import follow_local
 from mail.server._interswarm_here import back_here, forward_here
-from mail.server._tasks import Tasks, Turn
+from mail.server._task_service import Turn
+from mail.server._tasks import Tasks
 
 if TYPE_CHECKING:
     from mail.api import MAILSwarm

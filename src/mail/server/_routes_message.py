@@ -14,7 +14,7 @@ from mail.server._repeats import IDEMPOTENCY_HEADER, turn_request
 from mail.server._routing import StrictJSONRoute
 from mail.server._sse import stream_response
 from mail.server._state import ServerState
-from mail.server._tasks import Stream, Turn
+from mail.server._task_service import Stream, Turn
 from mail.server.auth import Caller
 from mail.server.models import (
     ERROR_RESPONSES,

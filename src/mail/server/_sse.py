@@ -14,7 +14,7 @@ from mail.core.events import MAILEvent
 if TYPE_CHECKING:
     from sse_starlette import EventSourceResponse
 
-    from mail.server._tasks import Stream
+    from mail.server._task_service import Stream
 
 __all__ = [
     "SSE_HEADERS",

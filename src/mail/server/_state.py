@@ -17,7 +17,6 @@ from mail.core.tasks import MAILTask, TaskState
 from mail.db.store import CallerKey
 from mail.errors import StorageError
 from mail.net import InterswarmRouter, SessionSource, SwarmRegistry
-from mail.server._cluster_setup import task_service
 
 if TYPE_CHECKING:
     from mail.config import MAILConfig
@@ -26,7 +25,7 @@ if TYPE_CHECKING:
     from mail.conversations.interception import Interceptor
     from mail.db import RetentionJob, TaskStore
     from mail.server._cluster import Cluster
-    from mail.server._tasks import TaskService
+    from mail.server._task_service import TaskService
     from mail.server.auth import Authenticator, AuthGate, Caller
 
 __all__ = ["CallerSwarms", "ServerState"]
@@ -295,7 +294,8 @@ class ServerState:
     store: TaskStore | None = None
     #: this replica's cluster (``[server.cluster] redis_url``); ``None``: a single server
     cluster: Cluster | None = None
-    #: what routes do with tasks: one server's, or the replicas' (chosen with the state)
+    #: what routes do with tasks: one server's, or the replicas' (set with the state,
+    #: :func:`~mail.server._cluster_setup.task_service`)
     tasks: TaskService = field(init=False)
     #: MAP Mail's ``mail/*`` methods (``None`` until the lifespan opens the store)
     conversations: ConversationService | None = None
@@ -319,7 +319,6 @@ class ServerState:
 
     def __post_init__(self) -> None:
         self.swarms = CallerSwarms(self)
-        self.tasks = task_service(self)
 
     @property
     def uptime(self) -> float:

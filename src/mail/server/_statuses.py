@@ -6,18 +6,9 @@ from __future__ import annotations
 
 from mail.errors import InvalidMessageError, MAILError, SwarmDefinitionError, http_status_for
 from mail.server._routes_core import SwarmNameTakenError
-from mail.server._tasks import TurnCutShortError
+from mail.server._task_service import RelayedError, TurnCutShortError
 
-__all__ = ["RelayedError", "server_status"]
-
-
-class RelayedError(MAILError):
-    """An error answered with a given HTTP ``status``: another replica's answer to a
-    request handed to it (cluster mode), passed on as it was."""
-
-    def __init__(self, status: int, detail: str) -> None:
-        super().__init__(detail)
-        self.status = status
+__all__ = ["server_status"]
 
 
 _SERVER_STATUS: dict[type[MAILError], int] = {
