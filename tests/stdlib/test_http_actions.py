@@ -375,3 +375,11 @@ async def test_allow_private_and_allow_networks_lift_rules(use_settings: Any) ->
     assert "rule 'private'" not in await http_get({"url": "http://10.255.255.1/"})
     use_settings(http={"deny_hosts": ["*.example.com"]})
     assert "deny_hosts" in await http_get({"url": "http://api.example.com/"})
+
+
+async def test_a_host_name_that_does_not_resolve_is_an_error_result(use_settings: Any) -> None:
+    """Regression: a host name that did not resolve made the action raise
+    ``socket.gaierror`` instead of answering ``Error: ...``."""
+    use_settings(http={"timeout": 10.0})
+    result = await http_get({"url": "http://nonexistent.invalid/"})
+    assert result.startswith("Error: ")

@@ -7,11 +7,29 @@ messages addressed to ``agent@other-swarm`` over HTTP and reports failures to th
 that sent them (see ``docs/interswarm.md``); its ``DiscoveryPolicy`` bounds what an agent's
 ``discover_swarms`` may make the server fetch. An ``AddressPolicy`` given to a
 ``SessionSource`` decides which addresses peers may have (``docs/security.md``).
+
+:func:`fetch` (async) and :func:`fetch_blocking` fetch a URL someone else chose under a
+:class:`FetchPolicy`: allowed schemes, every redirect checked again, every connection
+under an ``AddressPolicy``, one deadline and a size cap; failures are :class:`FetchError`
+subclasses (and ``mail.errors.AddressRefusedError``).
 """
 
 from __future__ import annotations
 
 from mail.net._discovery import DiscoveryPolicy
+from mail.net._fetch import (
+    Fetched,
+    FetchError,
+    FetchFailedError,
+    FetchPolicy,
+    FetchTimeoutError,
+    InvalidURLError,
+    ResponseTooLargeError,
+    TooManyRedirectsError,
+    URLRefusedError,
+    fetch,
+    fetch_blocking,
+)
 from mail.net._guard import AddressPolicy
 from mail.net._session import SessionSource
 from mail.net.registry import SwarmEndpoint, SwarmRegistry
@@ -20,9 +38,20 @@ from mail.net.router import InterswarmRouter, RouterSettings
 __all__ = [
     "AddressPolicy",
     "DiscoveryPolicy",
+    "FetchError",
+    "FetchFailedError",
+    "FetchPolicy",
+    "FetchTimeoutError",
+    "Fetched",
     "InterswarmRouter",
+    "InvalidURLError",
+    "ResponseTooLargeError",
     "RouterSettings",
     "SessionSource",
     "SwarmEndpoint",
     "SwarmRegistry",
+    "TooManyRedirectsError",
+    "URLRefusedError",
+    "fetch",
+    "fetch_blocking",
 ]

@@ -1,6 +1,7 @@
-"""The address guard for ``httpx`` clients, blocking (:func:`guarded_client`) and async
-(:func:`guarded_async_client`): every connection, redirects included, goes only to
-addresses an :class:`~mail.net._guard.AddressPolicy` allows.
+"""The address guard for async ``httpx`` clients (:func:`guarded_async_client`, and
+:func:`guarded_async_client2` for the ``httpx2`` fork): every connection, redirects
+included, goes only to addresses an :class:`~mail.net._guard.AddressPolicy` allows.
+:func:`mail.net.fetch` builds on it.
 
 The transport's network backend resolves the host itself, checks every address, then
 connects to a checked address (the TLS handshake still names the host), so a name cannot
@@ -17,9 +18,9 @@ from typing import Any
 import httpcore
 import httpx
 
-from mail.net._guard import AddressPolicy, AddrInfo, resolve, resolve_sync
+from mail.net._guard import AddressPolicy, AddrInfo, resolve
 
-__all__ = ["guarded_async_client", "guarded_async_client2", "guarded_client"]
+__all__ = ["guarded_async_client", "guarded_async_client2"]
 
 _CONNECT_ERRORS = (httpcore.ConnectError, httpcore.ConnectTimeout)
 
@@ -31,28 +32,6 @@ def _addresses(infos: Iterable[AddrInfo]) -> list[str]:
 
 def _no_connection(host: str, error: Exception | None) -> Exception:
     return error or httpcore.ConnectError(f"{host} has no address")
-
-
-class _GuardedBackend(httpcore.SyncBackend):
-    def __init__(self, policy: AddressPolicy) -> None:
-        self._policy = policy
-
-    def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.NetworkStream:
-        error: Exception | None = None
-        # raises AddressRefusedError before any connection when a rule refuses
-        for address in _addresses(resolve_sync(host, port, self._policy)):
-            try:
-                return super().connect_tcp(address, port, timeout, local_address, socket_options)
-            except _CONNECT_ERRORS as e:
-                error = e
-        raise _no_connection(host, error)
 
 
 class _AsyncGuardedBackend(httpcore.AsyncNetworkBackend):
@@ -103,24 +82,6 @@ def _guarded(transport: Any, pool: Any) -> Any:
     mapping ``httpcore`` errors to ``httpx`` ones."""
     transport._pool = pool  # the one place httpx's pool is set
     return transport
-
-
-def guarded_client(policy: AddressPolicy, *, timeout: float) -> httpx.Client:
-    """An ``httpx.Client`` whose connections reach only what ``policy`` allows.
-
-    It follows no redirect (the caller checks each one) and ignores proxy variables. A
-    refused address raises :class:`~mail.errors.AddressRefusedError` from the request;
-    connection failures raise ``httpx`` errors (``httpx.ConnectError``, ...).
-    """
-    pool = httpcore.ConnectionPool(
-        ssl_context=ssl.create_default_context(), network_backend=_GuardedBackend(policy)
-    )
-    return httpx.Client(
-        transport=_guarded(httpx.HTTPTransport(trust_env=False), pool),
-        timeout=timeout,
-        follow_redirects=False,
-        trust_env=False,
-    )
 
 
 def _guarded_async(

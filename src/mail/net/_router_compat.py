@@ -37,7 +37,7 @@ from mail.core.message import (
     validate_interswarm_message,
 )
 from mail.errors import ConfigurationError, InvalidMessageError
-from mail.net._outbound import Direction, outbound_message
+from mail.net._addressing import Direction, outbound_message
 
 if TYPE_CHECKING:
     from mail.net._endpoint import SwarmEndpoint

@@ -68,8 +68,7 @@ from mail.errors import (
     PermissionDeniedError,
     RemoteSwarmUnavailableError,
 )
-from mail.net._discovery import DiscoveryPolicy
-from mail.net._outbound import (
+from mail.net._addressing import (
     Direction,
     by_swarm,
     contributors_of,
@@ -77,7 +76,8 @@ from mail.net._outbound import (
     from_legacy_answer,
     outbound_message,
 )
-from mail.net._outbound import synthesized_owner as legacy_task_owner
+from mail.net._addressing import synthesized_owner as legacy_task_owner
+from mail.net._discovery import DiscoveryPolicy
 from mail.net._router_compat import MessageHandler, StreamHandler, V136RouterMethods
 from mail.net._session import SessionSource
 from mail.net._tokens import env_var_name

@@ -1,159 +1,87 @@
-"""Fetching the document of a ``url::`` reference, within bounds.
+"""Fetching the document of a ``url::`` reference: :func:`mail.net.fetch_blocking` with the
+reference policy's limits, its failures worded for the reference's error message.
 
-The fetch uses ``httpx`` (a blocking client, in a worker thread) and follows redirects
-itself, so every hop passes the same checks:
-
-* **Schemes** are checked on the URL and on every redirect: a ``https://`` reference may
-  not be redirected to ``http://`` (nor to ``ftp://`` or ``file://``) unless plain HTTP is
-  allowed, and even then only to ``http(s)://``; at most five redirects are followed.
-* **One deadline** covers the whole fetch (name lookup, connection, redirects and the
-  body): a server that trickles bytes cannot stretch it, as it could a per-read timeout.
-  The fetch runs in a worker thread; when the deadline passes the caller gets its error at
-  once, and the thread stops at its next read (each read also times out).
-* **Size**: a body larger than the cap is refused without reading the rest.
-* **Addresses** are checked by an :class:`~mail.net._guard.AddressPolicy` on every
-  connection, redirects included: the name is resolved, every address checked, and the
-  connection made to a checked address (link-local and metadata addresses are refused by
-  default; see docs/security.md).
+``https://`` only unless plain HTTP is allowed (then ``http://`` too), on the URL and on
+every redirect; at most five redirects; one deadline for the whole fetch; a size cap; every
+connection checked by an :class:`~mail.net.AddressPolicy` (link-local and metadata
+addresses are refused by default; see docs/security.md). An HTTP error status is a failure.
 """
 
 from __future__ import annotations
 
-import time
-from concurrent.futures import ThreadPoolExecutor, wait
-from typing import TYPE_CHECKING
-
 from mail.errors import AddressRefusedError
-from mail.net._guard import DEFAULT_POLICY, AddressPolicy
+from mail.net import (
+    AddressPolicy,
+    FetchFailedError,
+    FetchPolicy,
+    FetchTimeoutError,
+    InvalidURLError,
+    ResponseTooLargeError,
+    TooManyRedirectsError,
+    URLRefusedError,
+    fetch_blocking,
+)
+from mail.net import FetchError as _NetFetchError
 
-if TYPE_CHECKING:
-    import httpx
-
-__all__ = ["FetchError", "fetch", "next_url", "schemes_for"]
+__all__ = ["FetchError", "fetch"]
 
 _MAX_REDIRECTS = 5
-_REDIRECTS = frozenset((301, 302, 303, 307, 308))
+_HTTP_ERRORS = 400  # statuses from here on are failures
 
 
 class FetchError(Exception):
     """Why a fetch failed, worded for the reference's error message."""
 
 
-def schemes_for(allow_http: bool) -> tuple[str, ...]:
-    """The URL prefixes a fetch may use."""
-    return ("https://", "http://") if allow_http else ("https://",)
-
-
-def _allowed(url: str, schemes: tuple[str, ...]) -> bool:
-    return url.lower().startswith(schemes)
-
-
-def next_url(current: str, code: int, location: str, schemes: tuple[str, ...]) -> str:
-    """Where a redirect (``code``, ``Location: location``) from ``current`` leads.
-
-    Raises :class:`FetchError` when it leads to a scheme not in ``schemes``.
-    """
-    import httpx  # noqa: PLC0415  # only url:: fetches need it
-
-    target = str(httpx.URL(current).join(location))
-    if not _allowed(target, schemes):
-        raise FetchError(
-            f"being redirected ({code}) to {location!r} is not allowed: only "
-            f"{' and '.join(schemes)} URLs are allowed"
-        )
-    return target
-
-
 def fetch(
-    url: str,
-    *,
-    allow_http: bool,
-    timeout: float,
-    max_bytes: int,
-    policy: AddressPolicy = DEFAULT_POLICY,
+    url: str, *, allow_http: bool, timeout: float, max_bytes: int, policy: AddressPolicy
 ) -> bytes:
-    """GET ``url`` and return its body, all within ``timeout`` seconds.
+    """GET ``url`` (asking for JSON) and return its body, all within ``timeout`` seconds.
 
     Raises :class:`FetchError` when the scheme (of the URL or of a redirect) is not
     allowed, ``policy`` refuses an address (the message names the rule), the fetch
-    fails, the deadline passes, or the body exceeds ``max_bytes``.
+    fails or answers an HTTP error, the deadline passes, or the body exceeds
+    ``max_bytes``.
     """
-    schemes = schemes_for(allow_http)
-    if not _allowed(url, schemes):
-        raise FetchError(f"only {' and '.join(schemes)} URLs are allowed")
-    deadline = time.monotonic() + timeout
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mail-url-fetch")
-    try:
-        future = pool.submit(_get, url, schemes, policy, timeout, max_bytes, deadline)
-    finally:
-        pool.shutdown(wait=False)
-    done, _ = wait([future], timeout=timeout)
-    if not done:
-        raise FetchError(f"fetch failed: no complete answer within {timeout:g} s")
-    return future.result()
-
-
-def _get(
-    url: str,
-    schemes: tuple[str, ...],
-    policy: AddressPolicy,
-    timeout: float,
-    max_bytes: int,
-    deadline: float,
-) -> bytes:
-    import httpx  # noqa: PLC0415  # only url:: fetches need it
-
-    from mail.net._guard_httpx import guarded_client  # noqa: PLC0415
-
-    failures = (
-        httpx.HTTPError,
-        httpx.InvalidURL,
-        OSError,
-        ValueError,
+    schemes = ("https", "http") if allow_http else ("https",)
+    limits = FetchPolicy(
+        addresses=policy,
+        timeout=timeout,
+        max_bytes=max_bytes,
+        max_redirects=_MAX_REDIRECTS,
+        schemes=schemes,
     )
     try:
-        with guarded_client(policy, timeout=timeout) as client:
-            return _follow(client, url, schemes, max_bytes, deadline, timeout)
-    except FetchError:
-        raise
+        response = fetch_blocking(url, limits, headers={"Accept": "application/json"})
     except AddressRefusedError as e:
         raise FetchError(str(e)) from None
-    except failures as e:
-        raise FetchError(f"fetch failed: {e or type(e).__name__}") from e
+    except _NetFetchError as e:
+        raise FetchError(_worded(e)) from e
+    if response.status >= _HTTP_ERRORS:
+        raise FetchError(_http_error(response.status, response.reason))
+    return response.body
 
 
-def _follow(
-    client: httpx.Client,
-    url: str,
-    schemes: tuple[str, ...],
-    max_bytes: int,
-    deadline: float,
-    timeout: float,
-) -> bytes:
-    for _ in range(_MAX_REDIRECTS + 1):
-        with client.stream("GET", url, headers={"Accept": "application/json"}) as response:
-            location = response.headers.get("location")
-            if response.status_code in _REDIRECTS and location:
-                url = next_url(url, response.status_code, location, schemes)
-                continue
-            if response.status_code >= 400:  # noqa: PLR2004  # HTTP error statuses
-                raise FetchError(
-                    f"fetch failed: HTTP Error {response.status_code}: {response.reason_phrase}"
-                )
-            return _read(response, max_bytes, deadline, timeout)
-    raise FetchError(f"fetch failed: more than {_MAX_REDIRECTS} redirects")
+def _http_error(status: int, reason: str) -> str:
+    return f"fetch failed: HTTP Error {status}: {reason}"
 
 
-def _read(response: httpx.Response, max_bytes: int, deadline: float, timeout: float) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    for chunk in response.iter_bytes():  # each network read, as it arrives
-        if time.monotonic() > deadline:
-            raise FetchError(f"fetch failed: no complete answer within {timeout:g} s")
-        size += len(chunk)
-        if size > max_bytes:
-            raise FetchError(f"response is larger than {max_bytes} bytes")
-        chunks.append(chunk)
-    if time.monotonic() > deadline:
-        raise FetchError(f"fetch failed: no complete answer within {timeout:g} s")
-    return b"".join(chunks)
+def _worded(error: _NetFetchError) -> str:
+    if isinstance(error, URLRefusedError):
+        allowed = f"only {' and '.join(f'{s}://' for s in error.schemes)} URLs are allowed"
+        if error.redirect is None:
+            return allowed
+        return (
+            f"being redirected ({error.redirect}) to {error.location!r} is not allowed: {allowed}"
+        )
+    if isinstance(error, ResponseTooLargeError):
+        if error.status >= _HTTP_ERRORS:  # the status says more than the size
+            return _http_error(error.status, error.reason)
+        return f"response is larger than {error.max_bytes} bytes"
+    if isinstance(error, FetchTimeoutError):
+        return f"fetch failed: no complete answer within {error.timeout:g} s"
+    if isinstance(error, TooManyRedirectsError):
+        return f"fetch failed: more than {error.max_redirects} redirects"
+    if isinstance(error, FetchFailedError | InvalidURLError):
+        return f"fetch failed: {error.detail}"
+    return f"fetch failed: {error}"

@@ -27,8 +27,9 @@ from __future__ import annotations
 from typing import Any
 
 from mail.api import MAILAction
+from mail.net import Fetched
 from mail.stdlib._kit import ActionFailed, ActionFunction, define, object_arg, schema, text_arg
-from mail.stdlib._outbound import Fetched, fetch
+from mail.stdlib._outbound import fetch
 from mail.stdlib._settings import current
 
 __all__ = [

@@ -1,6 +1,9 @@
-"""What the router puts on the wire: address rewriting, direction, protocol generations.
+"""Addressing interswarm messages: the copy of a message a peer sees (its addresses
+qualified with their swarm), the swarms a message's targets are in, the direction it
+travels (``forward`` or ``back``), and the answers of protocol 1.1 peers wrapped as
+inbound messages.
 
-Pure functions over messages; no I/O.
+Pure functions over messages, used by the router; no I/O.
 """
 
 from __future__ import annotations

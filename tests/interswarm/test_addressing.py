@@ -1,4 +1,5 @@
-"""What the router puts on the wire (CONTRACT 8.1-8.3), as pure functions."""
+"""Addressing interswarm messages (``mail.net._addressing``): what the router puts on the
+wire (CONTRACT 8.1-8.3), as pure functions."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from mail.core.message import (
 )
 from mail.errors import ConfigurationError
 from mail.net import RouterSettings
-from mail.net._outbound import (
+from mail.net._addressing import (
     by_swarm,
     contributors_of,
     direction_to,
