@@ -1,39 +1,42 @@
-"""Cluster mode: any replica answers any request about a task (docs/scaling.md).
+"""Cluster mode's :class:`~mail.server._task_service.TaskService`: any replica answers any
+request about a task (docs/scaling.md).
 
 A task runs on one replica, the holder of its lease (:mod:`mail.server._cluster_leases`);
 a replica's runtimes keep only the tasks it holds as current. For the routes:
 
-* **starting a turn** (:meth:`ClusterTasks.start_turn`): a new task takes its lease here;
-  a follow-up or breakpoint answer takes the lease when it is free or expired (loading
-  the task from the store, :func:`~mail.server._cluster_failover.take_over`) and runs here, or, when
-  another replica holds it, is handed to that replica (:meth:`Relay.hand_over`) and
-  followed from here;
-* **reading** (:meth:`ClusterTasks.view`, :meth:`ClusterTasks.follow`): the local task
+* **starting a turn** (:meth:`ClusterTasks._claim`, under :meth:`Tasks.send
+  <mail.server._tasks.Tasks.send>`): a new task takes its lease here; a follow-up or
+  breakpoint answer takes the lease when it is free or expired (loading the task from the
+  store, :func:`~mail.server._cluster_failover.take_over`) and runs here, or, when another
+  replica holds it, is handed to that replica (:meth:`Relay.hand_over`) and followed from
+  here;
+* **reading** (:meth:`ClusterTasks.task`, :meth:`ClusterTasks.events`): the local task
   when this replica runs it, else the store's copy, then the live events of its stream;
-* **cancelling** (:meth:`ClusterTasks.cancel`): here or on the owner.
+* **cancelling** and **interswarm** messages: here or on the replica running the task.
 
 :meth:`ClusterTasks.run` keeps the leases renewed, claims expired ones (fail-over),
-publishes committed events and serves the requests handed to this replica.
+publishes committed events and serves the requests handed to this replica
+(:class:`~mail.server._cluster_keeper.LeaseKeeper`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from mail.core._recorder import restore
 from mail.core._system_messages import SystemMessages
-from mail.core.events import STREAM_ONLY_EVENTS, EventName, MAILEvent
-from mail.core.tasks import MAILTask, TaskState, TaskTable, TurnRequest
+from mail.core.events import STREAM_ONLY_EVENTS, MAILEvent
+from mail.core.tasks import MAILTask, TaskTable, TurnRequest
 from mail.db.store import CallerKey
-from mail.errors import MAILError, StorageError, TaskNotFoundError, TaskStateError
-from mail.server._cluster import Cluster, redis_errors
+from mail.errors import MAILError, TaskNotFoundError, TaskStateError
+from mail.server._cluster import Cluster
 from mail.server._cluster_failover import checkpoint, take_over
-from mail.server._cluster_leases import Claimed, Leases
+from mail.server._cluster_keeper import LeaseKeeper, caller_of
+from mail.server._cluster_leases import Leases
 from mail.server._cluster_relay import Relay
 from mail.server._follow import follow_local
 from mail.server._interswarm_here import back_here, forward_here, local_contributors
@@ -54,12 +57,6 @@ __all__ = ["ClusterTasks"]
 logger = logging.getLogger("mail.server.cluster")
 
 
-def caller_of(key: CallerKey, api_key: str = "") -> Caller:
-    """The caller whose runtime is ``key`` (a peer swarm's runtime role is ``swarm``)."""
-    role = "agent" if key.role == "swarm" else key.role
-    return Caller(role=role, id=key.id, api_key=api_key)  # type: ignore[arg-type]
-
-
 class ClusterTasks(Tasks):
     """This replica's tasks among the cluster's (see the module): the
     :class:`~mail.server._tasks.TaskService` of replicas."""
@@ -73,9 +70,7 @@ class ClusterTasks(Tasks):
         self.cluster = cluster
         self.replica_id = cluster.replica_id
         self.relay = Relay(cluster)
-        self.relay.on_final = self._finished
         self._system = SystemMessages(state.template.name)
-        self._watchers: set[asyncio.Task[None]] = set()
 
     @cached_property
     def leases(self) -> Leases:
@@ -103,7 +98,7 @@ class ClusterTasks(Tasks):
                 self.replica_id,
                 self.leases.held.get((key, task_id), -1),
             )
-            recorder.on_lost = lambda task_id: self._lost_lease(key, task_id)
+            recorder.on_lost = lambda task_id: self.keeper.lost(key, task_id)
         return 0
 
     def health(self) -> dict[str, Any]:
@@ -333,25 +328,6 @@ class ClusterTasks(Tasks):
             owner, "cancel", {"role": caller.role, "id": caller.id, "task_id": task_id}
         )
 
-    def watch_timeout(self, swarm: MAILSwarm, task_id: str, timeout: float) -> None:
-        """Fail the turn of a task run for another replica's request after ``timeout``."""
-        task = swarm.get_task_by_id(task_id)
-        if task is None:
-            return
-
-        async def watch() -> None:
-            try:
-                async with asyncio.timeout(timeout):
-                    await task.wait_turn()
-            except TimeoutError:
-                task.log.emit(EventName.TASK_ERROR, f"timeout for task '{task_id}'")
-                system = swarm.runtime.system
-                swarm.runtime.scheduler.finish(task, TaskState.FAILED, system.task_timeout(task_id))
-
-        job = asyncio.get_running_loop().create_task(watch(), name=f"mail-timeout:{task_id}")
-        self._watchers.add(job)
-        job.add_done_callback(self._watchers.discard)
-
     async def interswarm(
         self, caller: Caller, message: MAILInterswarmMessage, direction: Direction
     ) -> dict[str, Any]:
@@ -431,142 +407,24 @@ class ClusterTasks(Tasks):
             if asked is not None:  # what opened the turn goes with it (retries, 409s)
                 swarm.runtime.expect(task_id, asked)
             await swarm.submit_message_nowait(message, request["resume_from"], **request["kwargs"])
-            self.watch_timeout(swarm, task_id, float(request["timeout"]))
+            self.keeper.watch_timeout(swarm, task_id, float(request["timeout"]))
         return {"start": start}
 
-    # --- keeping leases, fail-over ----------------------------------------------------------
+    # --- keeping leases, fail-over (:class:`~mail.server._cluster_keeper.LeaseKeeper`) ----
 
-    async def _finished(self, key: CallerKey, task: MAILTask) -> None:
-        """A task's turn ended in a final state, stored (and published, unless Redis
-        failed): free its lease. A lease the database does not let go of now expires
-        by itself (it is no longer renewed) and is claimed as any other."""
-        gen = self.leases.held.get((key, task.task_id))
-        if gen is None:
-            return
-        try:
-            await self.leases.release(key, task.task_id, gen)
-        except Exception as e:  # noqa: BLE001  # it expires by itself
-            logger.warning("releasing the lease of task %s failed: %s", task.task_id, e)
-
-    def _lost_lease(self, key: CallerKey, task_id: str) -> None:
-        """A write of the task found its lease taken (the recorder's ``on_lost``): this
-        replica stops running it, as when a renewal finds so."""
-        self.leases.held.pop((key, task_id), None)
-        job = asyncio.get_running_loop().create_task(
-            self._let_go(key, task_id), name=f"mail-let-go:{task_id}"
-        )
-        self._watchers.add(job)
-        job.add_done_callback(self._watchers.discard)
+    @cached_property
+    def keeper(self) -> LeaseKeeper:
+        """Made on first use (:meth:`run`, at start-up), once the cluster's pool is open."""
+        keeper = LeaseKeeper(self.state, self.leases, self.relay)
+        self.relay.on_final = keeper.finished  # a finished task's lease is freed
+        return keeper
 
     async def stopped(self) -> None:
-        """The runtimes are shut down, their tasks stored: the leases this replica held
-        expire now, so that the others take its running tasks over at once."""
-        await self.relay.drain()
-        try:
-            await self.leases.expire_own()
-        except Exception as e:  # noqa: BLE001  # they run out by themselves anyway
-            logger.warning("replica %s: could not give its leases up: %s", self.replica_id, e)
-        else:
-            logger.info("replica %s gave its task leases up", self.replica_id)
+        await self.keeper.stopped()
 
     async def run(self, status: Callable[[MAILError], int]) -> None:
         """Publish, serve handed-over requests, renew and claim leases, until cancelled."""
-        await self.leases.expire_own()  # an earlier process of this replica is gone
-        async with asyncio.TaskGroup() as group:
-            group.create_task(self.relay.publish_forever())
-            group.create_task(self.relay.serve_inbox(self.handle, status))
-            # apart: renewing never waits for take-overs (which load tasks from the store)
-            group.create_task(self._every(self.renew, "renewing leases"))
-            group.create_task(self._every(self.claim, "taking tasks over"))
-
-    async def _every(self, job: Callable[[], Awaitable[None]], what: str) -> None:
-        """Run ``job`` every third of the lease until cancelled; failures are logged."""
-        while True:
-            try:
-                await job()
-            except Exception as e:
-                if isinstance(e, (StorageError, *redis_errors())):
-                    logger.warning("replica %s: %s failed: %s", self.replica_id, what, e)
-                else:
-                    logger.exception("replica %s: %s failed", self.replica_id, what)
-            await asyncio.sleep(self.leases.lease_seconds / 3)
-
-    async def renew(self) -> None:
-        """Renew this replica's leases; let go of the tasks whose lease it lost."""
-        for key, task_id in await self.leases.renew():
-            logger.error(
-                "replica %s lost the lease of task %s (%s:%s) to another replica: it stops "
-                "running it here",
-                self.replica_id,
-                task_id,
-                key.role,
-                key.id,
-            )
-            await self._let_go(key, task_id)
-
-    async def claim(self) -> None:
-        """Take over the tasks whose leases ran out (all at once: each waits on the store)."""
-        claimed = await self.leases.claim_expired()
-        await asyncio.gather(*(self._take_over(c) for c in claimed))
-
-    async def _let_go(self, key: CallerKey, task_id: str) -> None:
-        """Stop running a task another replica took over: its agent turns are cancelled,
-        nothing more of it is written, and whoever waits on its turn here is told."""
-        swarm = self.state.swarms.find(caller_of(key))
-        task = swarm.runtime.tasks.remove(task_id) if swarm is not None else None
-        if swarm is None or task is None:
-            return
-        runtime = swarm.runtime
-        await runtime.scheduler.spawner.cancel_group(f"agent:{task_id}")
-        runtime.forget(task)
-        if runtime.recorder is not None:
-            runtime.recorder.drop(task_id)
-        # this copy is over (in memory only): its followers here stop, with no final event
-        # of their own (the clients follow it where it runs now, with Last-Event-ID)
-        task.state = TaskState.INTERRUPTED
-        moved = TaskStateError(f"task '{task_id}' moved to another replica; follow it there")
-        for future in (task.turn, *task.waiters):
-            if future is not None and not future.done():
-                future.set_exception(moved)
-                future.exception()  # retrieved: whoever waits gets it, nobody else logs it
-        task.log.abandon()
-
-    async def _take_over(self, claimed: Claimed) -> None:
-        caller = caller_of(claimed.key)
-        try:
-            swarm = await self.state.swarms.get(caller)
-            # a copy this replica still runs lost its lease (its renewal has not told it
-            # yet): it stops as any replica's would, and the store's copy carries on
-            await self._let_go(claimed.key, claimed.task_id)
-            outcome = await take_over(
-                swarm.runtime,
-                claimed.task_id,
-                claimed.checkpoint,
-                by=self.replica_id,
-                was=claimed.was,
-            )
-        except Exception:
-            logger.exception("taking over task %s failed", claimed.task_id)
-            return
-        logger.warning(
-            "replica %s took over task %s of %s:%s from replica %s: %s",
-            self.replica_id,
-            claimed.task_id,
-            claimed.key.role,
-            claimed.key.id,
-            claimed.was,
-            outcome,
-        )
-        task = swarm.get_task_by_id(claimed.task_id)
-        if outcome == "rerun":
-            timeout = self.state.config.server.settings.task_timeout
-            self.watch_timeout(swarm, claimed.task_id, timeout)
-        elif outcome != "interrupted" and (  # an interrupted one is freed once stored
-            task is None or (task.completed and task.state is not TaskState.WAITING_BREAKPOINT)
-        ):
-            if task is not None:  # its followers may wait for an end never published
-                await self.relay.publish_end(claimed.key, task)
-            await self.leases.release(claimed.key, claimed.task_id, claimed.gen)
+        await self.keeper.run(self.handle, status)
 
 
 async def _until_moved(
