@@ -12,10 +12,8 @@ import os
 import re
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
 import zipfile
 from collections.abc import Iterator
@@ -24,6 +22,7 @@ from urllib.parse import urlsplit
 
 import pytest
 import yaml
+from tests._servers import Server, clean_env, free_port
 
 REPO = Path(__file__).resolve().parents[1]
 DOCKERFILE = REPO / "Dockerfile"
@@ -88,13 +87,6 @@ def _healthcheck_command(instructions: list[tuple[str, str]]) -> list[str]:
     if command.lstrip().startswith("["):
         return _exec_form(command)
     return shlex.split(command)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 # --- the Dockerfile ------------------------------------------------------------------------
@@ -212,45 +204,21 @@ def server(
     would, the port from ``MAIL_PORT`` (a free one instead of 8000)."""
     cmd = _exec_form(_one(dockerfile, "CMD"))
     assert cmd[:2] == ["mail", "server"]
-    port = _free_port()
+    port = free_port()
     flags = {"-c": str(REPO / "mail.toml"), "-H": "127.0.0.1"}
     args = [flags.get(previous, word) for previous, word in zip(["", *cmd[:-1]], cmd, strict=True)]
     data_dir = tmp_path_factory.mktemp("container-data")
-    env = {
-        **os.environ,
-        "MAIL_DATA_DIR": str(data_dir),
+    env = clean_env(data_dir) | {
         "MAIL_PORT": str(port),
         # beside the data, not in the checkout's registries/ (next to the mail.toml used)
         "SWARM_REGISTRY_FILE": str(data_dir / "registries" / "offline.json"),
     }
-    env.pop("DATABASE_URL", None)
-    log = (data_dir / "server.log").open("w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "mail.cli", *args[1:]],
-        cwd=data_dir,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.poll() is None, (data_dir / "server.log").read_text()
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2):
-                    break
-            except OSError:
-                assert time.monotonic() < deadline, "the server did not become healthy"
-                time.sleep(0.2)
+    command = [sys.executable, "-m", "mail.cli", *args[1:]]
+    log = data_dir / "server.log"
+    url = f"http://127.0.0.1:{port}"
+    with Server(command, env=env, cwd=data_dir, log=log, url=url) as server:
         yield port
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-        log.close()
+        server.terminate(timeout=20)  # as `docker stop` would
 
 
 def test_cmd_flags_start_a_healthy_server(server: int) -> None:
@@ -277,7 +245,7 @@ def test_healthcheck_follows_the_configured_port(
 
     assert check({"MAIL_PORT": str(server)}) == 0
     # and it fails when nothing answers on the configured port
-    assert check({"MAIL_PORT": str(_free_port())}) != 0
+    assert check({"MAIL_PORT": str(free_port())}) != 0
 
 
 # --- docker-compose.yml ----------------------------------------------------------------------

@@ -42,17 +42,15 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
-import time
 import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import pytest
+from tests._servers import Server
 
 from mail.cli import LOG_LEVEL_ENV
 from mail.config import CONFIG_PATH_ENV, ENV_OVERRIDES
@@ -72,7 +70,6 @@ ASK_COMMANDS = (
 MIN_TESTS = 1700
 NESTED_ENV = "MAIL_README_NESTED"
 FULL_SUITE_ENV = "MAIL_README_FULL_SUITE"
-READY_WITHIN = 45.0  # the first `uv run` in the clone also builds its virtual environment
 COMMAND_TIMEOUT = 45.0
 
 # What the clone's commands must not inherit: our virtual environment, paths into this
@@ -173,66 +170,18 @@ def asked(clone: Clone) -> list[list[str]]:
     return commands(blocks[1])
 
 
-@dataclass(slots=True)
-class Server:
-    """The ``mail server`` process started by the README's command, and what it printed."""
-
-    process: subprocess.Popen[bytes]
-    log: Path
-    url: str = ""
-
-    def output(self) -> str:
-        return self.log.read_text(encoding="utf-8", errors="replace")
-
-    def wait_ready(self) -> None:
-        """Poll the output for the URL, then ``GET /health`` for 200, until a deadline."""
-        deadline = time.monotonic() + READY_WITHIN
-        with httpx.Client(timeout=1.0, trust_env=False) as http:  # no proxy for loopback
-            while time.monotonic() < deadline:
-                if self.process.poll() is not None:
-                    pytest.fail(
-                        f"mail server exited with {self.process.returncode}:\n{self.output()}"
-                    )
-                if not self.url and (found := _LISTENING.search(self.output())):
-                    self.url = found.group(1)
-                if self.url and _healthy(http, self.url):
-                    return
-                time.sleep(0.1)  # polling a subprocess: it offers no other signal
-        pytest.fail(f"mail server not healthy within {READY_WITHIN} s:\n{self.output()}")
-
-    def stop(self) -> int:
-        """SIGINT to ``uv run`` (which passes it on, as Ctrl+C would), then kill the group."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-            try:
-                return self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-        return self.process.wait(timeout=5)
-
-
-def _healthy(http: httpx.Client, url: str) -> bool:
-    try:
-        return http.get(f"{url}/health").status_code == httpx.codes.OK
-    except httpx.TransportError:
-        return False
-
-
 @pytest.fixture(scope="module")
 def server(clone: Clone, quick_start: list[list[str]]) -> Iterator[Server]:
+    """The ``mail server`` process started by the README's command; ready once it printed
+    its URL and ``GET /health`` answers. Stopped with SIGINT to ``uv run`` (which passes it
+    on, as Ctrl+C would); killed, its process group with it, if that is not enough."""
     assert quick_start[0] == shlex.split(SERVER_COMMAND)
+    command = [*quick_start[0], "--port", "0"]
     log = clone.path.parent / "server.log"
-    with log.open("wb") as output:
-        process = subprocess.Popen(
-            [*quick_start[0], "--port", "0"], cwd=clone.path, env=clone.env,
-            stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
-    server = Server(process, log)
-    try:
-        server.wait_ready()
+    with Server(
+        command, env=clone.env, cwd=clone.path, log=log, printed=_LISTENING, new_session=True
+    ) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def test_quick_start_block_is_the_server_and_the_test_command(

@@ -12,11 +12,11 @@ from typing import Any
 import httpx
 from fastapi import FastAPI
 from sse_starlette import EventSourceResponse
+from tests._servers import serve
 
 from mail import MAILAgentTemplate, MAILSwarmTemplate
 from mail.api import MAILSwarm
 from mail.testing import Incoming, ScriptedAgent, tc
-from mail.testing.server import serve
 
 _FRAME = re.compile(r"(?:id: (\d+)\r\n)?event: ([a-z_]+)\r\ndata: ([^\r\n]*)\r\n")
 

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from aiohttp import web
+from tests._servers import serve
 
 from mail.api import MAILAgentTemplate, MAILSwarm, MAILSwarmTemplate
 from mail.config import load_config
@@ -21,7 +22,6 @@ from mail.errors import ConfigurationError
 from mail.net import SwarmRegistry
 from mail.server import create_app
 from mail.testing import Incoming, ScriptedAgent, StaticAuth, tc
-from mail.testing.server import serve
 from mail.version import PROTOCOL_VERSION
 
 REPO = Path(__file__).resolve().parents[2]

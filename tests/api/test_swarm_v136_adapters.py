@@ -10,6 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from tests._servers import serve
 from tests.api.test_swarm_interswarm import (
     BETA_KEY,
     REPO,
@@ -33,7 +34,6 @@ from mail.core.message import (
 from mail.errors import ConfigurationError, InvalidMessageError
 from mail.server import create_app
 from mail.testing import Incoming, StaticAuth, tc
-from mail.testing.server import serve
 
 
 def done_rule(incoming: Incoming) -> object:

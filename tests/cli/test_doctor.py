@@ -13,9 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests._servers import free_port
+
 from mail.cli._doctor import Check, render, run_checks
 
-from .conftest import REPO, LiveServer, free_port
+from .conftest import REPO, LiveServer
 
 SWARMS = REPO / "swarms.json"
 

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from tests._servers import clean_env, start_server, stop
+from tests._servers import clean_env, start_server
 
 from mail.testing.llm import StubLLMServer, StubReply
 
@@ -64,7 +64,7 @@ async def test_message_stream_prints_the_streamed_answer_once(
 ) -> None:
     env = clean_env() | {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "MAIL_LOG_LEVEL": "WARNING"}
     source = swarm_file(tmp_path, llm.base_url)
-    process, server = await asyncio.to_thread(start_server, "live", source, env, tmp_path / "data")
+    server = await asyncio.to_thread(start_server, "live", source, env, tmp_path / "data")
     try:
         command = [sys.executable, "-m", "mail.cli", "message", "what is it?", "--stream"]
         command += ["--url", server.url, "--api-key", server.keys["user"], "-c", str(empty_toml)]
@@ -76,7 +76,7 @@ async def test_message_stream_prints_the_streamed_answer_once(
         )
         out, err = await asyncio.wait_for(child.communicate(), 45)
     finally:
-        await asyncio.to_thread(stop, process)
+        await asyncio.to_thread(server.stop)
 
     text = out.decode()
     assert child.returncode == 0, err.decode() + server.output()[-2000:]

@@ -26,13 +26,13 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from tests._servers import serve
 
 from mail.api import MAILAgentTemplate, MAILSwarmTemplate
 from mail.client import MAILClient
 from mail.config import ClientConfig, MAILConfig, load_config
 from mail.server import create_app
 from mail.testing import Incoming, ScriptedAgent, ScriptedCall, StaticAuth, tc
-from mail.testing.server import serve
 
 REPO = Path(__file__).resolve().parents[2]
 SWARMS_JSON = REPO / "swarms.json"

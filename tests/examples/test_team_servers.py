@@ -6,7 +6,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from tests._servers import clean_env, start_server, stop
+from tests._servers import clean_env, start_server
 
 SWARMS = Path(__file__).resolve().parents[2] / "swarms.json"
 QUESTIONS = {
@@ -19,7 +19,7 @@ QUESTIONS = {
 @pytest.mark.timeout(90)
 @pytest.mark.parametrize("name", list(QUESTIONS))
 def test_mail_server_runs_the_offline_team_swarm(name: str, tmp_path: Path) -> None:
-    process, server = start_server(name, SWARMS, clean_env(), tmp_path / ".mail")
+    server = start_server(name, SWARMS, clean_env(), tmp_path / ".mail")
     try:
         with httpx.Client(timeout=60, trust_env=False) as http:
             answer = http.post(
@@ -28,7 +28,7 @@ def test_mail_server_runs_the_offline_team_swarm(name: str, tmp_path: Path) -> N
                 json={"body": QUESTIONS[name]},
             )
     finally:
-        stop(process)
+        server.stop()
     assert answer.status_code == 200, answer.text + server.output()[-2000:]
     assert answer.json()["status"] == "completed"
     assert answer.json()["response"].startswith("Here is what the team found:")

@@ -31,6 +31,7 @@ import httpx
 import pytest
 from aiohttp import web
 from fastapi import FastAPI
+from tests._servers import serve
 
 from mail.api import MAILAgentTemplate, MAILSwarmTemplate
 from mail.config import MAILConfig, load_config
@@ -40,7 +41,6 @@ from mail.server import create_app
 from mail.server._state import ServerState
 from mail.server.auth import Role
 from mail.testing import ScriptedAgent, StaticAuth
-from mail.testing.server import serve
 from mail.version import PROTOCOL_VERSION
 
 REPO = Path(__file__).resolve().parents[2]

@@ -12,21 +12,15 @@ credentials file is written beforehand: ``<other>-to-<name>`` (agent ``<other>``
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 import sys
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
-from tests.server.conftest import MAIL_ENV, free_port
+from tests._servers import Server, clean_env, free_port
 
 REPO = Path(__file__).resolve().parents[2]
-READY_WITHIN = 20.0
 _AGENTS = "python::tests.interswarm.peer_agents"
 
 
@@ -100,8 +94,9 @@ def _toml(name: str, interswarm: Mapping[str, float]) -> str:
     return "\n".join(lines) + "\n"
 
 
-class PeerProcess:
-    """``mail server`` of swarm ``beta`` (or ``name``) in a subprocess (module docstring)."""
+class PeerProcess(Server):
+    """``mail server`` of swarm ``beta`` (or ``name``) in a subprocess (module docstring),
+    not started; its ``BASE_URL`` is its own URL."""
 
     def __init__(
         self,
@@ -130,71 +125,26 @@ class PeerProcess:
             json.dumps([definition or _definition(weather_targets)]), encoding="utf-8"
         )
         (tmp / "mail.toml").write_text(_toml(name, interswarm or {}), encoding="utf-8")
-        env = {k: v for k, v in os.environ.items() if k not in MAIL_ENV}
-        env |= {
-            "MAIL_DATA_DIR": str(data),
-            "SWARM_REGISTRY_FILE": str(data / "registry.json"),
-            "MAIL_LOG_LEVEL": "WARNING",
-            "PYTHONPATH": str(REPO),
-        }
-        self.env = env
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.command = [sys.executable, "-m", "mail.cli", "server", "-c", str(tmp / "mail.toml")]
-        self.command += ["-p", str(self.port), "-H", "127.0.0.1"]
-        self.process: subprocess.Popen[bytes] | None = None
-        self.log = tmp / "server.log"
+        url = f"http://127.0.0.1:{self.port}"
+        env = clean_env(data) | {"MAIL_LOG_LEVEL": "WARNING", "PYTHONPATH": str(REPO)}
+        command = [sys.executable, "-m", "mail.cli", "server", "-c", str(tmp / "mail.toml")]
+        command += ["-p", str(self.port), "-H", "127.0.0.1"]
+        super().__init__(
+            command, env=env | {"BASE_URL": url}, cwd=tmp, log=tmp / "server.log", url=url
+        )
 
     @classmethod
     def alpha(cls, tmp: Path) -> PeerProcess:
         """Swarm ``alpha``, whose supervisor asks ``weather@beta``."""
         return cls(tmp, name="alpha", definition=_alpha_definition())
 
-    def start(self) -> None:
-        env = self.env | {"BASE_URL": self.url}
-        with self.log.open("ab") as output:
-            self.process = subprocess.Popen(
-                self.command, cwd=self.tmp, env=env, stdout=output, stderr=subprocess.STDOUT
-            )
-        # Polled for readiness: the subprocess has no other signal.
-        deadline = time.perf_counter() + READY_WITHIN
-        with httpx.Client(timeout=0.5) as client:
-            while time.perf_counter() < deadline:
-                if self.process.poll() is not None:
-                    pytest.fail(f"mail server exited early:\n{self.output()}")
-                try:
-                    if client.get(f"{self.url}/health").status_code == 200:
-                        return
-                except httpx.TransportError:
-                    pass
-                time.sleep(0.05)
-        pytest.fail(f"mail server not healthy within {READY_WITHIN}s:\n{self.output()}")
-
-    def signal(self, signum: signal.Signals) -> None:
-        assert self.process is not None
-        self.process.send_signal(signum)
-
-    def kill(self) -> None:
-        self.signal(signal.SIGKILL)
-        assert self.process is not None
-        self.process.wait(timeout=10)
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGCONT)  # a paused server cannot stop
-            self.process.send_signal(signal.SIGINT)
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=5)
-
     def user(self) -> httpx.AsyncClient:
         headers = {"Authorization": f"Bearer {self.name}-user"}
         return httpx.AsyncClient(base_url=self.url, timeout=20, headers=headers)
 
     def output(self) -> str:
-        return self.log.read_text(encoding="utf-8", errors="replace")[-3000:]
+        return self.tail()
 
     async def link(self, peer_name: str, peer_url: str, token: str) -> None:
         """Register ``peer_name`` at ``peer_url`` here, with the ``token`` to present to it

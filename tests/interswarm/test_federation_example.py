@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from tests._servers import clean_env, start_server, stop
+from tests._servers import clean_env, start_server
 
 from mail.api import MAILSwarmTemplate
 from mail.cli._doctor import check_interswarm_targets
@@ -44,9 +44,9 @@ def register(
 
 @pytest.mark.timeout(120)
 def test_two_servers_federate_with_the_example_by_the_readme_steps(tmp_path: Path) -> None:
-    alpha_process, alpha = start_server("alpha", FEDERATION, clean_env(), tmp_path / ".mail-alpha")
+    alpha = start_server("alpha", FEDERATION, clean_env(), tmp_path / ".mail-alpha")
     try:
-        beta_process, beta = start_server("beta", FEDERATION, clean_env(), tmp_path / ".mail-beta")
+        beta = start_server("beta", FEDERATION, clean_env(), tmp_path / ".mail-beta")
         try:
             with httpx.Client(timeout=60, trust_env=False) as http:
                 register(http, alpha.url, alpha.keys["admin"], "beta", beta.url, beta.keys["agent"])
@@ -59,9 +59,9 @@ def test_two_servers_federate_with_the_example_by_the_readme_steps(tmp_path: Pat
                     json={"body": "Weather in Lisbon tomorrow?"},
                 )
         finally:
-            stop(beta_process)
+            beta.stop()
     finally:
-        stop(alpha_process)
+        alpha.stop()
     assert answer.status_code == 200, answer.text + alpha.output()[-2000:]
     assert answer.json()["status"] == "completed"
     # beta's weather agent ran the action and answered supervisor@alpha

@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
+from tests._servers import serve
 from tests.persistence.tcp_proxy import TcpProxy
 
 from mail.api import MAILSwarm, MAILSwarmTemplate
@@ -49,7 +50,6 @@ from mail.server import create_app
 from mail.server._state import ServerState
 from mail.testing import StaticAuth
 from mail.testing.persist_swarm import swarm_definition
-from mail.testing.server import serve
 
 KEY = CallerKey(swarm="persist", role="user", id="u1")
 USER_KEY = "user-key"

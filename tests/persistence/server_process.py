@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,72 +14,35 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.server.conftest import MAIL_ENV, MAIL_TOML, free_port
+from tests._servers import Server as _Server
+from tests._servers import clean_env, free_port
+from tests.server.conftest import MAIL_TOML
 
 from mail.testing.persist_swarm import swarm_definition
 
-READY_WITHIN = 15.0
 
+class Server(_Server):
+    """The persist swarm's ``mail server`` (``database_url``, else SQLite in ``tmp/data``),
+    its output in ``tmp/server.log`` across restarts; not started."""
 
-class Server:
     def __init__(self, tmp: Path, database_url: str | None) -> None:
         self.tmp = tmp
         self.data = tmp / "data"
         self.database_url = database_url
         swarms = tmp / "swarms.json"
         swarms.write_text(json.dumps([swarm_definition()]), encoding="utf-8")
-        env = {k: v for k, v in os.environ.items() if k not in MAIL_ENV}
-        env |= {
-            "MAIL_DATA_DIR": str(self.data),
-            "SWARM_REGISTRY_FILE": str(self.data / "registry.json"),
-            "MAIL_LOG_LEVEL": "WARNING",
-        }
+        env = clean_env(self.data) | {"MAIL_LOG_LEVEL": "WARNING"}
         if database_url is not None:
             env["DATABASE_URL"] = database_url
-        self.env = env
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.command = [sys.executable, "-m", "mail.cli", "server", "-c", str(MAIL_TOML)]
-        self.command += ["-p", str(self.port), "-H", "127.0.0.1"]
-        self.command += ["-n", "persist", "-s", str(swarms)]
-        self.process: subprocess.Popen[bytes] | None = None
-        self.log = tmp / "server.log"
-
-    def start(self) -> None:
-        with self.log.open("ab") as output:
-            self.process = subprocess.Popen(
-                self.command, cwd=self.tmp, env=self.env, stdout=output, stderr=subprocess.STDOUT
-            )
-        # Polled for readiness: the subprocess has no other signal.
-        deadline = time.perf_counter() + READY_WITHIN
-        with httpx.Client(timeout=0.5) as client:
-            while time.perf_counter() < deadline:
-                if self.process.poll() is not None:
-                    pytest.fail(f"mail server exited early:\n{self.output()}")
-                try:
-                    if client.get(f"{self.url}/health").status_code == 200:
-                        return
-                except httpx.TransportError:
-                    pass
-                time.sleep(0.05)
-        pytest.fail(f"mail server not healthy within {READY_WITHIN}s:\n{self.output()}")
-
-    def kill(self) -> None:
-        assert self.process is not None
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=10)
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=5)
+        command = [sys.executable, "-m", "mail.cli", "server", "-c", str(MAIL_TOML)]
+        command += ["-p", str(self.port), "-H", "127.0.0.1"]
+        command += ["-n", "persist", "-s", str(swarms)]
+        url = f"http://127.0.0.1:{self.port}"
+        super().__init__(command, env=env, cwd=tmp, log=tmp / "server.log", url=url)
 
     def output(self) -> str:
-        return self.log.read_text(encoding="utf-8", errors="replace")[-3000:]
+        return self.tail()
 
     def _user_key(self) -> str:
         credentials = json.loads((self.data / "credentials.json").read_text(encoding="utf-8"))

@@ -22,7 +22,6 @@ import asyncio
 import functools
 import json
 import re
-import socket
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
@@ -34,6 +33,7 @@ import httpx
 import pytest
 import pytest_asyncio
 from fastapi import FastAPI
+from tests._servers import serve
 
 from mail.api import MAILAction, MAILAgentTemplate, MAILSwarmTemplate
 from mail.config import MAILConfig, load_config
@@ -41,34 +41,10 @@ from mail.server import create_app
 from mail.server._state import ServerState
 from mail.server.auth import Authenticator, Role
 from mail.testing import Incoming, ScriptedAgent, ScriptedCall, StaticAuth, tc
-from mail.testing.server import serve
 
 REPO = Path(__file__).resolve().parents[2]
 SWARMS_JSON = REPO / "swarms.json"
 MAIL_TOML = REPO / "mail.toml"
-# Variables that would change what the server reads; the subprocess runs without them.
-MAIL_ENV = (
-    "MAIL_CONFIG_PATH",
-    "MAIL_DATA_DIR",
-    "MAIL_LOG_LEVEL",
-    "SWARM_NAME",
-    "SWARM_SOURCE",
-    "SWARM_REGISTRY_FILE",
-    "BASE_URL",
-    "AUTH_ENDPOINT",
-    "TOKEN_INFO_ENDPOINT",
-    "DATABASE_URL",
-    "MAIL_SERVER_OVERRIDES",
-)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
-
-
 #: The static API keys every in-process test server accepts.
 KEYS: dict[str, tuple[Role, str]] = {
     "admin-key": ("admin", "admin1"),

@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from tests._servers import clean_env, free_port, stop
+from tests._servers import Server, clean_env, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 SWARMS = REPO / "swarms.json"
@@ -37,7 +37,6 @@ SWARM = "offline"
 POSTGRES_ENV = "MAIL_TEST_POSTGRES_URL"
 REDIS_ENV = "MAIL_TEST_REDIS_URL"
 REDIS_DEFAULT = "redis://127.0.0.1:6379/14"
-READY_WITHIN = 30.0
 SEEN_WITHIN = 10.0
 
 
@@ -165,16 +164,26 @@ def _admin(url: str, *statements: str) -> None:
     asyncio.run(run())
 
 
-@dataclass
-class Replica:
-    id: str
-    url: str
-    data: Path
-    log: Path
-    process: subprocess.Popen[bytes]
+class Replica(Server):
+    """A replica's ``mail server`` process: its id and data directory besides."""
 
-    def output(self) -> str:
-        return self.log.read_text(encoding="utf-8", errors="replace")
+    def __init__(self, name: str, env: dict[str, str], root: Path, swarms: Path, swarm: str):
+        self.data = root / name
+        self.data.mkdir(parents=True, exist_ok=True)
+        self.id = f"{env['MAIL_TEST_TAG']}-{name}"
+        port = free_port()
+        super().__init__(
+            _server_command(port, swarms, swarm),
+            env=env
+            | {
+                "MAIL_DATA_DIR": str(self.data),
+                "MAIL_REPLICA_ID": self.id,
+                "SWARM_REGISTRY_FILE": str(self.data / "registry.json"),
+            },
+            cwd=self.data,
+            log=root / f"{name}.log",
+            url=f"http://127.0.0.1:{port}",
+        )
 
 
 @dataclass
@@ -184,42 +193,11 @@ class Cluster:
     admin_key: str
 
 
-def _healthy(url: str) -> bool:
-    try:
-        return httpx.get(f"{url}/health", timeout=0.5, trust_env=False).status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
 def _start(
     name: str, env: dict[str, str], root: Path, swarms: Path = SWARMS, swarm: str = SWARM
 ) -> Replica:
-    data = root / name
-    data.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    replica_env = env | {
-        "MAIL_DATA_DIR": str(data),
-        "MAIL_REPLICA_ID": f"{env['MAIL_TEST_TAG']}-{name}",
-        "SWARM_REGISTRY_FILE": str(data / "registry.json"),
-    }
-    log = root / f"{name}.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            _server_command(port, swarms, swarm),
-            cwd=data,
-            env=replica_env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    replica = Replica(
-        replica_env["MAIL_REPLICA_ID"], f"http://127.0.0.1:{port}", data, log, process
-    )
-    deadline = time.monotonic() + READY_WITHIN
-    while not _healthy(replica.url):  # a subprocess offers no other readiness signal
-        if process.poll() is not None or time.monotonic() > deadline:
-            stop(process)
-            pytest.fail(f"replica {name} did not become healthy:\n{replica.output()[-3000:]}")
-        time.sleep(0.05)
+    replica = Replica(name, env, root, swarms, swarm)
+    replica.start()
     return replica
 
 
@@ -268,7 +246,7 @@ def running_replicas(
         yield Cluster(replicas, full_env, admin)
     finally:
         for replica in replicas:
-            stop(replica.process)
+            replica.stop()
         _delete_heartbeats(redis_url, tag)
         _admin(admin_url, f'DROP DATABASE "{database}" WITH (FORCE)')
 
@@ -444,11 +422,10 @@ def test_a_stopped_replica_removes_its_heartbeat_and_a_killed_one_expires(
             beat = _heartbeat(redis_url, replica.id)
             assert beat is not None
             assert f'"url": "{replica.url}"' in beat.decode()
-        stop(stopped.process)  # SIGINT: a clean stop deletes the key on the way out
+        stopped.stop()  # SIGINT: a clean stop deletes the key on the way out
         assert _heartbeat(redis_url, stopped.id) is None
-        killed.process.kill()  # SIGKILL: the key lives out its lease (3 s here), no longer
-        killed.process.wait(timeout=10)
+        killed.kill()  # SIGKILL: the key lives out its lease (3 s here), no longer
         _until(lambda: _heartbeat(redis_url, killed.id) is None, 3 + 2, "the dead replica's key")
     finally:
-        stop(stopped.process)
-        stop(killed.process)
+        stopped.stop()
+        killed.stop()

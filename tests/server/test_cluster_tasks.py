@@ -30,7 +30,6 @@ from urllib.parse import urlsplit
 import asyncpg
 import httpx
 import pytest
-from tests._servers import stop
 from tests.persistence.server_process import read_line
 from tests.persistence.tcp_proxy import TcpProxy
 from tests.server.test_cluster import REPO, SWARMS, Replica, _start, call, running_replicas
@@ -704,7 +703,7 @@ def test_a_task_that_ends_while_redis_is_down_gives_its_lease_up(cluster: Cluste
 
             assert asyncio.run(released()) == 0
         finally:
-            stop(d.process)
+            d.stop()
 
 
 def test_a_replica_stopped_with_sigterm_leaves_its_tasks_to_the_others(cluster: Cluster) -> None:

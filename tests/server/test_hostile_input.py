@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from tests._servers import serve
 from tests.server.conftest import KEYS, SWARMS_JSON, Running, make_config, within
 
 from mail.core.message import (
@@ -31,7 +32,6 @@ from mail.core.message import (
 )
 from mail.server import create_app
 from mail.testing import StaticAuth
-from mail.testing.server import serve
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.asyncio(loop_scope="module")]
 

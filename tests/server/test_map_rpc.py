@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
+from tests._servers import serve
 from tests.db.conftest import postgres_admin_url, postgres_url
 from tests.server.conftest import KEYS, Running, Start, make_config
 
@@ -18,7 +19,6 @@ __all__ = ["postgres_admin_url", "postgres_url"]  # the fixtures the restart tes
 from mail.conversations import METHODS
 from mail.server import create_app
 from mail.testing import StaticAuth
-from mail.testing.server import serve
 
 if TYPE_CHECKING:
     from mail.config import MAILConfig

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import httpx
-from tests._servers import clean_env, start_server, stop
+from tests._servers import clean_env, start_server
 from tests.interswarm.conftest import FakePeer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,9 +21,7 @@ async def test_a_persistent_registration_lands_in_registries(tmp_path: Path) -> 
     (deploy / "mail.toml").write_text('[server.swarm]\nname = "offline"\n', encoding="utf-8")
     env = clean_env() | {"MAIL_CONFIG_PATH": str(deploy / "mail.toml")}
     async with FakePeer("beta") as peer:
-        process, server = await asyncio.to_thread(
-            start_server, "offline", ROOT / "swarms.json", env, data
-        )
+        server = await asyncio.to_thread(start_server, "offline", ROOT / "swarms.json", env, data)
         try:
             async with httpx.AsyncClient(base_url=server.url, timeout=10) as client:
                 response = await client.post(
@@ -33,7 +31,7 @@ async def test_a_persistent_registration_lands_in_registries(tmp_path: Path) -> 
                 )
             assert response.status_code == 200, response.text
         finally:
-            await asyncio.to_thread(stop, process)
+            await asyncio.to_thread(server.stop)
 
     registry = json.loads((deploy / "registries" / "offline.json").read_text(encoding="utf-8"))
     assert registry["endpoints"]["beta"]["base_url"] == peer.url

@@ -5,31 +5,24 @@ with the same configuration; ``uvicorn mail.server:app`` applies the configured 
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
-from tests.server.conftest import MAIL_ENV, MAIL_TOML, free_port
+from tests._servers import Server, clean_env, free_port
+from tests.server.conftest import MAIL_TOML
 
 pytestmark = pytest.mark.timeout(45)
 
-READY_WITHIN = 10.0
+RESTARTED_WITHIN = 10.0  # for a new worker to answer after a change
 
 
-def clean_env(data_dir: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in MAIL_ENV}
-    return env | {
-        "MAIL_DATA_DIR": str(data_dir),
-        "SWARM_REGISTRY_FILE": str(data_dir / "registry.json"),
-        "MAIL_LOG_LEVEL": "WARNING",
-    }
+def server_env(data_dir: Path) -> dict[str, str]:
+    return clean_env(data_dir) | {"MAIL_LOG_LEVEL": "WARNING"}
 
 
 @pytest.fixture
@@ -40,24 +33,6 @@ def dirs(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
     yield cwd, data
 
 
-def wait_healthy(url: str, process: subprocess.Popen[bytes]) -> float:
-    """Poll GET /health every 50 ms until 200; the seconds it took. (Polling a subprocess
-    for readiness is the one place these tests sleep: it offers no other signal.)"""
-    started = time.perf_counter()
-    deadline = started + READY_WITHIN
-    with httpx.Client(timeout=0.5) as client:
-        while time.perf_counter() < deadline:
-            if process.poll() is not None:
-                pytest.fail(f"mail server exited early with status {process.returncode}")
-            try:
-                if client.get(f"{url}/health").status_code == 200:
-                    return time.perf_counter() - started
-            except httpx.TransportError:
-                pass
-            time.sleep(0.05)
-    pytest.fail(f"mail server not healthy within {READY_WITHIN}s")
-
-
 def test_mail_server_process_serves_and_stops_on_sigint(dirs: tuple[Path, Path]) -> None:
     cwd, data = dirs
     port = free_port()
@@ -65,13 +40,8 @@ def test_mail_server_process_serves_and_stops_on_sigint(dirs: tuple[Path, Path])
     log = cwd.parent / "server.log"
     command = [sys.executable, "-m", "mail.cli", "server", "-c", str(MAIL_TOML)]
     command += ["-p", str(port), "-H", "127.0.0.1"]
-    launched = time.perf_counter()
-    with _running(command, cwd, clean_env(data), log) as process:
-        waited = wait_healthy(url, process)
-        print(
-            f"mail server: healthy {time.perf_counter() - launched:.3f}s after launch "
-            f"(polled {waited:.3f}s)"
-        )
+    with Server(command, env=server_env(data), cwd=cwd, log=log, url=url) as server:
+        print(f"mail server: healthy {server.ready_in:.3f}s after launch")
         credentials = json.loads((data / "credentials.json").read_text(encoding="utf-8"))
         user_key = next(k["key"] for k in credentials["keys"] if k["role"] == "user")
         with httpx.Client(base_url=url, timeout=10) as client:
@@ -86,7 +56,7 @@ def test_mail_server_process_serves_and_stops_on_sigint(dirs: tuple[Path, Path])
         assert answer.status_code == 200
         assert "42" in answer.json()["response"]
 
-        status = _stop(process)
+        status = server.stop()
     output_text = log.read_text(encoding="utf-8", errors="replace")
     assert status == 0, f"exit status {status}; output:\n{output_text[-2000:]}"
     assert "Traceback" not in output_text
@@ -100,7 +70,7 @@ def test_unknown_swarm_is_a_one_line_error(dirs: tuple[Path, Path], module: str)
     command += [*(["server"] if module == "mail.cli" else []), "-n", "nosuch", "-c", str(MAIL_TOML)]
 
     result = subprocess.run(
-        command, cwd=cwd, env=clean_env(data), capture_output=True, text=True, timeout=30,
+        command, cwd=cwd, env=server_env(data), capture_output=True, text=True, timeout=30,
         check=False,
     )  # fmt: skip
 
@@ -125,34 +95,11 @@ def test_access_log_follows_the_config(dirs: tuple[Path, Path], access_log: bool
     log = cwd.parent / "server.log"
     command = [sys.executable, "-m", "mail.cli", "server", "-c", str(config)]
     command += ["-p", str(port), "-H", "127.0.0.1"]
-    with _running(command, cwd, clean_env(data), log) as process:
-        wait_healthy(f"http://127.0.0.1:{port}", process)
-        assert _stop(process) == 0
+    url = f"http://127.0.0.1:{port}"
+    with Server(command, env=server_env(data), cwd=cwd, log=log, url=url) as server:
+        assert server.stop() == 0
     output_text = log.read_text(encoding="utf-8", errors="replace")
     assert ('"GET /health HTTP/1.1" 200' in output_text) is access_log, output_text[-2000:]
-
-
-@contextmanager
-def _running(
-    command: list[str], cwd: Path, env: dict[str, str], log: Path
-) -> Iterator[subprocess.Popen[bytes]]:
-    """The server process, its output in ``log``; killed on the way out if still running."""
-    with log.open("wb") as output:
-        process = subprocess.Popen(
-            command, cwd=cwd, env=env, stdout=output, stderr=subprocess.STDOUT
-        )
-    try:
-        yield process
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(timeout=5)
-
-
-def _stop(process: subprocess.Popen[bytes]) -> int:
-    """Ctrl+C, then the exit status (within 15 s)."""
-    process.send_signal(signal.SIGINT)
-    return process.wait(timeout=15)
 
 
 def test_reload_serves_the_configured_app_and_restarts_on_a_code_change(
@@ -166,8 +113,7 @@ def test_reload_serves_the_configured_app_and_restarts_on_a_code_change(
     log = cwd.parent / "server.log"
     command = [sys.executable, "-m", "mail.cli", "server", "-r", "-d", "-c", str(MAIL_TOML)]
     command += ["-p", str(port), "-H", "127.0.0.1"]
-    with _running(command, cwd, clean_env(data), log) as process:
-        wait_healthy(url, process)
+    with Server(command, env=server_env(data), cwd=cwd, log=log, url=url) as server:
         with httpx.Client(base_url=url, timeout=10) as client:
             agents = client.get("/ui/agents")  # no key: debug mode, loopback
             root = client.get("/").json()
@@ -175,11 +121,11 @@ def test_reload_serves_the_configured_app_and_restarts_on_a_code_change(
         assert root["swarm"]["name"] == "offline"
 
         (cwd / "edited.py").write_text("VALUE = 1\n", encoding="utf-8")
-        restarted = _wait_for_restart(url, root["uptime"], process)
+        restarted = _wait_for_restart(url, root["uptime"], server.process)
         with httpx.Client(base_url=url, timeout=10) as client:
             assert client.get("/ui/agents").status_code == 200
         assert restarted
-        status = _stop(process)
+        status = server.stop()
     output_text = log.read_text(encoding="utf-8", errors="replace")
     assert status == 0, f"exit status {status}; output:\n{output_text[-2000:]}"
     assert "Traceback" not in output_text
@@ -188,10 +134,10 @@ def test_reload_serves_the_configured_app_and_restarts_on_a_code_change(
 
 def _wait_for_restart(url: str, uptime: float, process: subprocess.Popen[bytes]) -> bool:
     """Poll ``GET /`` until a new worker answers (its uptime is below ``uptime`` plus the
-    time since). Polling, as :func:`wait_healthy`: a subprocess offers no other signal."""
+    time since). Polling, as for readiness: a subprocess offers no other signal."""
     started = time.perf_counter()
     with httpx.Client(base_url=url, timeout=0.5) as client:
-        while time.perf_counter() - started < READY_WITHIN:
+        while time.perf_counter() - started < RESTARTED_WITHIN:
             if process.poll() is not None:
                 pytest.fail(f"mail server exited with status {process.returncode}")
             try:
@@ -218,9 +164,8 @@ def test_uvicorn_by_name_applies_the_configured_body_limit(dirs: tuple[Path, Pat
     url = f"http://127.0.0.1:{port}"
     command = [sys.executable, "-m", "uvicorn", "mail.server:app"]
     command += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
-    env = clean_env(data) | {"MAIL_CONFIG_PATH": str(config)}
-    with _running(command, cwd, env, cwd.parent / "server.log") as process:
-        wait_healthy(url, process)
+    env = server_env(data) | {"MAIL_CONFIG_PATH": str(config)}
+    with Server(command, env=env, cwd=cwd, log=cwd.parent / "server.log", url=url) as server:
         with httpx.Client(base_url=url, timeout=10) as client:
             large = client.post("/message", content=b"x" * 4096)
             small = client.post("/message", content=b"x" * 1024)
@@ -229,4 +174,4 @@ def test_uvicorn_by_name_applies_the_configured_body_limit(dirs: tuple[Path, Pat
             {"detail": "request body is larger than 2048 bytes"},
         )
         assert small.status_code == 401  # under the limit: on to authentication
-        assert _stop(process) == 0
+        assert server.stop() == 0

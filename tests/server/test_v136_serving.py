@@ -9,8 +9,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from tests.server.conftest import MAIL_TOML, free_port
-from tests.server.test_server_process import _running, _stop, clean_env, wait_healthy
+from tests._servers import Server, free_port
+from tests.server.conftest import MAIL_TOML
+from tests.server.test_server_process import server_env
 
 pytestmark = pytest.mark.timeout(45)
 
@@ -39,8 +40,7 @@ def _serve_and_ask(
     swarms = MAIL_TOML.parent / "swarms.json"
     command = [sys.executable, "-c", script, str(swarms), str(port), *args]
     log = tmp_path / "server.log"
-    with _running(command, cwd, clean_env(data) | (env or {}), log) as process:
-        wait_healthy(url, process)
+    with Server(command, env=server_env(data) | (env or {}), cwd=cwd, log=log, url=url) as server:
         credentials = json.loads((data / "credentials.json").read_text(encoding="utf-8"))
         user_key = next(k["key"] for k in credentials["keys"] if k["role"] == "user")
         with httpx.Client(base_url=url, timeout=10) as client:
@@ -52,7 +52,7 @@ def _serve_and_ask(
             )
         assert answer.status_code == 200, answer.text
         assert "42" in answer.json()["response"]
-        status = _stop(process)
+        status = server.stop()
     output = log.read_text(encoding="utf-8", errors="replace")
     assert status == 0, output[-2000:]
     assert "Traceback" not in output

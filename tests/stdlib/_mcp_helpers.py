@@ -9,8 +9,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from tests._servers import serve
+
 from mail.examples.mcp_demo.server import build_server
-from mail.testing.server import serve
 
 ROOT = Path(__file__).resolve().parents[2]
 SWARMS = ROOT / "swarms.json"

@@ -5,7 +5,6 @@ on it shows up in its registry; the refusals and wrong answers are errors."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 from aiohttp import web
-from tests._servers import Server, clean_env, start_server, stop
+from tests._servers import Server, clean_env, start_server
 from tests.interswarm.conftest import FakePeer
 
 from mail.api import MAILAction
@@ -31,12 +30,8 @@ LOOPBACK = {"allow_loopback": True, "timeout": 10.0}
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     data = tmp_path_factory.mktemp("interswarm-actions") / "data"
-    process: subprocess.Popen[bytes]
-    process, running = start_server("offline", ROOT / "swarms.json", clean_env(), data)
-    try:
+    with start_server("offline", ROOT / "swarms.json", clean_env(), data) as running:
         yield running
-    finally:
-        stop(process)
 
 
 class NotMail(LoopbackApp):

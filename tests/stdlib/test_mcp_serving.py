@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from tests._servers import clean_env, free_port, start_server, stop
+from tests._servers import clean_env, free_port, serve, start_server
 from tests.server.conftest import KEYS, ROLE_KEYS, make_config
 from tests.stdlib._mcp_helpers import SWARMS, http_demo
 
@@ -21,7 +21,6 @@ from mail.config import StdlibConfig, StdlibHTTPConfig
 from mail.server import create_app
 from mail.stdlib._settings import configure
 from mail.testing import StaticAuth
-from mail.testing.server import serve
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -32,7 +31,7 @@ def mcp_demo() -> dict[str, Any]:
 
 
 def test_mail_server_mcp_demo_answers_a_message_with_the_tools_result(tmp_path: Path) -> None:
-    process, server = start_server("mcp-demo", SWARMS, clean_env(), tmp_path / "data")
+    server = start_server("mcp-demo", SWARMS, clean_env(), tmp_path / "data")
     try:
         answer = httpx.post(
             f"{server.url}/message",
@@ -42,7 +41,7 @@ def test_mail_server_mcp_demo_answers_a_message_with_the_tools_result(tmp_path: 
             trust_env=False,
         )
     finally:
-        stop(process)
+        server.stop()
     assert answer.status_code == 200, answer.text
     assert answer.json()["response"] == "The MCP tool calc__add answered: 42"
     assert "Traceback" not in server.output()

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests._servers import serve
 
 from mail.config import (
     InterswarmConfig,
@@ -22,7 +23,6 @@ from mail.config import (
 from mail.errors import ConfigurationError
 from mail.server import create_app
 from mail.stdlib._settings import configure, current
-from mail.testing.server import serve
 
 ROOT = Path(__file__).resolve().parents[2]
 

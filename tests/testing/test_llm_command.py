@@ -7,39 +7,31 @@ docs name; LiteLLM makes real HTTP calls to the stub.
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from tests._servers import clean_env, start_server, stop
+from tests._servers import Server, clean_env, start_server
 
 REPO = Path(__file__).resolve().parents[2]
 SWARMS = REPO / "swarms.json"
-_LISTENING = re.compile(r"stub LLM listening on (http://127\.0\.0\.1:\d+/v1)")
+_LISTENING = re.compile(r"\Astub LLM listening on (http://127\.0\.0\.1:\d+/v1)")
 
 pytestmark = pytest.mark.timeout(120)
 
 
 @pytest.fixture(scope="module")
-def stub_url() -> Iterator[str]:
-    """The base URL (with /v1) of a `python -m mail.testing.llm --port 0` process."""
+def stub_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The base URL (with /v1) of a `python -m mail.testing.llm --port 0` process, which
+    prints it first once listening."""
     command = [sys.executable, "-m", "mail.testing.llm", "--port", "0"]
-    process = subprocess.Popen(
-        command, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    try:
-        assert process.stdout is not None
-        first = process.stdout.readline()  # the command prints its URL once listening
-        found = _LISTENING.match(first)
-        assert found, f"unexpected first line from the stub LLM: {first!r}"
-        yield found.group(1)
-    finally:
-        stop(process)
-        if process.stdout is not None:
-            process.stdout.close()
+    log = tmp_path_factory.mktemp("stub-llm") / "llm.log"
+    with Server(
+        command, env=clean_env(), cwd=log.parent, log=log, printed=_LISTENING, health=False
+    ) as stub:
+        yield stub.url
 
 
 # The variables docs/factories.md gives for each swarm.
@@ -54,7 +46,7 @@ def test_the_stub_command_drives_the_example_swarm_end_to_end(
     stub_url: str, swarm: str, tmp_path: Path
 ) -> None:
     env = clean_env() | RECIPES[swarm](stub_url)
-    process, server = start_server(swarm, SWARMS, env, tmp_path / "data")
+    server = start_server(swarm, SWARMS, env, tmp_path / "data")
     try:
         headers = {"Authorization": f"Bearer {server.keys['user']}"}
         with httpx.Client(
@@ -65,7 +57,7 @@ def test_the_stub_command_drives_the_example_swarm_end_to_end(
             )
             arithmetic = http.post("/message", json={"body": "What is 12 * (3 + 4)?"})
     finally:
-        stop(process)
+        server.stop()
     assert weather.status_code == 200, weather.text
     assert weather.json()["status"] == "completed"
     assert re.fullmatch(r"Tokyo on \d{4}-\d\d-\d\d: \w[\w ]*, -?\d+ C", weather.json()["response"])

@@ -5,13 +5,12 @@ waits a minute). Skipped, with the reason, where Chromium is not installed."""
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from tests._servers import Server, clean_env, start_server, stop
+from tests._servers import Server, clean_env, start_server
 
 CHROMIUM = Path("/usr/bin/chromium")
 ROOT = Path(__file__).parents[2]
@@ -32,7 +31,7 @@ class Servers:
     waiter: Server
 
 
-def _start(swarm: str, source: Path, data: Path) -> tuple[subprocess.Popen[bytes], Server]:
+def _start(swarm: str, source: Path, data: Path) -> Server:
     env = clean_env() | {"MAIL_LOG_LEVEL": "WARNING"}
     if source.parent == FIXTURES:  # the waiter swarm's agent and action live there
         path = os.pathsep.join(filter(None, [str(FIXTURES / "py"), env.get("PYTHONPATH")]))
@@ -43,21 +42,18 @@ def _start(swarm: str, source: Path, data: Path) -> tuple[subprocess.Popen[bytes
 @pytest.fixture(scope="package")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
     """One server per swarm, shared by the package's tests (each test opens a new page)."""
-    started: list[subprocess.Popen[bytes]] = []
+    started: list[Server] = []
     try:
-        found = []
         for swarm, source in (
             ("offline", OFFLINE),
             ("offline-breakpoint", FIXTURES / "swarms.json"),
             ("waiter", FIXTURES / "swarms.json"),
         ):
-            process, server = _start(swarm, source, tmp_path_factory.mktemp(swarm) / "data")
-            started.append(process)
-            found.append(server)
-        yield Servers(*found)
+            started.append(_start(swarm, source, tmp_path_factory.mktemp(swarm) / "data"))
+        yield Servers(*started)
     finally:
-        for process in started:
-            stop(process)
+        for server in started:
+            server.stop()
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from playwright.sync_api import Page, Request, Response, expect
-from tests._servers import Server, clean_env, start_server, stop
+from tests._servers import Server, clean_env, start_server
 from tests.ui.conftest import OFFLINE, Servers
 from tests.ui.test_viewer import WAIT, ask, sign_in
 
@@ -214,7 +214,7 @@ def test_a_server_without_map_mail_shows_no_conversation_and_no_error(
         "SWARM_REGISTRY_FILE": str(data / "registry.json"),
         "MAIL_LOG_LEVEL": "WARNING",
     }
-    process, server = start_server("offline", OFFLINE, env, data)
+    server = start_server("offline", OFFLINE, env, data)
     asked: list[str] = []
 
     def on_request(request: Request) -> None:
@@ -232,7 +232,7 @@ def test_a_server_without_map_mail_shows_no_conversation_and_no_error(
         expect(page.locator("#conversation-none")).to_be_hidden()
         expect(page.locator(".error:visible")).to_have_count(0)
     finally:
-        stop(process)
+        server.stop()
     assert asked == ["map/connect"]
 
 

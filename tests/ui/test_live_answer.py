@@ -5,18 +5,17 @@ answer in the page before the final one replaces it."""
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import Page, expect
-from tests._servers import Server, clean_env, start_server, stop
+from tests._servers import Server, clean_env, start_server
 from tests.ui.conftest import FIXTURES
 
 pytestmark = pytest.mark.timeout(120)
 
-_LISTENING = re.compile(r"stub LLM listening on (http://127\.0\.0\.1:\d+/v1)")
+_LISTENING = re.compile(r"\Astub LLM listening on (http://127\.0\.0\.1:\d+/v1)")
 
 # Every text the page put into the live answer bubble, in order (kept by the observer even
 # when the bubble is gone).
@@ -37,26 +36,15 @@ OBSERVE = """() => {
 def streaming(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """A server of the fixtures' ``streaming-example`` swarm, its model the stub LLM."""
     command = [sys.executable, "-m", "mail.testing.llm", "--port", "0"]
-    llm = subprocess.Popen(
-        command, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    server_process = None
-    try:
-        assert llm.stdout is not None
-        found = _LISTENING.match(llm.stdout.readline())  # printed once listening
-        assert found, "the stub LLM did not start"
-        env = clean_env() | {"LITELLM_PROXY_API_BASE": found.group(1), "MAIL_LOG_LEVEL": "WARNING"}
-        data = tmp_path_factory.mktemp("streaming") / "data"
-        server_process, server = start_server(
-            "streaming-example", FIXTURES / "swarms.json", env, data
-        )
-        yield server
-    finally:
-        if server_process is not None:
-            stop(server_process)
-        stop(llm)
-        if llm.stdout is not None:
-            llm.stdout.close()
+    root = tmp_path_factory.mktemp("streaming")
+    with Server(
+        command, env=clean_env(), cwd=root, log=root / "llm.log", printed=_LISTENING, health=False
+    ) as llm:
+        env = clean_env() | {"LITELLM_PROXY_API_BASE": llm.url, "MAIL_LOG_LEVEL": "WARNING"}
+        with start_server(
+            "streaming-example", FIXTURES / "swarms.json", env, root / "data"
+        ) as server:
+            yield server
 
 
 def test_the_answer_grows_as_the_model_streams_it(page: Page, streaming: Server) -> None:

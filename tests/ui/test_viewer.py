@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 from playwright.sync_api import Page, expect
-from tests._servers import clean_env, start_server, stop
+from tests._servers import clean_env, start_server
 from tests.ui.conftest import OFFLINE, Servers
 
 pytestmark = pytest.mark.timeout(120)
@@ -232,7 +232,7 @@ def test_debug_mode_offers_the_keyless_identity(page: Page, tmp_path: Path) -> N
         "SWARM_REGISTRY_FILE": str(data / "registry.json"),
         "MAIL_LOG_LEVEL": "WARNING",
     }
-    process, server = start_server("offline", OFFLINE, env, data)
+    server = start_server("offline", OFFLINE, env, data)
     requested: list[str] = []
     page.on("request", lambda request: requested.append(request.url))
     try:
@@ -249,7 +249,7 @@ def test_debug_mode_offers_the_keyless_identity(page: Page, tmp_path: Path) -> N
         expect(page.locator("#conversation, #conversation-none")).to_have_count(2)
         expect(page.locator("#conversation:visible, #conversation-none:visible")).to_have_count(0)
     finally:
-        stop(process)
+        server.stop()
     assert [u for u in requested if "/map" in u] == []  # /map needs a key: never asked
     assert "MAIL swarm viewer: " + server.url + "/ui" in server.output()
 
