@@ -6,16 +6,25 @@ more from peers' ``GET /swarms`` (see ``docs/registry.md``). ``InterswarmRouter`
 messages addressed to ``agent@other-swarm`` over HTTP and reports failures to the agent
 that sent them (see ``docs/interswarm.md``); its ``DiscoveryPolicy`` bounds what an agent's
 ``discover_swarms`` may make the server fetch. An ``AddressPolicy`` given to a
-``SessionSource`` decides which addresses peers may have (``docs/security.md``).
+``SessionSource`` decides which addresses peers may have (``docs/security.md``); the
+``httpx`` clients :func:`guarded_client`, :func:`guarded_async_client` and
+:func:`guarded_async_client2` connect only where an ``AddressPolicy`` allows (they load
+``httpx`` on first access, not with this package).
 """
 
 from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from mail.net._discovery import DiscoveryPolicy
 from mail.net._guard import AddressPolicy
 from mail.net._session import SessionSource
 from mail.net.registry import SwarmEndpoint, SwarmRegistry
 from mail.net.router import InterswarmRouter, RouterSettings
+
+if TYPE_CHECKING:
+    from mail.net._guard_httpx import guarded_async_client, guarded_async_client2, guarded_client
 
 __all__ = [
     "AddressPolicy",
@@ -25,4 +34,25 @@ __all__ = [
     "SessionSource",
     "SwarmEndpoint",
     "SwarmRegistry",
+    "guarded_async_client",
+    "guarded_async_client2",
+    "guarded_client",
 ]
+
+# Loaded on first access: they import httpx.
+_LAZY = {
+    "guarded_async_client": "mail.net._guard_httpx",
+    "guarded_async_client2": "mail.net._guard_httpx",
+    "guarded_client": "mail.net._guard_httpx",
+}
+
+# Hidden from type checkers, which see the TYPE_CHECKING import above instead.
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> Any:
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module 'mail.net' has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value
+        return value

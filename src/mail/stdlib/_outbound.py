@@ -1,7 +1,7 @@
 """Outgoing HTTP requests of the stdlib actions (private), behind the outbound guard.
 
 :func:`fetch` sends one request with the ``[stdlib.http]`` settings: only ``http``/``https``
-URLs; every connection made by :func:`mail.net._guard_httpx.guarded_async_client`, which
+URLs; every connection made by :func:`mail.net.guarded_async_client`, which
 resolves the host, checks every address and connects to a checked one; redirects followed
 here, up to ``max_redirects``, each URL checked again (scheme, then addresses on
 connection); ``timeout`` for the whole call; the body read up to ``max_response_bytes``.
@@ -19,7 +19,7 @@ import httpx
 
 from mail.config import StdlibHTTPConfig
 from mail.errors import AddressRefusedError
-from mail.net._guard_httpx import guarded_async_client
+from mail.net import guarded_async_client
 from mail.stdlib._kit import ActionFailed
 from mail.stdlib._settings import SECTION, policy
 

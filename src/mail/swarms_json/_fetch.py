@@ -11,7 +11,7 @@ itself, so every hop passes the same checks:
   The fetch runs in a worker thread; when the deadline passes the caller gets its error at
   once, and the thread stops at its next read (each read also times out).
 * **Size**: a body larger than the cap is refused without reading the rest.
-* **Addresses** are checked by an :class:`~mail.net._guard.AddressPolicy` on every
+* **Addresses** are checked by an :class:`~mail.net.AddressPolicy` on every
   connection, redirects included: the name is resolved, every address checked, and the
   connection made to a checked address (link-local and metadata addresses are refused by
   default; see docs/security.md).
@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING
 
 from mail.errors import AddressRefusedError
-from mail.net._guard import DEFAULT_POLICY, AddressPolicy
+from mail.net import AddressPolicy
 
 if TYPE_CHECKING:
     import httpx
@@ -70,9 +70,11 @@ def fetch(
     allow_http: bool,
     timeout: float,
     max_bytes: int,
-    policy: AddressPolicy = DEFAULT_POLICY,
+    policy: AddressPolicy | None = None,
 ) -> bytes:
     """GET ``url`` and return its body, all within ``timeout`` seconds.
+
+    ``policy`` decides which addresses may be connected to (default ``AddressPolicy()``).
 
     Raises :class:`FetchError` when the scheme (of the URL or of a redirect) is not
     allowed, ``policy`` refuses an address (the message names the rule), the fetch
@@ -81,6 +83,8 @@ def fetch(
     schemes = schemes_for(allow_http)
     if not _allowed(url, schemes):
         raise FetchError(f"only {' and '.join(schemes)} URLs are allowed")
+    if policy is None:
+        policy = AddressPolicy()
     deadline = time.monotonic() + timeout
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mail-url-fetch")
     try:
@@ -103,7 +107,7 @@ def _get(
 ) -> bytes:
     import httpx  # noqa: PLC0415  # only url:: fetches need it
 
-    from mail.net._guard_httpx import guarded_client  # noqa: PLC0415
+    from mail.net import guarded_client  # noqa: PLC0415  # imports httpx
 
     failures = (
         httpx.HTTPError,
