@@ -38,7 +38,7 @@ from mail.errors import (
 )
 from mail.swarms_json import find_swarm, load_swarms_json_file, parse_swarm
 from mail.swarms_json._mcp import parse_mcp_servers
-from mail.utils.parsing import DEFAULT_POLICY, ReferencePolicy
+from mail.swarms_json.references import DEFAULT_POLICY, ReferencePolicy
 
 if TYPE_CHECKING:
     from types import TracebackType
