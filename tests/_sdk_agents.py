@@ -1,4 +1,4 @@
-"""Helpers of the tests of the SDK-based agent functions (mail.stdlib.openai, .anthropic)."""
+"""Helpers of the tests of the SDK-based agent functions (mail.factories.openai, .anthropic)."""
 
 from __future__ import annotations
 

@@ -106,6 +106,10 @@ def test_package_exports() -> None:
         "base_agent_factory",
         "supervisor_factory",
         "action_agent_factory",
+        "V1_SUBCLASS_ORDER",
+        "deprecated_factory",
+        "import_litellm",
+        "rebind",
     ]
     assert issubclass(AgentOutputError, MAILError)
     assert issubclass(LLMCallError, MAILError)

@@ -15,8 +15,12 @@ import pytest
 from fastapi import HTTPException
 from starlette.requests import Request
 
+from mail.api import MAILAction, MAILAgentTemplate, MAILSwarmTemplate
+from mail.errors import TaskNotFoundError
 from mail.server._auth_embedded import EmbeddedAuth
+from mail.testing import ScriptedAgent, tc
 from mail.utils import auth
+from mail.utils.openai import SwarmOAIClient
 from mail.utils.parsing import read_url_string
 from mail.utils.serialize import dump_mail_result, export, extract_task_body, serialize_mail_value
 from mail.utils.string_builder import build_mail_help_string
@@ -107,3 +111,47 @@ def test_mail_utils_stays_cheap_and_loads_reexports_on_use() -> None:
         "assert callable(mail.utils.login) and 'fastapi' in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def _asks_a_human() -> MAILSwarmTemplate:
+    ask = MAILAction(
+        "ask_human",
+        "Ask the person running the task.",
+        {"type": "object", "properties": {"question": {"type": "string"}}},
+        lambda _args: "never called: the caller answers breakpoint tools",
+    )
+    agent = MAILAgentTemplate(
+        "supervisor",
+        lambda **_p: ScriptedAgent(
+            [tc("ask_human", question="ok?"), tc("task_complete", finish_message="said yes")]
+        ),
+        [],
+        [ask],
+        {},
+        enable_entrypoint=True,
+        can_complete_tasks=True,
+    )
+    return MAILSwarmTemplate(
+        "bp", "1.0.0", [agent], [ask], "supervisor", breakpoint_tools=["ask_human"]
+    )
+
+
+async def test_swarm_oai_client_runs_the_swarm_as_post_responses_does() -> None:
+    template = _asks_a_human()
+    swarm = template.instantiate({}, user_id="u")
+    responses = SwarmOAIClient(template, swarm, validate_responses=False).responses
+    try:
+        paused = await responses.create(input=[{"role": "user", "content": "go"}], tools=[])
+        call = paused["output"][0]
+        done = await responses.create(
+            input=[{"type": "function_call_output", "call_id": call["call_id"], "output": "y"}],
+            previous_response_id=paused["id"],
+        )
+        with pytest.raises(TaskNotFoundError):
+            await responses.create(input=[], previous_response_id="no-such-task")
+    finally:
+        await swarm.shutdown()
+
+    assert (paused["model"], call["type"], call["name"]) == ("bp", "function_call", "ask_human")
+    assert done["id"] == paused["id"]
+    assert done["output"][0]["content"][0]["text"] == "said yes"

@@ -14,7 +14,7 @@ from mail.core.actions import ActionCore
 from mail.core.tools import json_schema_tool
 from mail.errors import SwarmDefinitionError
 from mail.swarms_json import parse_action
-from mail.utils.parsing import DEFAULT_POLICY, ReferencePolicy, read_python_string
+from mail.swarms_json.references import DEFAULT_POLICY, ReferencePolicy, read_python_string
 
 __all__ = ["ActionLike", "MAILAction", "action", "load_swarm_actions"]
 

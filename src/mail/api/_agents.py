@@ -11,7 +11,7 @@ from mail.api._actions import MAILAction
 from mail.core.agents import AgentCore, AgentOutput
 from mail.errors import SwarmDefinitionError
 from mail.swarms_json import AgentShape, did_you_mean, parse_agent
-from mail.utils.parsing import (
+from mail.swarms_json.references import (
     DEFAULT_POLICY,
     ReferencePolicy,
     read_python_string,

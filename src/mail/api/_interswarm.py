@@ -20,7 +20,7 @@ from mail.errors import ConfigurationError, InvalidMessageError
 from mail.version import PROTOCOL_VERSION
 
 if TYPE_CHECKING:
-    from mail.core._remote import Direction
+    from mail.core import Direction
     from mail.core.runtime import MAILRuntime, RemoteRouter
     from mail.core.tasks import MAILTask
     from mail.net import InterswarmRouter, SessionSource, SwarmRegistry

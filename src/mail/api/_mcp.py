@@ -3,7 +3,7 @@
 A template that declares servers opens them with :meth:`TemplateMCP.start` (async: one
 session per server, shared by every swarm the template instantiates) and closes them with
 :meth:`TemplateMCP.close`. The ``mcp`` SDK is imported only then, through
-:mod:`mail.stdlib.mcp`.
+:mod:`mail.stdlib.mcp.sessions`.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from mail.api._actions import MAILAction
 from mail.errors import ConfigurationError
-from mail.swarms_json._mcp import MCPServerSpec, check_agent_mcp_servers, parse_mcp_servers
+from mail.swarms_json import MCPServerSpec, check_agent_mcp_servers, parse_mcp_servers
 
 if TYPE_CHECKING:
     from mail.api._agents import MAILAgentTemplate
-    from mail.stdlib.mcp._sessions import MCPToolbox
+    from mail.stdlib.mcp.sessions import MCPToolbox
 
 __all__ = ["TemplateMCP"]
 
@@ -52,7 +52,7 @@ class TemplateMCP:
         server that failed and why, or the missing ``mcp`` package."""
         if self.toolbox is not None or not self.specs:
             return
-        from mail.stdlib.mcp._sessions import MCPToolbox  # noqa: PLC0415  # loads the SDK
+        from mail.stdlib.mcp.sessions import MCPToolbox  # noqa: PLC0415  # stdlib sits above the api
 
         toolbox = MCPToolbox(self.specs, os.environ if env is None else env)
         await toolbox.start()

@@ -36,9 +36,8 @@ from mail.errors import (
     SwarmDefinitionError,
     TaskStateError,
 )
-from mail.swarms_json import find_swarm, load_swarms_json_file, parse_swarm
-from mail.swarms_json._mcp import parse_mcp_servers
-from mail.utils.parsing import DEFAULT_POLICY, ReferencePolicy
+from mail.swarms_json import find_swarm, load_swarms_json_file, parse_mcp_servers, parse_swarm
+from mail.swarms_json.references import DEFAULT_POLICY, ReferencePolicy
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -52,7 +51,7 @@ if TYPE_CHECKING:
     from mail.core.runtime import MAILRuntime, RemoteRouter, ResumeFrom
     from mail.core.tasks import MAILTask
     from mail.db.store import TaskStore
-    from mail.swarms_json._mcp import MCPServerSpec
+    from mail.swarms_json import MCPServerSpec
 
 __all__ = ["MAILSwarm", "MAILSwarmTemplate"]
 
@@ -702,7 +701,7 @@ class MAILSwarmTemplate:
         :func:`mail.server.run_server_with_template` raises.
         """
         # the one upward import of the Python API (tests/unit/test_guards.py LAUNCHER)
-        from mail.server._app import run_server_with_template  # noqa: PLC0415
+        from mail.server import run_server_with_template  # noqa: PLC0415
 
         if launch_ui or ui_path is not None or ui_port != 3000:  # noqa: PLR2004  # v1.3.6's default
             logger.warning("start_server: launch_ui, ui_port and ui_path are ignored")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mail.errors import SwarmDefinitionError
-from mail.utils.parsing import target_address_is_interswarm
+from mail.swarms_json.references import target_address_is_interswarm
 
 __all__ = ["adjacency_matrix", "rewired_targets"]
 

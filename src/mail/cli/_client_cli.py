@@ -1,4 +1,5 @@
-"""``MAILClientCLI``: v1.3.6's interactive client class, over our ``mail client`` REPL."""
+"""v1.3.6's ``mail.client.MAILClientCLI``: the interactive client class, over our ``mail client``
+REPL (``mail.client`` loads it from here on first access)."""
 
 from __future__ import annotations
 

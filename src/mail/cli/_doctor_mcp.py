@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from mail.config import MAILConfig
-    from mail.swarms_json._mcp import MCPServerSpec
+    from mail.swarms_json import MCPServerSpec
 
 __all__ = ["Finding", "check_mcp_servers"]
 
@@ -34,7 +34,7 @@ def check_mcp_servers(config: MAILConfig, env: Mapping[str, str]) -> list[Findin
         return []
     if not servers:
         return []
-    from mail.stdlib.mcp._connect import require_sdk  # noqa: PLC0415
+    from mail.stdlib.mcp import require_sdk  # noqa: PLC0415
 
     try:
         require_sdk()
@@ -49,7 +49,7 @@ async def _probe_all(servers: list[MCPServerSpec], env: Mapping[str, str]) -> li
 
 async def _probe(spec: MCPServerSpec, env: Mapping[str, str]) -> Finding:
     from mail.errors import ConfigurationError  # noqa: PLC0415
-    from mail.stdlib.mcp._sessions import MCPConnection  # noqa: PLC0415
+    from mail.stdlib.mcp.sessions import MCPConnection  # noqa: PLC0415
 
     name = f"mcp server {spec.name}"
     connection = MCPConnection(spec, env)

@@ -32,7 +32,7 @@ class NetworkRules(ConfigModel):
 
     ``allow_networks``, ``deny_networks``: CIDR networks or single addresses;
     ``allow_hosts``, ``deny_hosts``: host names, ``*.example.com`` for every subdomain
-    (see :class:`mail.net._guard.AddressPolicy`). A bad entry raises
+    (see :class:`mail.net.AddressPolicy`). A bad entry raises
     ``pydantic.ValidationError``.
     """
 

@@ -141,7 +141,7 @@ class LiteLLMSummarizer:
     async def __call__(self, turns: Sequence[Turn], sections: Sequence[str]) -> dict[str, Any]:
         if not turns:
             return {**extractive_summary(turns), "generator": "extractive"}
-        from mail.factories._litellm import import_litellm  # noqa: PLC0415  # optional, heavy
+        from mail.factories import import_litellm  # noqa: PLC0415  # optional, heavy
 
         request = self._request(turns, sections)
         try:

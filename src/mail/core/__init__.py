@@ -1,18 +1,64 @@
 """The MAIL core: protocol types, tools, tasks, events and the runtime.
 
-``mail.core`` imports nothing of ours but ``mail.errors`` and ``mail._limits`` (what outside
-input may look like) and no I/O library; it reaches
-agents, storage and remote swarms through small interfaces passed to its constructors.
+``mail.core`` imports nothing of ours but ``mail.errors``, ``mail._limits`` and ``mail._text``
+(what outside input may look like) and the store interface ``mail.db.store``, and no I/O
+library; it reaches agents, storage and remote swarms through small interfaces passed to
+its constructors.
 
 The names v1.3.6 re-exported here (``from mail.core import AgentCore, MAILRuntime, ...``)
 resolve lazily through module ``__getattr__``, so ``import mail.core.message`` stays cheap
-and does not load the runtime.
+and does not load the runtime. So do the names the layers above need from the core's
+private modules: the live output of an agent turn (``emit_delta``, ``report_usage``,
+``DeltaKind``), the direction of an interswarm message (``Direction``), the subjects of
+the runtime's system messages (``Subject``) and the help texts (``HELP_SUMMARY``,
+``full_protocol_text``).
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mail.core._live import DeltaKind, emit_delta, report_usage
+    from mail.core._remote import Direction
+    from mail.core._system_messages import HELP_SUMMARY, Subject, full_protocol_text
+    from mail.core.actions import ActionCore, ActionFunction, ActionOverrideFunction
+    from mail.core.agents import AgentCore, AgentFunction
+    from mail.core.message import (
+        MAILAddress,
+        MAILBroadcast,
+        MAILInterrupt,
+        MAILInterswarmMessage,
+        MAILMessage,
+        MAILRequest,
+        MAILResponse,
+        create_admin_address,
+        create_agent_address,
+        create_system_address,
+        create_user_address,
+        format_agent_address,
+        parse_agent_address,
+    )
+    from mail.core.runtime import MAILRuntime
+    from mail.core.tasks import MAILTask
+    from mail.core.tools import (
+        MAIL_TOOL_NAMES,
+        AgentToolCall,
+        convert_call_to_mail_message,
+        create_acknowledge_broadcast_tool,
+        create_broadcast_tool,
+        create_ignore_broadcast_tool,
+        create_interrupt_tool,
+        create_interswarm_broadcast_tool,
+        create_mail_tools,
+        create_request_tool,
+        create_response_tool,
+        create_supervisor_tools,
+        create_swarm_discovery_tool,
+        create_task_complete_tool,
+        pydantic_model_to_tool,
+    )
 
 _EXPORTS: dict[str, str] = {
     "ActionFunction": "actions",
@@ -52,6 +98,11 @@ _EXPORTS: dict[str, str] = {
     "pydantic_model_to_tool": "tools",
     "emit_delta": "_live",
     "report_usage": "_live",
+    "DeltaKind": "_live",
+    "Direction": "_remote",
+    "Subject": "_system_messages",
+    "HELP_SUMMARY": "_system_messages",
+    "full_protocol_text": "_system_messages",
 }
 
 __all__ = [
@@ -61,6 +112,9 @@ __all__ = [
     "AgentCore",
     "AgentFunction",
     "AgentToolCall",
+    "DeltaKind",
+    "Direction",
+    "HELP_SUMMARY",
     "MAILAddress",
     "MAILBroadcast",
     "MAILInterrupt",
@@ -71,6 +125,7 @@ __all__ = [
     "MAILRuntime",
     "MAILTask",
     "MAIL_TOOL_NAMES",
+    "Subject",
     "convert_call_to_mail_message",
     "create_acknowledge_broadcast_tool",
     "create_admin_address",
@@ -89,19 +144,24 @@ __all__ = [
     "create_user_address",
     "emit_delta",
     "format_agent_address",
+    "full_protocol_text",
     "parse_agent_address",
     "pydantic_model_to_tool",
     "report_usage",
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'mail.core' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"mail.core.{module}"), name)
-    globals()[name] = value
-    return value
+# Hidden from type checkers, which see the TYPE_CHECKING imports above instead; a visible
+# module ``__getattr__`` would make every misspelt ``mail.core.X`` type-check.
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> Any:
+        module = _EXPORTS.get(name)
+        if module is None:
+            raise AttributeError(f"module 'mail.core' has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"mail.core.{module}"), name)
+        globals()[name] = value
+        return value
 
 
 def __dir__() -> list[str]:

@@ -30,7 +30,14 @@ if TYPE_CHECKING:
     from mail.core.agents import AgentCore
     from mail.core.events import MAILEvent
 
-__all__ = ["CANCELLED_BODY", "Subject", "SystemMessages", "is_system_subject"]
+__all__ = [
+    "CANCELLED_BODY",
+    "HELP_SUMMARY",
+    "Subject",
+    "SystemMessages",
+    "full_protocol_text",
+    "is_system_subject",
+]
 
 #: The answer of a task its owner cancelled, and the notice its peers receive.
 CANCELLED_BODY = "The task was cancelled by its owner."
@@ -203,7 +210,7 @@ class SystemMessages:
 # --- help ------------------------------------------------------------------------------
 
 
-_SUMMARY = (
+HELP_SUMMARY = (
     "MAIL (Multi-Agent Interface Layer) lets agents of a swarm exchange messages. Every "
     "message you receive arrives as <incoming_message> XML with its sender, recipients, "
     "subject and body. You act only through tool calls: send_request / send_response to "
@@ -240,7 +247,7 @@ def build_help(
     """The body of the ``::help::`` broadcast for ``agent``."""
     sections: list[str] = []
     if get_summary:
-        sections.append(f"===== SUMMARY =====\n{_SUMMARY}")
+        sections.append(f"===== SUMMARY =====\n{HELP_SUMMARY}")
     if get_identity:
         sections.append(
             "===== YOUR IDENTITY =====\n"

@@ -1,4 +1,4 @@
-"""The row shapes of v1.3.6's ``mail.db.types``: one ``TypedDict`` per table of CONTRACT §11.
+"""v1.3.6's ``mail.db.types``: the row shapes, one ``TypedDict`` per table of CONTRACT §11.
 
 :mod:`mail.db.utils` returns these from its ``load_*`` functions. Our own store works with
 the dataclasses of :mod:`mail.db.store`; these dictionaries are for code written against

@@ -14,8 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from mail.examples._params import DEFAULT_LLM
-from mail.factories._signature import V1_SUBCLASS_ORDER, deprecated_factory, rebind
-from mail.factories.base import LiteLLMAgentFunction
+from mail.factories import V1_SUBCLASS_ORDER, LiteLLMAgentFunction, deprecated_factory, rebind
 
 __all__ = ["ExampleAgent", "example_factory"]
 

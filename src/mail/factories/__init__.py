@@ -10,11 +10,18 @@
 - :class:`ActionAgentFunction`, :class:`LiteLLMActionAgentFunction`
   (``mail.factories.action``)
 
+Agent functions on a provider's own SDK are in :mod:`mail.factories.openai` and
+:mod:`mail.factories.anthropic`. For classes built on these (the examples):
+:func:`rebind` and :func:`deprecated_factory` derive v1.3.6's signatures, and
+:func:`import_litellm` imports LiteLLM configured as a library.
+
 Importing this package does not import LiteLLM; the first LLM call does.
 """
 
 from __future__ import annotations
 
+from mail.factories._litellm import import_litellm
+from mail.factories._signature import V1_SUBCLASS_ORDER, deprecated_factory, rebind
 from mail.factories.action import (
     ActionAgentFunction,
     LiteLLMActionAgentFunction,
@@ -56,4 +63,9 @@ __all__ = [
     "base_agent_factory",
     "supervisor_factory",
     "action_agent_factory",
+    # for classes built on these
+    "V1_SUBCLASS_ORDER",
+    "deprecated_factory",
+    "import_litellm",
+    "rebind",
 ]

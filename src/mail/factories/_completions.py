@@ -12,7 +12,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from mail.core._live import DeltaKind, emit_delta, report_usage
+from mail.core import DeltaKind, emit_delta, report_usage
 from mail.core.tools import AgentToolCall
 from mail.factories._live_output import AnswerStreams, usage_of
 from mail.factories._shared import AgentOutputError, new_call_id, parse_arguments, plain

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mail.core._live import emit_delta, report_usage
+from mail.core import emit_delta, report_usage
 
 __all__ = [
     "ANSWER_FIELD",

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
-from mail.core._system_messages import Subject
+from mail.core import Subject
 from mail.core.events import EventName
 from mail.core.message import (
     MAILInterswarmMessage,

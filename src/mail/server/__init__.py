@@ -1,8 +1,10 @@
 """The MAIL HTTP server.
 
 ``create_app(config)`` builds the FastAPI application; ``run_server(config)`` serves it
-with uvicorn. ``mail.server:app`` exists for ``uvicorn mail.server:app``: it is built on first
-access and reads its configuration when it starts, not at import. v1.3.6's module-level
+with uvicorn; ``create_response(swarm, input, ...)`` answers an OpenAI Responses-style
+call with a swarm of this process, as the debug ``POST /responses`` route does.
+``mail.server:app`` exists for ``uvicorn mail.server:app``: it is built on first access
+and reads its configuration when it starts, not at import. v1.3.6's module-level
 route functions (``root``, ``message``, ``get_task``, ...) are wrappers that call the app
 in-process, imported on first access (see :mod:`mail.server._v136_routes`).
 """
@@ -13,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from mail.server._app import create_app, run_server_with_template
 from mail.server._app import run_server as _run_server
+from mail.server._routes_responses import create_response
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -51,6 +54,7 @@ if TYPE_CHECKING:
 __all__ = [
     "app",
     "create_app",
+    "create_response",
     "dump_swarm",
     "get_or_create_mail_instance",
     "get_task",
@@ -89,7 +93,13 @@ def run_server(cfg: MAILConfig) -> None:
 
 # v1.3.6's route functions (see mail.server._v136_routes), imported on first access: the
 # names of __all__ this module does not define itself
-_V136_ROUTES = frozenset(__all__) - {"app", "create_app", "run_server", "run_server_with_template"}
+_V136_ROUTES = frozenset(__all__) - {
+    "app",
+    "create_app",
+    "create_response",
+    "run_server",
+    "run_server_with_template",
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -29,7 +29,7 @@ from mail.server.models import (
     SwarmsResponse,
     WhoamiResponse,
 )
-from mail.utils.parsing import ReferencePolicy
+from mail.swarms_json.references import ReferencePolicy
 from mail.version import PROTOCOL_VERSION
 
 __all__ = ["breakpoint_tool_specs", "router"]

@@ -26,7 +26,7 @@ from mail.server.models import JSONBody, RequestModel, TaskId
 if TYPE_CHECKING:
     from mail.api import MAILSwarm
 
-__all__ = ["router"]
+__all__ = ["create_response", "router"]
 
 router = APIRouter(route_class=StrictJSONRoute)
 
@@ -128,18 +128,48 @@ async def responses(
     _debug: DebugOnly,
     body: JSONBody[ResponsesRequest],
 ) -> JSONResponse:
-    previous = body.previous_response_id
-    outputs = _trailing(body.input, "function_call_output")
     # held: an idle-runtime sweep cannot shut the swarm down under this request
     async with state.swarms.hold(caller) as swarm:
-        known = previous is not None and swarm.get_task_by_id(previous) is not None
-        if (previous is not None or outputs) and not known:
-            # someone else's response id is reported exactly like an unknown one
-            raise TaskNotFoundError(previous or "<no previous_response_id>")
-        task_id = previous or new_task_id()
-        timeout = state.config.server.settings.task_timeout
-        final = await _run(swarm, body.input, outputs, task_id, timeout, resume=known)
-    return JSONResponse(json.dumps(_response(task_id, state.template.name, final)))
+        answer = await create_response(
+            swarm,
+            body.input,
+            previous_response_id=body.previous_response_id,
+            model=state.template.name,
+            timeout=state.config.server.settings.task_timeout,
+        )
+    return JSONResponse(json.dumps(answer))
+
+
+async def create_response(
+    swarm: MAILSwarm,
+    input: list[Any],  # the OpenAI parameter name
+    *,
+    previous_response_id: str | None = None,
+    model: str,
+    timeout: float,
+) -> dict[str, Any]:
+    """Answer one OpenAI Responses-style call with ``swarm``, as ``POST /responses`` does.
+
+    When ``input`` ends with ``function_call_output`` items they answer the breakpoint
+    calls the task ``previous_response_id`` paused on; otherwise the new user text at the
+    end of ``input`` is sent to the swarm, continuing that task when one is named. Waits
+    at most ``timeout`` seconds and returns the Response JSON as a dict: its ``id`` is the
+    task id, its ``model`` is ``model``.
+
+    Raises :class:`~mail.errors.TaskNotFoundError` when ``previous_response_id`` names no
+    task of ``swarm`` (or outputs come without it), and
+    :class:`~mail.errors.InvalidMessageError` when ``input`` holds no new user text.
+    """
+    outputs = _trailing(input, "function_call_output")
+    known = previous_response_id is not None and (
+        swarm.get_task_by_id(previous_response_id) is not None
+    )
+    if (previous_response_id is not None or outputs) and not known:
+        # someone else's response id is reported exactly like an unknown one
+        raise TaskNotFoundError(previous_response_id or "<no previous_response_id>")
+    task_id = previous_response_id or new_task_id()
+    final = await _run(swarm, input, outputs, task_id, timeout, resume=known)
+    return _response(task_id, model, final)
 
 
 async def _run(

@@ -5,7 +5,8 @@
 * :mod:`mail.stdlib.interswarm`: ``ping_swarm``, ``get_swarm_health``, ``get_swarm_registry``;
 * :mod:`mail.stdlib.mcp`: actions on MCP servers, and MCP servers as tool sources;
 * :mod:`mail.stdlib.openai`, :mod:`mail.stdlib.anthropic`: agent functions on the providers'
-  own SDKs (extras ``mail-swarms[openai]`` and ``mail-swarms[anthropic]``).
+  own SDKs (extras ``mail-swarms[openai]`` and ``mail-swarms[anthropic]``), re-exported from
+  :mod:`mail.factories.openai` and :mod:`mail.factories.anthropic`.
 
 Nothing here is imported by ``import mail``; each module loads its SDK only when used.
 See docs/stdlib.md.

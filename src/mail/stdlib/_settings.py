@@ -13,7 +13,7 @@ import threading
 from dataclasses import dataclass
 
 from mail.config import StdlibConfig, StdlibHTTPConfig, load_config
-from mail.net._guard import AddressPolicy
+from mail.net import AddressPolicy
 
 __all__ = ["SECTION", "configure", "current", "http_policy", "policy"]
 

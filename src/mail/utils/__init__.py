@@ -1,9 +1,10 @@
-"""Small helpers shared by the layers above the core (reference strings, parsing), and
-v1.3.6's helper names.
+"""v1.3.6 import path: re-exports v1.3.6's helper names from their modules.
 
-The names re-exported from :mod:`mail.utils.auth`, :mod:`mail.utils.serialize` and
-:mod:`mail.utils.store` load on first use, so ``import mail.utils`` stays cheap (no
-FastAPI).
+Nothing in :mod:`mail` imports :mod:`mail.utils`: each name is implemented where it
+belongs (reference strings in :mod:`mail.swarms_json.references`) or, for the helpers only
+v1.3.6 code calls, in its ``mail.utils`` module. The names re-exported from
+:mod:`mail.utils.auth`, :mod:`mail.utils.serialize` and :mod:`mail.utils.store` load on
+first use, so ``import mail.utils`` stays cheap (no FastAPI).
 """
 
 from __future__ import annotations
@@ -11,14 +12,14 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from mail.utils.logger import get_loggers, init_logger
-from mail.utils.parsing import (
+from mail.swarms_json.references import (
     ReferencePolicy,
     read_python_string,
     read_url_string,
     resolve_prefixed_string_references,
     target_address_is_interswarm,
 )
+from mail.utils.logger import get_loggers, init_logger
 from mail.utils.version import get_protocol_version, get_version
 
 if TYPE_CHECKING:

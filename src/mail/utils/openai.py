@@ -4,17 +4,14 @@
 swarm of this process, as the server's debug ``POST /responses`` route does over HTTP (the
 same translation: new user text becomes a message, trailing ``function_call_output``
 items answer the breakpoint calls the swarm paused on, the response id is the task id so
-``previous_response_id`` continues a task). Importing this module imports FastAPI (the
-route's module).
+``previous_response_id`` continues a task): it calls :func:`mail.server.create_response`,
+which the route calls too. The first ``create`` imports the server (FastAPI).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
-
-from mail.core.message import new_task_id
-from mail.errors import TaskNotFoundError
 
 if TYPE_CHECKING:
     from mail.api import MAILSwarm, MAILSwarmTemplate
@@ -43,18 +40,15 @@ class _Responses:
         """Run the swarm on ``input``; an ``openai`` ``Response`` when the client validates
         responses, else its dict. ``tools``, ``instructions`` and other OpenAI parameters
         are accepted and ignored: the swarm's agents have their own."""
-        from mail.server._routes_responses import _response, _run, _trailing  # noqa: PLC0415
+        from mail.server import create_response  # noqa: PLC0415  # imports FastAPI
 
-        swarm = self._client._swarm()
-        outputs = _trailing(input, "function_call_output")
-        known = previous_response_id is not None and (
-            swarm.get_task_by_id(previous_response_id) is not None
+        body = await create_response(
+            self._client._swarm(),
+            input,
+            previous_response_id=previous_response_id,
+            model=self._client.template.name,
+            timeout=timeout,
         )
-        if (previous_response_id is not None or outputs) and not known:
-            raise TaskNotFoundError(previous_response_id or "<no previous_response_id>")
-        task_id = previous_response_id or new_task_id()
-        final = await _run(swarm, input, outputs, task_id, timeout, resume=known)
-        body = _response(task_id, self._client.template.name, final)
         if not self._client.validate_responses:
             return body
         from openai.types.responses import Response  # noqa: PLC0415

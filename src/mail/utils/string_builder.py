@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from mail.core._system_messages import _SUMMARY, full_protocol_text
+from mail.core import HELP_SUMMARY, full_protocol_text
 from mail.core.tools import MAIL_TOOL_NAMES
 from mail.core.tools import get_tool_help as _get_tool_help
 
@@ -15,7 +15,7 @@ __all__ = ["SPEC_PATH", "SUMMARY_STRING", "IDENTITY_STRING", "build_mail_help_st
 #: one shipped in the package; :func:`build_mail_help_string` finds either).
 SPEC_PATH = str(Path(__file__).resolve().parents[3] / "spec" / "SPEC.md")
 #: The overview of how MAIL works.
-SUMMARY_STRING = _SUMMARY
+SUMMARY_STRING = HELP_SUMMARY
 #: The identity section; ``str.format`` with ``name`` and ``swarm``.
 IDENTITY_STRING = "Your name is '{name}' and you are an agent in the swarm '{swarm}'."
 

@@ -1,5 +1,7 @@
 """MCP in swarms: actions on any MCP server (:mod:`mail.stdlib.mcp.actions`) and MCP
-servers as tool sources of a swarm (``mcp_servers``, described by :class:`MCPServerSpec`).
+servers as tool sources of a swarm (``mcp_servers``, described by :class:`MCPServerSpec`,
+their sessions held by :mod:`mail.stdlib.mcp.sessions`); :func:`require_sdk` checks that
+the SDK is installed.
 
 The ``mcp`` SDK is loaded when a session is opened, not by importing this package; without
 it, that raises :class:`~mail.errors.ConfigurationError` naming
@@ -8,6 +10,7 @@ it, that raises :class:`~mail.errors.ConfigurationError` naming
 
 from __future__ import annotations
 
+from mail.stdlib.mcp._connect import require_sdk
 from mail.stdlib.mcp.actions import (
     mcp_call_tool,
     mcp_get_prompt,
@@ -17,7 +20,7 @@ from mail.stdlib.mcp.actions import (
     mcp_ping,
     mcp_read_resource,
 )
-from mail.swarms_json._mcp import MCPServerSpec
+from mail.swarms_json import MCPServerSpec
 
 __all__ = [
     "MCPServerSpec",
@@ -28,4 +31,5 @@ __all__ = [
     "mcp_list_tools",
     "mcp_ping",
     "mcp_read_resource",
+    "require_sdk",
 ]

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     import httpx2
     from mcp.client.client import Client
 
-    from mail.net._guard import AddressPolicy
+    from mail.net import AddressPolicy
 
 __all__ = ["describe_error", "http_client", "open_client", "require_sdk", "stdio_command"]
 
@@ -41,10 +41,10 @@ def http_client(
     """The HTTP client of one MCP connection: ``timeout`` seconds, no redirects followed
     (the SDK itself follows same-origin ones only), ``headers`` on every request. With a
     ``policy`` (URLs an LLM chose), every connection goes only to addresses it allows
-    (:func:`mail.net._guard_httpx.guarded_async_client2`)."""
+    (:func:`mail.net.guarded_async_client2`)."""
     import httpx2  # noqa: PLC0415  # the SDK's HTTP library
 
-    from mail.net._guard_httpx import guarded_async_client2  # noqa: PLC0415  # imports httpx
+    from mail.net import guarded_async_client2  # noqa: PLC0415  # imports httpx
 
     limits = httpx2.Timeout(timeout, read=max(timeout, 60.0))
     if policy is not None:

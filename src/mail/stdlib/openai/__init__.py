@@ -1,12 +1,13 @@
-"""OpenAI agent functions on the ``openai`` SDK (extra ``mail-swarms[openai]``).
+"""OpenAI agent functions on the ``openai`` SDK (extra ``mail-swarms[openai]``): re-exports
+the classes of :mod:`mail.factories.openai`.
 
 Importing this package does not import ``openai``; an agent's first call does. See
-:mod:`mail.stdlib.openai.agents` and docs/stdlib.md.
+docs/stdlib.md.
 """
 
 from __future__ import annotations
 
-from mail.stdlib.openai.agents import (
+from mail.factories.openai import (
     OpenAIChatCompletionsAgentFunction,
     OpenAIChatCompletionsSupervisorFunction,
     OpenAIResponsesAgentFunction,

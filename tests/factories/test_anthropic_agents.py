@@ -1,4 +1,4 @@
-"""mail.stdlib.anthropic agents on the real anthropic SDK, against the scripted Anthropic
+"""mail.factories.anthropic agents (also imported as mail.stdlib.anthropic) on the real anthropic SDK, against the scripted Anthropic
 Messages API server of mail.testing."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from mail.core.events import EventName
 from mail.core.tasks import MAILTask
 from mail.errors import ConfigurationError, SwarmDefinitionError
 from mail.factories import AgentOutputError, LLMCallError
-from mail.stdlib.anthropic import AnthropicAgentFunction, AnthropicSupervisorFunction
+from mail.factories.anthropic import AnthropicAgentFunction, AnthropicSupervisorFunction
 from mail.testing.anthropic import StubAnthropicServer
 from mail.testing.llm import StubReply
 

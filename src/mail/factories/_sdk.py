@@ -1,4 +1,5 @@
-"""What the SDK-based agent functions of :mod:`mail.stdlib` share (private).
+"""What the agent functions on a provider's own SDK share (private): those of
+:mod:`mail.factories.openai` and :mod:`mail.factories.anthropic`.
 
 :class:`SDKAgentFunction` declares their parameters once, creates the provider's client on
 the first call (once per agent function), offers the tools and maps the SDK's failures to

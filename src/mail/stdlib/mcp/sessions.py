@@ -8,7 +8,9 @@ task groups that must be entered and left by the same task, and calls from any t
 is unavailable: ...``; the next call opens a new session once.
 
 :class:`MCPToolbox` starts every server of a swarm, describes each offered tool
-(:class:`OfferedTool`, the action ``<server>__<tool>``) and closes the sessions.
+(:class:`OfferedTool`, the action ``<server>__<tool>``) and closes the sessions. The Python
+API opens a template's ``mcp_servers`` with it (:mod:`mail.api` imports this module when a
+template starts its servers, not at import).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from mail.errors import ConfigurationError
 from mail.stdlib._settings import http_policy
 from mail.stdlib.mcp._connect import describe_error, open_client
 from mail.stdlib.mcp._render import render_call
-from mail.swarms_json._mcp import MCPServerSpec, env_reference
+from mail.swarms_json import MCPServerSpec, env_reference
 
 __all__ = ["MCPConnection", "MCPToolbox", "OfferedTool", "action_name"]
 

@@ -1,4 +1,5 @@
-"""mail.stdlib.openai agents on the real openai SDK, against the scripted OpenAI server."""
+"""mail.factories.openai agents on the real openai SDK, against the scripted OpenAI server
+(also imported through their mail.stdlib.openai paths)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from mail.core.events import EventName
 from mail.core.tasks import MAILTask
 from mail.errors import ConfigurationError, SwarmDefinitionError
 from mail.factories import AgentOutputError, LLMCallError
-from mail.stdlib.openai import (
+from mail.factories.openai import (
     OpenAIChatCompletionsAgentFunction,
     OpenAIChatCompletionsSupervisorFunction,
     OpenAIResponsesAgentFunction,
@@ -204,7 +205,8 @@ def test_the_tool_format_must_match_the_api() -> None:
 
 
 async def test_the_key_and_base_url_come_from_the_environment(llm: StubLLMServer) -> None:
-    # the SDK reads os.environ itself: a child process gets the variables
+    # the SDK reads os.environ itself: a child process gets the variables (and imports the
+    # class through its mail.stdlib path)
     script = (
         "import asyncio\n"
         "from mail.stdlib.openai import OpenAIChatCompletionsAgentFunction as A\n"
@@ -222,7 +224,7 @@ async def test_the_key_and_base_url_come_from_the_environment(llm: StubLLMServer
 
 def _swarm(llm: StubLLMServer) -> dict[str, Any]:
     connection = {"model": "stub-model", "base_url": llm.base_url, "api_key": "swarm-key"}
-    module = "python::mail.stdlib.openai.agents"
+    module = "python::mail.stdlib.openai.agents"  # v1.3.6's path
     return {
         "name": "openai-stub",
         "version": "1.0.0",
