@@ -53,73 +53,23 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 #: ``__main__`` calls the CLI's ``main``.
 LAUNCHER = ("mail.server.__main__", "mail.cli")
 
-_SERVER_REFACTOR = "server/ is being reworked in its own change, which will switch this import"
-
 #: Imports of another package's private module, each with the reason it stays.
 ALLOWED_PRIVATE: Mapping[tuple[str, str], str] = {
     ("mail.cli._doctor_cluster", "mail.server._cluster"): (
-        "`mail doctor` surveys a replica set with the cluster code itself, which mail.server "
-        "does not publish yet; " + _SERVER_REFACTOR
+        "`mail doctor` surveys a replica set through the cluster's own connection code "
+        "(Redis and PostgreSQL probes), which is no public API of the server"
     ),
     ("mail.cli._doctor_cluster", "mail.server._cluster_leases"): (
-        "`mail doctor` reads the task leases as the cluster does; " + _SERVER_REFACTOR
-    ),
-    ("mail.server._app", "mail.stdlib._settings"): (
-        "the app hands the stdlib its [stdlib] settings at start-up; " + _SERVER_REFACTOR
-    ),
-    ("mail.server._auth_remote", "mail.net._session"): (
-        "public as mail.net.SessionSource; " + _SERVER_REFACTOR
+        "`mail doctor` reads the task leases with the cluster's own queries, so that what it "
+        "reports is what the replicas see"
     ),
     ("mail.server._cluster_registry", "mail.net._registry_file"): (
-        "replicas share registry entries in the registry file's encoding; " + _SERVER_REFACTOR
+        "replicas share registry entries in the registry file's own encoding: one format, "
+        "read and written by the registry and its shared twin only"
     ),
     ("mail.server._cluster_registry", "mail.net._tokens"): (
-        "replicas store tokens as the registry does, as env references; " + _SERVER_REFACTOR
-    ),
-    ("mail.server._cluster_tasks", "mail.core._failover"): (
-        "a replica takes over another's tasks through the runtime's checkpoints; server/ and "
-        "core/_failover.py are being reworked together"
-    ),
-    ("mail.server._cluster_tasks", "mail.core._recorder"): (
-        "a replica restores a taken-over task from the store as the runtime's recorder does; "
-        "server/ and core/_recorder.py are being reworked"
-    ),
-    ("mail.server._cluster_tasks", "mail.core._system_messages"): (
-        "builds the system message of a task that failed over; " + _SERVER_REFACTOR
-    ),
-    ("mail.server._cluster_tasks", "mail.core._remote"): (
-        "public as mail.core.Direction; " + _SERVER_REFACTOR
-    ),
-    ("mail.server._map_setup", "mail.core._recorder"): (
-        "MAP reads a task's stored events as the recorder writes them; server/ and "
-        "core/_recorder.py are being reworked"
-    ),
-    ("mail.server._map_setup", "mail.conversations._lifecycle"): (
-        "the server wires the conversations' status follower into its lifespan; " + _SERVER_REFACTOR
-    ),
-    ("mail.server._map_setup", "mail.conversations._llm_summary"): (
-        "the server picks the configured summarizer; " + _SERVER_REFACTOR
-    ),
-    ("mail.server._map_start", "mail.conversations._access"): (
-        "the MAP routes parse parameters with the conversations' own checks; " + _SERVER_REFACTOR
-    ),
-    ("mail.server._map_start", "mail.conversations._params"): (
-        "the MAP routes parse parameters with the conversations' own checks; " + _SERVER_REFACTOR
-    ),
-    ("mail.server._routes_core", "mail.core._tool_specs"): (
-        "the tool-spec route serves the runtime's cached specs; " + _SERVER_REFACTOR
-    ),
-    ("mail.server._routes_map", "mail.conversations._access"): (
-        "the MAP routes parse parameters with the conversations' own checks; " + _SERVER_REFACTOR
-    ),
-    ("mail.server._routes_map", "mail.conversations._params"): (
-        "the MAP routes describe and check the methods' parameters; " + _SERVER_REFACTOR
-    ),
-    ("mail.server._routes_responses", "mail.core._system_messages"): (
-        "public as mail.core.Subject; " + _SERVER_REFACTOR
-    ),
-    ("mail.server._state", "mail.conversations._lifecycle"): (
-        "the server state owns the conversations' status follower; " + _SERVER_REFACTOR
+        "replicas store a peer's token as the registry does, as an environment reference; "
+        "the token rules stay private to the registry and its shared twin"
     ),
 }
 

@@ -3,11 +3,28 @@ tasks of a MAIL server, the ``mail/*`` methods of the seed's "MAP Mail Protocol"
 
 :class:`ConversationService` runs the methods over a :class:`ConversationStore`
 (:func:`conversation_store_for` picks the one that lives in a task store's database);
-:class:`EventBus` carries the ``mail.*`` events to ``map/subscribe`` subscriptions.
+:class:`EventBus` carries the ``mail.*`` events to ``map/subscribe`` subscriptions. For the
+server's MAP routes: the parameter models and checks of the ``map/*`` methods
+(:func:`check_params`, :func:`parse_params`, :class:`InvalidParamsError`), the
+:class:`StatusFollower` that makes conversations follow their tasks, and
+:func:`summarizer_for`, the configured summarizer.
 """
 
 from __future__ import annotations
 
+from mail.conversations._access import InvalidParamsError, opt_str
+from mail.conversations._lifecycle import StatusFollower
+from mail.conversations._llm_summary import summarizer_for
+from mail.conversations._params import (
+    MapConnect,
+    MapSend,
+    MapSubscribe,
+    MapUnsubscribe,
+    check_params,
+    describe,
+    parse_params,
+    problems,
+)
 from mail.conversations._sql_store import (
     PostgresConversationStore,
     SQLiteConversationStore,
@@ -24,11 +41,23 @@ __all__ = [
     "ConversationService",
     "ConversationStore",
     "EventBus",
+    "InvalidParamsError",
     "MailProtocolError",
+    "MapConnect",
+    "MapSend",
+    "MapSubscribe",
+    "MapUnsubscribe",
     "MemoryConversationStore",
     "PostgresConversationStore",
     "Record",
     "SQLiteConversationStore",
+    "StatusFollower",
     "Subscription",
+    "check_params",
     "conversation_store_for",
+    "describe",
+    "opt_str",
+    "parse_params",
+    "problems",
+    "summarizer_for",
 ]

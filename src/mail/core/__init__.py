@@ -10,8 +10,10 @@ resolve lazily through module ``__getattr__``, so ``import mail.core.message`` s
 and does not load the runtime. So do the names the layers above need from the core's
 private modules: the live output of an agent turn (``emit_delta``, ``report_usage``,
 ``DeltaKind``), the direction of an interswarm message (``Direction``), the subjects of
-the runtime's system messages (``Subject``) and the help texts (``HELP_SUMMARY``,
-``full_protocol_text``).
+the runtime's system messages (``Subject``, ``SystemMessages``) and the help texts
+(``HELP_SUMMARY``, ``full_protocol_text``, ``cached_mail_tool_spec``); and, for a server
+that reads tasks without running them (a replica, MAP Mail), the runtime's scheduler type
+and its store readers (``Scheduler``, ``restore``, ``stored_events``).
 """
 
 from __future__ import annotations
@@ -21,8 +23,16 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from mail.core._live import DeltaKind, emit_delta, report_usage
+    from mail.core._recorder import restore, stored_events
     from mail.core._remote import Direction
-    from mail.core._system_messages import HELP_SUMMARY, Subject, full_protocol_text
+    from mail.core._scheduler import Scheduler
+    from mail.core._system_messages import (
+        HELP_SUMMARY,
+        Subject,
+        SystemMessages,
+        full_protocol_text,
+    )
+    from mail.core._tool_specs import cached_mail_tool_spec
     from mail.core.actions import ActionCore, ActionFunction, ActionOverrideFunction
     from mail.core.agents import AgentCore, AgentFunction
     from mail.core.message import (
@@ -103,6 +113,11 @@ _EXPORTS: dict[str, str] = {
     "Subject": "_system_messages",
     "HELP_SUMMARY": "_system_messages",
     "full_protocol_text": "_system_messages",
+    "SystemMessages": "_system_messages",
+    "Scheduler": "_scheduler",
+    "restore": "_recorder",
+    "stored_events": "_recorder",
+    "cached_mail_tool_spec": "_tool_specs",
 }
 
 __all__ = [
@@ -125,7 +140,10 @@ __all__ = [
     "MAILRuntime",
     "MAILTask",
     "MAIL_TOOL_NAMES",
+    "Scheduler",
     "Subject",
+    "SystemMessages",
+    "cached_mail_tool_spec",
     "convert_call_to_mail_message",
     "create_acknowledge_broadcast_tool",
     "create_admin_address",
@@ -148,6 +166,8 @@ __all__ = [
     "parse_agent_address",
     "pydantic_model_to_tool",
     "report_usage",
+    "restore",
+    "stored_events",
 ]
 
 

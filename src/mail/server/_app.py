@@ -67,7 +67,7 @@ from mail.server._state import ServerState, every
 from mail.server._statuses import server_status
 from mail.server._task_service import RelayedError, TurnCutShortError
 from mail.server.models import PATTERN_RULES, not_an_object
-from mail.stdlib import _settings as stdlib_settings
+from mail.stdlib import configure as configure_stdlib
 from mail.version import PROTOCOL_VERSION, __version__
 
 if TYPE_CHECKING:
@@ -384,7 +384,7 @@ def _start(
     from mail.server.auth import AuthGate, build_authenticator  # noqa: PLC0415
 
     config = config or worker_config(os.environ)
-    stdlib_settings.configure(config.stdlib)  # the settings of mail.stdlib's actions
+    configure_stdlib(config.stdlib)  # the settings of mail.stdlib's actions
     swarm = config.server.swarm
     if template is None:
         template = MAILSwarmTemplate.from_swarm_json_file(

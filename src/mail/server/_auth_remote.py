@@ -16,7 +16,7 @@ from mail.errors import (
     AuthenticationError,
     AuthServiceError,
 )
-from mail.net._session import SessionSource
+from mail.net import SessionSource
 from mail.server._auth_types import ROLES, Caller, key_digest, key_fingerprint
 
 if TYPE_CHECKING:

@@ -24,8 +24,7 @@ from mail.core.tasks import MAILTask, TaskState
 if TYPE_CHECKING:
     from collections.abc import Collection
 
-    from mail.core._scheduler import Scheduler
-    from mail.core._system_messages import SystemMessages
+    from mail.core import Scheduler, SystemMessages
     from mail.core.message import MAILMessage
     from mail.core.tasks import TaskTable
 

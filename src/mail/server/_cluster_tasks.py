@@ -27,8 +27,7 @@ from collections.abc import AsyncIterator, Callable
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from mail.core._recorder import restore
-from mail.core._system_messages import SystemMessages
+from mail.core import SystemMessages, restore
 from mail.core.events import STREAM_ONLY_EVENTS, MAILEvent
 from mail.core.tasks import MAILTask, TaskTable, TurnRequest
 from mail.db.store import CallerKey
@@ -47,7 +46,7 @@ from mail.server.auth import Caller
 
 if TYPE_CHECKING:
     from mail.api import MAILSwarm
-    from mail.core._remote import Direction
+    from mail.core import Direction
     from mail.core.message import MAILInterswarmMessage, MAILMessage
     from mail.core.runtime import MAILRuntime
     from mail.server._state import ServerState

@@ -15,7 +15,7 @@ from mail.server._tasks import Tasks
 
 if TYPE_CHECKING:
     from mail.api import MAILSwarm
-    from mail.core._remote import Direction
+    from mail.core import Direction
     from mail.core.events import MAILEvent
     from mail.core.message import MAILInterswarmMessage
     from mail.core.runtime import MAILRuntime

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING
 
-from mail.core._recorder import stored_events
+from mail.core import stored_events
 
 if TYPE_CHECKING:
     from mail.core.events import MAILEvent
@@ -19,9 +19,12 @@ __all__ = ["open_conversations"]
 
 def open_conversations(state: ServerState) -> None:
     """MAP Mail's service over the task store's database (in memory without a store)."""
-    from mail.conversations import ConversationService, conversation_store_for  # noqa: PLC0415
-    from mail.conversations._lifecycle import StatusFollower  # noqa: PLC0415
-    from mail.conversations._llm_summary import summarizer_for  # noqa: PLC0415
+    from mail.conversations import (  # noqa: PLC0415
+        ConversationService,
+        StatusFollower,
+        conversation_store_for,
+        summarizer_for,
+    )
     from mail.conversations.interception import Interceptor  # noqa: PLC0415
 
     settings = state.config.server.map

@@ -17,9 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from mail.conversations import Actor, MailProtocolError
-from mail.conversations._access import InvalidParamsError, opt_str
-from mail.conversations._params import parse_params
+from mail.conversations import Actor, InvalidParamsError, MailProtocolError, opt_str, parse_params
 from mail.conversations.errors import MailNotEnabledError
 from mail.core.message import new_task_id
 from mail.errors import MAILError

@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import APIRouter
 
 from mail.api import MAILSwarmTemplate
-from mail.core._tool_specs import cached_mail_tool_spec
+from mail.core import cached_mail_tool_spec
 from mail.errors import ConfigurationError, MAILError, SwarmDefinitionError
 from mail.server._deps import Admin, AdminOrUser, AppState
 from mail.server._routing import StrictJSONRoute

@@ -24,13 +24,16 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from mail._limits import JSONRefusedError, loads
 from mail._sse import CRLF, SSE_HEADERS, compact_json
 from mail._text import text_problem
-from mail.conversations import METHODS, Actor, MailProtocolError, Subscription
-from mail.conversations._access import InvalidParamsError
-from mail.conversations._params import (
+from mail.conversations import (
+    METHODS,
+    Actor,
+    InvalidParamsError,
+    MailProtocolError,
     MapConnect,
     MapSend,
     MapSubscribe,
     MapUnsubscribe,
+    Subscription,
     check_params,
     describe,
     problems,

@@ -16,7 +16,7 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from pydantic import model_validator
 
-from mail.core._system_messages import Subject
+from mail.core import Subject
 from mail.core.message import MAILMessage, new_id, new_task_id
 from mail.errors import InvalidMessageError, TaskNotFoundError
 from mail.server._deps import AdminOrUser, AppState, DebugOnly

@@ -20,8 +20,7 @@ from mail.net import InterswarmRouter, SessionSource, SwarmRegistry
 
 if TYPE_CHECKING:
     from mail.config import MAILConfig
-    from mail.conversations import ConversationService
-    from mail.conversations._lifecycle import StatusFollower
+    from mail.conversations import ConversationService, StatusFollower
     from mail.conversations.interception import Interceptor
     from mail.db import RetentionJob, TaskStore
     from mail.server._cluster import Cluster

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from mail.errors import MAILError
 
 if TYPE_CHECKING:
-    from mail.core._remote import Direction
+    from mail.core import Direction
     from mail.core.events import MAILEvent
     from mail.core.message import MAILInterswarmMessage
     from mail.core.runtime import MAILRuntime, ResumeFrom

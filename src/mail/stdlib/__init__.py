@@ -9,9 +9,12 @@
   :mod:`mail.factories.openai` and :mod:`mail.factories.anthropic`.
 
 Nothing here is imported by ``import mail``; each module loads its SDK only when used.
-See docs/stdlib.md.
+:func:`configure` gives the actions their ``[stdlib]`` settings (the server does at
+start-up; by default they are read from ``mail.toml`` on first use). See docs/stdlib.md.
 """
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from mail.stdlib._settings import configure
+
+__all__ = ["configure"]
