@@ -1,6 +1,8 @@
-"""MAP's routes: ``POST /map`` (JSON-RPC 2.0, batches too), answered through
-:class:`~mail.server._map_service.MapCalls`, and ``GET /map/events`` (a subscription's
-``map/event`` notifications as server-sent events).
+"""MAP's routes: ``POST /map`` (JSON-RPC 2.0, batches too), the ``/map`` WebSocket (the
+same methods, one JSON-RPC document per frame, ``map/event`` notifications pushed on it:
+:mod:`mail.server._map_socket`) and ``GET /map/events`` (a subscription's ``map/event``
+notifications as server-sent events). Both transports answer through
+:class:`~mail.server._map_service.MapCalls`.
 
 JSON-RPC errors are answered with HTTP 200 and ``{"jsonrpc", "id", "error": {code,
 message, data}}``; what fails before a request is read (401, 413) keeps the server's
@@ -12,15 +14,16 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, HTTPException, Request, WebSocket
 from fastapi.responses import JSONResponse, Response
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from mail._sse import CRLF, SSE_HEADERS, compact_json
 from mail.conversations import Subscription
-from mail.server._deps import AdminOrUser, AppState
+from mail.server._deps import AdminOrUser, AppState, state_of
 from mail.server._map_rpc import RpcError, answer_document, error, read
 from mail.server._map_service import MapCalls, MapSession, actor_of, subscription_events
+from mail.server._map_socket import serve_socket
 from mail.server._state import ServerState
 from mail.server.models import ERROR_RESPONSES, EVENT_STREAM, JsonRpcRequest, JsonRpcResponse
 
@@ -53,6 +56,11 @@ async def post_map(state: AppState, caller: AdminOrUser, request: Request) -> Re
         return JSONResponse(error(None, e.code, e.message))
     answer = await answer_document(document, MapCalls(state, session))
     return JSONResponse(answer) if answer is not None else Response(status_code=204)
+
+
+@router.websocket("/map")
+async def map_socket(websocket: WebSocket) -> None:
+    await serve_socket(state_of(websocket), websocket)
 
 
 async def _notifications(state: ServerState, sub: Subscription) -> AsyncIterator[ServerSentEvent]:
