@@ -33,6 +33,7 @@ import pytest
 from tests.persistence.server_process import read_line
 from tests.persistence.tcp_proxy import TcpProxy
 from tests.server.test_cluster import REPO, SWARMS, Replica, _start, call, running_replicas
+from websockets.asyncio.client import connect
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -386,6 +387,35 @@ def test_map_events_subscribed_on_a_stream_from_b_with_changes_made_on_c(
     # another caller cannot read the subscription from any replica
     answer = call(c.url, cluster.key, "GET", "/map/events", params={"subscription": sid})
     assert answer.status_code == 404  # unsubscribed: gone everywhere
+
+
+def test_map_events_pushed_on_a_socket_of_b_for_changes_made_on_c(cluster: Cluster) -> None:
+    # the /map WebSocket of a replica `mail server` runs (its uvicorn options), fed by Redis
+    _, b, c = cluster.replicas
+
+    async def scenario() -> tuple[Any, ...]:
+        async def call_on(ws: Any, request_id: int, method: str, params: Any) -> Any:
+            request = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+            await ws.send(json.dumps(request))
+            return json.loads(await asyncio.wait_for(ws.recv(), 10))
+
+        url = b.url.replace("http://", "ws://") + "/map"
+        async with connect(url, proxy=None, open_timeout=10) as ws:
+            auth = {"method": "api-key", "credential": cluster.key}
+            connected = await call_on(ws, 1, "map/connect", {"auth": auth})
+            subscribed = await call_on(
+                ws, 2, "map/subscribe", {"filter": {"eventTypes": ["mail.created"]}}
+            )
+            params = {"subject": "to a socket"}
+            created = await asyncio.to_thread(_rpc, c, cluster.key, "mail/create", params)
+            note = json.loads(await asyncio.wait_for(ws.recv(), 10))
+        return connected, subscribed, created, note
+
+    connected, subscribed, created, note = asyncio.run(scenario())
+    assert connected["result"]["participantId"] == "user:carol"
+    assert note["method"] == "map/event"
+    assert note["params"]["subscriptionId"] == subscribed["result"]["subscriptionId"]
+    assert note["params"]["event"]["data"]["conversationId"] == created["conversation"]["id"]
 
 
 def test_a_bound_tasks_turns_are_written_once_whichever_replicas_read(

@@ -28,8 +28,9 @@ pytestmark = pytest.mark.timeout(120)
 #: a value of each JSON kind (a float, an integer, a string, true, a list, an object, null)
 WRONG: list[Any] = [2.5, 7, "x", True, [1], {"k": 1}, None]
 #: the codes a request with a storable, well-typed but unsuitable value may get: bad
-#: params, a map/send refused as POST /message refuses it, MAP Mail's own (10000-10010)
-ALLOWED = {-32602, -32000, *range(10000, 10011)}
+#: params, a map/send refused as POST /message refuses it, a refused ``auth`` (1001 key,
+#: 1003 role, 1005 method), MAP Mail's own (10000-10010)
+ALLOWED = {-32602, -32000, 1001, 1003, 1005, *range(10000, 10011)}
 
 SURROGATE = "contains a lone surrogate (U+D800), which is not Unicode text"
 NUL = "contains the NUL character U+0000, which the stores cannot hold"
@@ -67,7 +68,12 @@ PERMISSIONS = {"canSend": True, "historyAccess": "full"}
 
 def map_params(c: dict[str, str], tid: str) -> dict[str, dict[str, Any]]:
     return {
-        "map/connect": {"capabilities": {"mail": {"canCreate": True, "canViewHistory": True}}},
+        "map/connect": {
+            "capabilities": {"mail": {"canCreate": True, "canViewHistory": True}},
+            "auth": {"method": "api-key", "credential": "user-key"},
+        },
+        "map/authenticate": {"method": "bearer", "credential": "user-key"},
+        "map/disconnect": {"reason": "done"},
         "map/subscribe": {
             "filter": {"eventTypes": ["mail.created"], "mail": {**c, "threadId": tid}}
         },
@@ -183,9 +189,8 @@ def with_value(params: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
 
 
 async def test_every_method_has_a_params_model() -> None:
-    assert set(METHODS) | {"map/connect", "map/subscribe", "map/unsubscribe", "map/send"} == set(
-        PARAMS
-    )
+    map_methods = {"map/connect", "map/authenticate", "map/disconnect", "map/subscribe"}
+    assert set(METHODS) | map_methods | {"map/unsubscribe", "map/send"} == set(PARAMS)
 
 
 async def test_wrong_types_in_any_field_are_invalid_params_never_a_500(offline: Running) -> None:

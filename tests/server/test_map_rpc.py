@@ -59,6 +59,27 @@ async def test_connect_announces_mail(offline: Running) -> None:  # C5
     }
 
 
+async def test_connect_answers_the_sdks_handshake_over_http(offline: Running) -> None:
+    # the official SDK's map/connect params; HTTP keeps no connection: a session per request
+    user = await offline.user()
+    params = {"protocolVersion": 1, "participantType": "client", "name": "sdk"}
+    first = (await rpc(user, "map/connect", params))["result"]
+    second = (await rpc(user, "map/connect", params))["result"]
+    same = await rpc(user, "map/connect", {"auth": {"method": "api-key", "credential": "user-key"}})
+    other = await rpc(user, "map/authenticate", {"method": "bearer", "credential": "admin-key"})
+    left = (await rpc(user, "map/disconnect", {}))["result"]
+    assert first["protocolVersion"] == 1
+    assert first["participantId"] == "user:u1"
+    assert first["sessionId"] and first["sessionId"] != second["sessionId"]
+    assert first["principal"] == {"id": "user:u1", "claims": {"role": "user"}}
+    assert first["systemInfo"]["name"] == "mail" and first["reconnected"] is False
+    assert first["ownedAgents"] == []
+    assert first["server"]["mapMail"] == "0.0.6" and first["server"]["swarm"] == "offline"
+    assert same["result"]["participantId"] == "user:u1"  # params.auth agrees with the header
+    assert other["result"]["success"] is False  # ... and may not name another caller
+    assert set(left["session"]) == {"id", "createdAt", "closedAt"}
+
+
 async def test_mail_off_answers_10010_and_hides_the_capability(
     start: Start, tmp_path: Path
 ) -> None:  # C27

@@ -45,7 +45,8 @@ def test_uvicorn_gets_reload_and_the_server_settings(tmp_path: Path) -> None:
         "log_level": "debug",
         "access_log": False,
         "timeout_graceful_shutdown": 10,
-        "ws": "none",
+        "ws": "websockets-sansio",
+        "ws_max_size": config.server.max_body_bytes,
     }
     # the worker uvicorn spawns logs the mail loggers too (nothing else sets them up there)
     mail_logger = log_config["loggers"]["mail"]

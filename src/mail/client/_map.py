@@ -23,12 +23,17 @@ _ids = itertools.count(1)
 
 
 class MapConnectResult(TypedDict, total=False):
-    """``map/connect``."""
+    """``map/connect`` (the official MAP SDK's ``ConnectResponseResult``, plus ``server``)."""
 
-    protocolVersion: str
+    protocolVersion: int
+    sessionId: str
     participantId: str
-    server: dict[str, Any]
     capabilities: dict[str, Any]
+    systemInfo: dict[str, Any]
+    principal: dict[str, Any]
+    reconnected: bool
+    ownedAgents: list[str]
+    server: dict[str, Any]
 
 
 class MapSendResult(TypedDict):

@@ -16,7 +16,10 @@ from mail.conversations._access import InvalidParamsError, opt_str
 from mail.conversations._lifecycle import StatusFollower
 from mail.conversations._llm_summary import summarizer_for
 from mail.conversations._params import (
+    AuthCredentials,
+    MapAuthenticate,
     MapConnect,
+    MapDisconnect,
     MapSend,
     MapSubscribe,
     MapUnsubscribe,
@@ -38,12 +41,15 @@ from mail.conversations.store import ConversationStore, MemoryConversationStore,
 __all__ = [
     "METHODS",
     "Actor",
+    "AuthCredentials",
     "ConversationService",
     "ConversationStore",
     "EventBus",
     "InvalidParamsError",
     "MailProtocolError",
+    "MapAuthenticate",
     "MapConnect",
+    "MapDisconnect",
     "MapSend",
     "MapSubscribe",
     "MapUnsubscribe",

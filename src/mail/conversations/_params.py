@@ -287,8 +287,26 @@ class Capabilities(Params):
     mail: MailCapabilities | None = None
 
 
+class AuthCredentials(Params):
+    """``auth`` of ``map/connect`` and the params of ``map/authenticate`` (the official
+    SDK's ``AuthCredentials``): ``method`` (the server says which it takes) and
+    ``credential``; ``metadata`` is ignored."""
+
+    method: NonEmpty
+    credential: str | None = None
+
+
 class MapConnect(Params):
     capabilities: Capabilities | None = None
+    auth: AuthCredentials | None = None
+
+
+class MapAuthenticate(AuthCredentials):
+    pass
+
+
+class MapDisconnect(Params):
+    reason: str | None = None
 
 
 class MailFilter(_Closed):
@@ -346,6 +364,8 @@ class MapSend(Params):
 #: every method's params model, by JSON-RPC method name
 PARAMS: dict[str, type[Params]] = {
     "map/connect": MapConnect,
+    "map/authenticate": MapAuthenticate,
+    "map/disconnect": MapDisconnect,
     "map/subscribe": MapSubscribe,
     "map/unsubscribe": MapUnsubscribe,
     "map/send": MapSend,

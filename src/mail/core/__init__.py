@@ -13,7 +13,8 @@ private modules: the live output of an agent turn (``emit_delta``, ``report_usag
 the runtime's system messages (``Subject``, ``SystemMessages``) and the help texts
 (``HELP_SUMMARY``, ``full_protocol_text``, ``cached_mail_tool_spec``); and, for a server
 that reads tasks without running them (a replica, MAP Mail), the runtime's scheduler type
-and its store readers (``Scheduler``, ``restore``, ``stored_events``).
+and its store readers (``Scheduler``, ``restore``, ``stored_events``); and the owner of
+background tasks (``Spawner``), for the server's connections too.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from mail.core._recorder import restore, stored_events
     from mail.core._remote import Direction
     from mail.core._scheduler import Scheduler
+    from mail.core._spawn import Spawner
     from mail.core._system_messages import (
         HELP_SUMMARY,
         Subject,
@@ -115,6 +117,7 @@ _EXPORTS: dict[str, str] = {
     "full_protocol_text": "_system_messages",
     "SystemMessages": "_system_messages",
     "Scheduler": "_scheduler",
+    "Spawner": "_spawn",
     "restore": "_recorder",
     "stored_events": "_recorder",
     "cached_mail_tool_spec": "_tool_specs",
@@ -141,6 +144,7 @@ __all__ = [
     "MAILTask",
     "MAIL_TOOL_NAMES",
     "Scheduler",
+    "Spawner",
     "Subject",
     "SystemMessages",
     "cached_mail_tool_spec",

@@ -13,12 +13,14 @@ logger = logging.getLogger("mail.runtime")
 
 
 class Spawner:
-    """Keeps a reference to every task it starts until that task ends."""
+    """Keeps a reference to every task it starts until that task ends, and logs (to
+    ``log``, by default ``mail.runtime``) the failure of one."""
 
-    __slots__ = ("_tasks",)
+    __slots__ = ("_log", "_tasks")
 
-    def __init__(self) -> None:
+    def __init__(self, log: logging.Logger = logger) -> None:
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._log = log
 
     def __len__(self) -> int:
         return len(self._tasks)
@@ -35,7 +37,7 @@ class Spawner:
             return
         error = task.exception()
         if error is not None:
-            logger.error("background task %s failed", task.get_name(), exc_info=error)
+            self._log.error("background task %s failed", task.get_name(), exc_info=error)
 
     async def drain(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for every task; True when all finished."""

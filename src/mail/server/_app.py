@@ -288,6 +288,8 @@ def create_app(
     authenticator: Authenticator | None = None,
     router_settings: RouterSettings | None = None,
     ping_interval: float = 15.0,
+    map_auth_deadline: float = 10.0,
+    map_max_pending: int = 32,
 ) -> FastAPI:
     """Build the MAIL HTTP application.
 
@@ -297,7 +299,9 @@ def create_app(
     to the configured auth mode; ``router_settings`` (timeouts and retries of interswarm
     deliveries) to :class:`~mail.net.RouterSettings`'s defaults with the configured
     ``[server.interswarm] reply_timeout``; ``ping_interval`` is the
-    seconds of silence after which event streams send a ``ping``. The lifespan owns every
+    seconds of silence after which event streams send a ``ping``; a ``/map`` WebSocket
+    has ``map_auth_deadline`` seconds to authenticate and at most ``map_max_pending``
+    requests pending (see :mod:`mail.server._map_socket`). The lifespan owns every
     resource: per-caller runtimes, the idle-runtime sweeper, the registry and the
     interswarm router with their one HTTP session.
     """
@@ -306,6 +310,7 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         state = _start(config, template, authenticator, router_settings)
         state.ping_interval = ping_interval
+        state.map_auth_deadline, state.map_max_pending = map_auth_deadline, map_max_pending
         state.loop = asyncio.get_running_loop()
         app.state.mail = state
         try:

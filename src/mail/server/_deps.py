@@ -13,6 +13,7 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPBearer
+from starlette.requests import HTTPConnection
 
 from mail.server._state import ServerState
 from mail.server.auth import Caller
@@ -35,9 +36,9 @@ __all__ = [
 _UI = ("ui",)
 
 
-def state_of(request: Request) -> ServerState:
-    """What the app's lifespan keeps while it runs."""
-    state: ServerState = request.app.state.mail
+def state_of(connection: HTTPConnection) -> ServerState:
+    """What the app's lifespan keeps while it runs (for a request or a WebSocket)."""
+    state: ServerState = connection.app.state.mail
     return state
 
 

@@ -42,7 +42,10 @@ def uvicorn_options(config: MAILConfig) -> dict[str, Any]:
         "log_level": "debug" if server.debug else "info",
         "access_log": server.access_log,
         "timeout_graceful_shutdown": 10,
-        "ws": "none",  # no WebSocket routes: skips importing a WebSocket protocol at start-up
+        # the /map WebSocket (MAP's SDK transport), on websockets' maintained sans-I/O core;
+        # a frame over the body limit is refused (1009) before it is buffered whole
+        "ws": "websockets-sansio",
+        "ws_max_size": server.max_body_bytes,
     }
     if server.reload:
         options["log_config"] = worker_logging()

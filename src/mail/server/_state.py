@@ -308,6 +308,10 @@ class ServerState:
     retention: RetentionJob | None = None
     #: seconds of silence after which an event stream sends a ``ping`` (CONTRACT 2: 15)
     ping_interval: float = 15.0
+    #: seconds a ``/map`` WebSocket has to authenticate before it is closed (1008)
+    map_auth_deadline: float = 10.0
+    #: requests a ``/map`` WebSocket may have pending at once (beyond: JSON-RPC 4001)
+    map_max_pending: int = 32
     #: set when the server was told to stop: requests waiting for a task answer at once
     closing: asyncio.Event = field(default_factory=asyncio.Event)
     #: the loop the app runs on (set by the lifespan), for signal handlers

@@ -1,0 +1,346 @@
+"""The MAP methods, whatever transport carries them: ``map/connect``, ``map/authenticate``,
+``map/disconnect``, ``map/subscribe``, ``map/unsubscribe``, ``map/send`` and MAP Mail's
+``mail/*``.
+
+A :class:`MapSession` is who calls and since when: a WebSocket's (one per socket) or one
+``POST /map`` request's (a fresh one per request, authenticated by its header).
+:class:`MapCalls` answers the methods of one JSON-RPC document of a session and notes what
+its transport does once the answer is sent (push a new subscription's events, close).
+
+Until a session is authenticated only ``map/connect``, ``map/authenticate`` and
+``map/disconnect`` are answered (anything else: 1000). ``map/connect`` with
+``params.auth`` and ``map/authenticate`` take one of our API keys as method ``api-key``
+or ``bearer``; keys of role ``admin`` and ``user`` are admitted (``agent``: 1003). The
+caller is the participant ``role:id``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import time
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from mail.conversations import (
+    METHODS,
+    Actor,
+    AuthCredentials,
+    InvalidParamsError,
+    MapAuthenticate,
+    MapConnect,
+    MapDisconnect,
+    MapSend,
+    MapSubscribe,
+    MapUnsubscribe,
+    Subscription,
+    check_params,
+    describe,
+    problems,
+)
+from mail.conversations.events import ALL_CALLERS, MailEvent
+from mail.core.message import new_task_id
+from mail.db.store import CallerKey
+from mail.errors import AuthenticationError
+from mail.server._map_rpc import (
+    AUTH_FAILED,
+    AUTH_METHOD_NOT_SUPPORTED,
+    AUTH_PERMISSION_DENIED,
+    AUTH_REQUIRED,
+    INTERNAL,
+    METHOD_NOT_FOUND,
+    RpcError,
+)
+from mail.server._map_start import create_with_task
+from mail.server._routes_message import send_message
+from mail.server._state import ServerState
+from mail.server.auth import Caller, Role
+from mail.server.models import MessageRequest
+from mail.version import __version__
+
+__all__ = [
+    "AUTH_METHODS",
+    "MAP_MAIL_VERSION",
+    "PROTOCOL_VERSION",
+    "ROLES",
+    "MapCalls",
+    "MapSession",
+    "actor_of",
+    "authenticate_key",
+    "subscription_events",
+]
+
+#: ``protocolVersion`` of ``map/connect``: the official SDK's ``PROTOCOL_VERSION``
+PROTOCOL_VERSION = 1
+#: the version of the MAP Mail document (seed 003) the ``mail/*`` methods implement
+MAP_MAIL_VERSION = "0.0.6"
+#: the ``auth.method``s that take one of our API keys
+AUTH_METHODS = ("api-key", "bearer")
+#: the roles admitted to MAP (agents: ``map/agents/register`` is not built yet)
+ROLES: tuple[Role, ...] = ("admin", "user")
+
+_OPEN = ("map/connect", "map/authenticate", "map/disconnect")  # before authentication
+_MAP_METHODS = (*_OPEN, "map/subscribe", "map/unsubscribe", "map/send")
+# map/authenticate's error.code (the SDK's AuthErrorCode) for a refusal's JSON-RPC code
+_AUTH_ERROR = {
+    AUTH_FAILED: "invalid_credentials",
+    AUTH_METHOD_NOT_SUPPORTED: "method_not_supported",
+    AUTH_PERMISSION_DENIED: "insufficient_scope",
+}
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(slots=True, kw_only=True)
+class MapSession:
+    """Who calls and since when. ``authenticated`` is set once ``caller`` is known."""
+
+    transport: Literal["http", "websocket"]
+    id: str = field(default_factory=lambda: f"session-{secrets.token_hex(12)}")
+    created_at: int = field(default_factory=_now_ms)
+    caller: Caller | None = None
+    authenticated: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def admit(self, caller: Caller) -> None:
+        """Authenticate the session as ``caller``; raises :class:`RpcError` (1003) when it
+        is another caller's already (a session keeps its caller)."""
+        known = self.caller
+        if known is not None and (known.role, known.id) != (caller.role, caller.id):
+            raise RpcError(
+                AUTH_PERMISSION_DENIED,
+                f"this session is authenticated as {known.role}:{known.id}; "
+                "another key needs another connection",
+            )
+        self.caller = caller
+        self.authenticated.set()
+
+
+def actor_of(state: ServerState, caller: Caller) -> Actor:
+    """The caller as a MAP Mail participant (its rows are its runtime's)."""
+    role = "swarm" if caller.role == "agent" else caller.role
+    key = CallerKey(swarm=state.template.name, role=role, id=caller.id)
+    return Actor(key=key, participant_id=f"{caller.role}:{caller.id}", admin=caller.role == "admin")
+
+
+async def authenticate_key(state: ServerState, credentials: AuthCredentials) -> Caller:
+    """The caller owning the API key of ``credentials``. Raises :class:`RpcError`: 1005
+    for a method other than :data:`AUTH_METHODS`, 1001 for no or an unknown key, 1003 for
+    a role other than :data:`ROLES`; :class:`~mail.errors.AuthServiceError` as the
+    authenticator does."""
+    if credentials.method not in AUTH_METHODS:
+        raise RpcError(
+            AUTH_METHOD_NOT_SUPPORTED,
+            f"auth method {credentials.method!r} is not supported: use 'api-key' or "
+            "'bearer' with an API key of this server",
+        )
+    if not credentials.credential:
+        raise RpcError(AUTH_FAILED, "no API key: auth.credential is empty")
+    try:
+        caller = await state.authenticator.authenticate(credentials.credential)
+    except AuthenticationError as e:
+        raise RpcError(AUTH_FAILED, str(e)) from None
+    if caller.role not in ROLES:
+        raise RpcError(
+            AUTH_PERMISSION_DENIED,
+            f"keys of role {caller.role!r} cannot use MAP here yet: it needs an admin or user key",
+        )
+    return caller
+
+
+class MapCalls:
+    """Answers the methods of one JSON-RPC document of ``session`` (``await calls(method,
+    params)``, a :data:`~mail.server._map_rpc.Call`); afterwards ``subscribed`` holds the
+    subscriptions it made and ``disconnect`` says whether ``map/disconnect`` was called."""
+
+    def __init__(self, state: ServerState, session: MapSession) -> None:
+        self.state = state
+        self.session = session
+        self.subscribed: list[Subscription] = []
+        self.disconnect = False
+
+    async def __call__(self, method: str, params: Any) -> Any:
+        if method not in _MAP_METHODS and method not in METHODS:
+            raise RpcError(METHOD_NOT_FOUND, f"method {method!r} not found")
+        if method == "map/connect":
+            return await self._connect(params)
+        if method == "map/authenticate":
+            return await self._authenticate(params)
+        if method == "map/disconnect":
+            check_params(MapDisconnect, params)
+            self.disconnect = True
+            session = self.session
+            return {
+                "session": {
+                    "id": session.id,
+                    "createdAt": session.created_at,
+                    "closedAt": _now_ms(),
+                }
+            }
+        caller = self.session.caller
+        if caller is None:
+            raise RpcError(
+                AUTH_REQUIRED,
+                f"authentication required: call map/connect with params.auth or "
+                f"map/authenticate first ({{method: 'api-key' or 'bearer', credential}}), "
+                f"not {method}",
+            )
+        return await self._call(caller, method, params)
+
+    async def _call(self, caller: Caller, method: str, params: Any) -> Any:
+        state, actor = self.state, actor_of(self.state, caller)
+        if method == "map/send":
+            return await _send(state, caller, actor, params)
+        if method == "map/subscribe":
+            return await self._subscribe(actor, params)
+        if method == "map/unsubscribe":
+            sid = check_params(MapUnsubscribe, params).subscriptionId
+            return {"unsubscribed": await state.map_events.forget(actor.key, sid)}
+        service = state.conversations
+        if service is None:
+            raise RpcError(10010, "MAP Mail is not enabled on this server")
+        if method == "mail/create" and isinstance(params, dict) and params.get("startTask"):
+            return await create_with_task(state, caller, actor, params)
+        return await service.call(method, actor, params)  # which checks the params
+
+    async def _connect(self, params: Any) -> dict[str, Any]:
+        checked = check_params(MapConnect, params)
+        if checked.auth is not None:
+            self.session.admit(await authenticate_key(self.state, checked.auth))
+        caller, session = self.session.caller, self.session
+        answer: dict[str, Any] = {
+            "protocolVersion": PROTOCOL_VERSION,
+            "sessionId": session.id,
+            "systemInfo": {"name": "mail", "version": __version__},
+            "reconnected": False,
+            "server": {
+                "name": "mail",
+                "version": __version__,
+                "swarm": self.state.template.name,
+                "mapMail": MAP_MAIL_VERSION,
+            },
+        }
+        if caller is None:  # the SDK's flow: map/authenticate next
+            required = {"methods": list(AUTH_METHODS), "required": True}
+            return {**answer, "capabilities": {}, "authRequired": required}
+        participant = actor_of(self.state, caller).participant_id
+        return {
+            **answer,
+            "participantId": participant,
+            "capabilities": self._capabilities(),
+            "principal": {"id": participant, "claims": {"role": caller.role}},
+            "ownedAgents": [],
+        }
+
+    def _capabilities(self) -> dict[str, Any]:
+        service = self.state.conversations
+        if service is None or not service.enabled:
+            return {}
+        mail = ("canCreate", "canJoin", "canInvite", "canViewHistory", "canCreateThreads")
+        return {"mail": {"enabled": True} | dict.fromkeys(mail, True)}
+
+    async def _authenticate(self, params: Any) -> dict[str, Any]:
+        """``map/authenticate``: the SDK's ``AuthenticateResponseResult`` (a refused key is
+        ``success: false`` with ``error{code, message}``, not a JSON-RPC error)."""
+        credentials = check_params(MapAuthenticate, params)
+        try:
+            caller = await authenticate_key(self.state, credentials)
+            self.session.admit(caller)
+        except RpcError as e:
+            return {"success": False, "error": {"code": _AUTH_ERROR[e.code], "message": e.message}}
+        participant = actor_of(self.state, caller).participant_id
+        return {
+            "success": True,
+            "sessionId": self.session.id,
+            "participantId": participant,
+            "principal": {"id": participant, "claims": {"role": caller.role}},
+        }
+
+    async def _subscribe(self, actor: Actor, params: Any) -> dict[str, Any]:
+        checked = check_params(MapSubscribe, params)
+        filter_ = checked.filter.wire() if checked.filter is not None else {}
+        if filter_.get(ALL_CALLERS) and not actor.admin:
+            raise RpcError(10003, f"only an admin may subscribe with filter.{ALL_CALLERS}")
+        sub = self.state.map_events.subscribe(actor.key, filter_)
+        await self.state.map_events.register(sub)
+        self.subscribed.append(sub)
+        if self.session.transport == "websocket":  # its events come on the socket
+            return {"subscriptionId": sub.id}
+        return {"subscriptionId": sub.id, "events": f"/map/events?subscription={sub.id}"}
+
+
+async def _send(state: ServerState, caller: Caller, actor: Actor, params: Any) -> Any:
+    """``map/send``: ``payload`` (a ``POST /message`` body; ``to.agent`` is its
+    entrypoint) into the caller's swarm; ``meta.mail`` records the message as a turn."""
+    checked = check_params(MapSend, params)
+    request = _message(checked)
+    task_id = str(request.task_id)
+    mail = checked.meta.mail if checked.meta is not None else None
+    interceptor = state.interceptor
+    bound = interceptor.bound(actor.key, task_id) if interceptor is not None else []
+    if interceptor is not None and mail is not None and mail.conversationId not in bound:
+        # (bound: the binding records it)
+        interceptor.expect(actor.key, task_id, mail.conversationId, params["meta"]["mail"])
+    try:
+        answer = await send_message(state, caller, request)
+    finally:
+        if interceptor is not None:
+            interceptor.forget(actor.key, task_id)
+    if mail is not None and interceptor is not None:
+        with contextlib.suppress(TimeoutError):  # the turn is late: the answer is not
+            await asyncio.wait_for(interceptor.drain(), timeout=5.0)
+    if not isinstance(answer, dict):
+        raise RpcError(INTERNAL, "the server is shutting down")
+    return {"taskId": task_id, "response": answer["response"], "status": answer["status"]}
+
+
+def _message(checked: MapSend) -> MessageRequest:
+    """The ``POST /message`` request of a ``map/send`` (its ``payload``, ``to.agent`` as
+    the entrypoint unless it names one, a new task id unless it has one)."""
+    payload: dict[str, Any] = {**(checked.payload or {}), "stream": False, "show_events": False}
+    if checked.to is not None and checked.to.agent is not None:
+        payload.setdefault("entrypoint", checked.to.agent)
+    payload["task_id"] = payload.get("task_id") or new_task_id()
+    try:
+        return MessageRequest.model_validate(payload)
+    except ValidationError as e:
+        found = problems(e)
+        field = f"payload.{found[0][0]}".rstrip(".")
+        raise InvalidParamsError(describe(found, "params.payload"), field=field) from None
+
+
+async def subscription_events(
+    state: ServerState, sub: Subscription, ping_interval: float | None = None
+) -> AsyncGenerator[MailEvent | None, None]:
+    """The events of ``sub`` as they come (fed while this runs), ``None`` after each
+    ``ping_interval`` seconds of silence (never without one); ends when ``sub`` is
+    unsubscribed or the server stops."""
+    async with state.map_events.feeding(sub):
+        stop = asyncio.ensure_future(sub.closed.wait())
+        closing = asyncio.ensure_future(state.closing.wait())
+        getter: asyncio.Future[MailEvent] | None = None
+        try:
+            while True:
+                getter = asyncio.ensure_future(sub.queue.get())
+                done, _ = await asyncio.wait(
+                    {getter, stop, closing},
+                    timeout=ping_interval,
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+                if getter in done:
+                    yield getter.result()
+                    continue
+                getter.cancel()
+                if done:
+                    return
+                yield None
+        finally:
+            # a getter left waiting would take the next event from a later reader
+            for future in (stop, closing, getter):
+                if future is not None:
+                    future.cancel()

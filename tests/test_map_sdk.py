@@ -1,0 +1,87 @@
+"""The official MAP SDK (``@multi-agent-protocol/sdk``, pinned in packages/map-sdk-tests)
+against a real ``mail server`` process (issue 36): its Node tests connect with
+``ClientConnection.connect("ws://…/map", {auth})``, subscribe, start a task with a
+conversation and see its events arrive, authenticate late, and disconnect; and the
+WebSocket section's example of docs/map-mail.md runs as written.
+
+Needs Node 20+ and npm; ``npm ci`` runs first when ``node_modules`` is missing (it needs
+the npm registry, or npm's cache).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from tests._servers import clean_env, start_server
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "packages" / "map-sdk-tests"
+DOCS = ROOT / "docs" / "map-mail.md"
+MARKER = "<!-- run by tests/test_map_sdk.py -->"
+NODE_HINT = "install Node 20 or newer (with npm) to test packages/map-sdk-tests"
+
+pytestmark = pytest.mark.timeout(900)
+
+
+def _tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        pytest.fail(f"`{name}` is not on PATH: {NODE_HINT}")
+    return path
+
+
+def docs_example() -> str:
+    """The JavaScript block of docs/map-mail.md marked as run by this test."""
+    text = DOCS.read_text(encoding="utf-8")
+    found = re.search(re.escape(MARKER) + r"\n```js\n(.*?)\n```\n", text, re.S)
+    assert found is not None, f"no ```js block after {MARKER} in {DOCS}"
+    return found.group(1) + "\n"
+
+
+def _run(command: list[str], env: dict[str, str], timeout: float) -> str:
+    result = subprocess.run(
+        command,
+        cwd=PACKAGE,
+        env=env,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+        timeout=timeout,
+        check=False,
+    )
+    output = f"{result.stdout}\n{result.stderr}"
+    assert result.returncode == 0, f"`{' '.join(command)}` exited {result.returncode}:\n{output}"
+    return output
+
+
+def test_the_official_sdk_connects_subscribes_and_disconnects(tmp_path: Path) -> None:
+    node, npm = _tool("node"), _tool("npm")
+    version = subprocess.run([node, "--version"], capture_output=True, text=True, check=True)
+    major = int(version.stdout.strip().lstrip("v").split(".")[0])
+    if major < 20:
+        pytest.fail(f"node {version.stdout.strip()} is too old: {NODE_HINT}")
+    env = clean_env() | {"CI": "1"}
+    if not (PACKAGE / "node_modules").is_dir():
+        _run([npm, "ci", "--no-audit", "--no-fund"], env, timeout=600)
+    example = PACKAGE / ".docs-example.mjs"  # in the package: its imports resolve there
+    example.write_text(docs_example(), encoding="utf-8")
+    try:
+        with start_server("offline", ROOT / "swarms.json", clean_env(), tmp_path / "data") as s:
+            env |= {
+                "MAP_URL": s.url.replace("http://", "ws://") + "/map",
+                "MAP_KEY": s.keys["user"],
+            }
+            output = _run([npm, "test"], env, 600)
+            printed = _run([node, example.name], env, 120).strip().splitlines()
+    finally:
+        example.unlink()
+    assert re.search(r"^# pass [1-9]", output, re.M), f"no test passed:\n{output}"
+    assert not re.search(r"^# (fail|skipped|todo) [1-9]", output, re.M), output
+    # the example's two lines: the task's answer, the events seen while it ran
+    assert "42" in printed[0], printed
+    assert printed[1].split()[0] == "mail.created", printed
