@@ -38,7 +38,7 @@ async def test_a_conversation_follows_its_task(service: ConversationService, bus
         "system",
         "task 't1' was cancelled",
     )
-    kinds = [sub.queue.get_nowait().type for _ in range(sub.queue.qsize())]
+    kinds = [e.type for _, e in sub.log]
     assert kinds == ["x-mail.status.changed", "x-mail.status.changed", "mail.closed"]
 
 

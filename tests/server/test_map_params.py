@@ -78,6 +78,13 @@ def map_params(c: dict[str, str], tid: str) -> dict[str, dict[str, Any]]:
             "filter": {"eventTypes": ["mail.created"], "mail": {**c, "threadId": tid}}
         },
         "map/unsubscribe": {"subscriptionId": "sub-none"},
+        "map/replay": {
+            "afterEventId": "9" * 20,  # after every event: none
+            "fromTimestamp": 10**13,  # (so without afterEventId: a time to come)
+            "toTimestamp": 10**13 + 1,
+            "filter": {"eventTypes": ["mail.created"], "mail": {**c, "threadId": tid}},
+            "limit": 10,
+        },
         # resuming a task that never ran: refused at once (-32000), nothing runs
         "map/send": {
             "to": {"agent": "supervisor"},
@@ -190,7 +197,7 @@ def with_value(params: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
 
 async def test_every_method_has_a_params_model() -> None:
     map_methods = {"map/connect", "map/authenticate", "map/disconnect", "map/subscribe"}
-    assert set(METHODS) | map_methods | {"map/unsubscribe", "map/send"} == set(PARAMS)
+    assert set(METHODS) | map_methods | {"map/unsubscribe", "map/replay", "map/send"} == set(PARAMS)
 
 
 async def test_wrong_types_in_any_field_are_invalid_params_never_a_500(offline: Running) -> None:

@@ -20,6 +20,7 @@ from mail.conversations._params import (
     MapAuthenticate,
     MapConnect,
     MapDisconnect,
+    MapReplay,
     MapSend,
     MapSubscribe,
     MapUnsubscribe,
@@ -34,7 +35,13 @@ from mail.conversations._sql_store import (
     conversation_store_for,
 )
 from mail.conversations.errors import MailProtocolError
-from mail.conversations.events import EventBus, Subscription
+from mail.conversations.events import (
+    EventBus,
+    EventsNotRetainedError,
+    MailEvent,
+    Replay,
+    Subscription,
+)
 from mail.conversations.service import METHODS, Actor, ConversationService
 from mail.conversations.store import ConversationStore, MemoryConversationStore, Record
 
@@ -45,17 +52,21 @@ __all__ = [
     "ConversationService",
     "ConversationStore",
     "EventBus",
+    "EventsNotRetainedError",
     "InvalidParamsError",
+    "MailEvent",
     "MailProtocolError",
     "MapAuthenticate",
     "MapConnect",
     "MapDisconnect",
+    "MapReplay",
     "MapSend",
     "MapSubscribe",
     "MapUnsubscribe",
     "MemoryConversationStore",
     "PostgresConversationStore",
     "Record",
+    "Replay",
     "SQLiteConversationStore",
     "StatusFollower",
     "Subscription",

@@ -30,6 +30,7 @@ from pydantic_core import ErrorDetails, PydanticCustomError
 from mail._limits import task_id_problem
 from mail._text import find_bad_text
 from mail.conversations._access import InvalidParamsError
+from mail.conversations.events import REPLAY_LIMIT
 from mail.conversations.models import ConversationStatus, ConversationType, HistoryAccess, Role
 
 __all__ = ["PARAMS", "Params", "check_params", "describe", "parse_params", "problems"]
@@ -336,6 +337,26 @@ class MapUnsubscribe(Params):
     subscriptionId: NonEmpty
 
 
+def _event_id(value: Any) -> Any:
+    if not isinstance(value, str) or not value.isascii() or not value.isdigit():
+        raise PydanticCustomError(
+            _OURS, "must be an eventId (a string of digits), got {got}", {"got": _shown(value)}
+        )
+    return value
+
+
+class MapReplay(Params):
+    """``map/replay`` (the official SDK's ``ReplayRequestParams``): the caller's events
+    after ``afterEventId`` (or from ``fromTimestamp``), up to ``toTimestamp``, passing
+    ``filter``, at most ``limit`` (1-1000, 100 by default)."""
+
+    afterEventId: Annotated[str, BeforeValidator(_event_id)] | None = None
+    fromTimestamp: Annotated[int, Field(ge=0)] | None = None
+    toTimestamp: Annotated[int, Field(ge=0)] | None = None
+    filter: SubscriptionFilter | None = None
+    limit: Annotated[int, Field(ge=1, le=REPLAY_LIMIT)] | None = None
+
+
 class SendTo(Params):
     agent: str | None = None
 
@@ -368,6 +389,7 @@ PARAMS: dict[str, type[Params]] = {
     "map/disconnect": MapDisconnect,
     "map/subscribe": MapSubscribe,
     "map/unsubscribe": MapUnsubscribe,
+    "map/replay": MapReplay,
     "map/send": MapSend,
     "mail/create": MailCreate,
     "mail/get": MailGet,

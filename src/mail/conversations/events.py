@@ -5,6 +5,15 @@ events of that caller's conversations that match its filter: ``eventTypes`` (any
 them), and the ``mail`` filter (``conversationId``, ``threadId``, ``participantId``,
 ``contentType``, combined with AND; only ``mail.*`` events, and our ``x-mail.*`` ones,
 match it).
+
+Every event has an id (``eventId`` on the wire, and the SSE ``id:``): a number that grows
+with each event of the server (of the swarm's Redis stream in cluster mode) and starts
+past the ids of an earlier run. A subscription keeps a log of its last
+:data:`RETAINED` events, each with its ``sequenceNumber`` (1, 2, 3, ... in the order the
+subscription got them); its readers (a WebSocket's push, ``GET /map/events`` streams)
+follow the log, each with its own cursor, so every reader gets every event and a reader
+that comes back after an event id resumes right after it. The bus keeps the last
+:data:`REPLAY_RETAINED` events of every caller for ``map/replay``.
 """
 
 from __future__ import annotations
@@ -13,37 +22,79 @@ import asyncio
 import contextlib
 import itertools
 import secrets
+import time
+from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from mail.db.store import CallerKey
+from mail.errors import MAILError
 
-__all__ = ["EventBus", "MailEvent", "Subscription", "matches"]
+__all__ = [
+    "ID_SCALE",
+    "REPLAY_LIMIT",
+    "REPLAY_RETAINED",
+    "RETAINED",
+    "EventBus",
+    "EventsNotRetainedError",
+    "MailEvent",
+    "Replay",
+    "Subscription",
+    "matches",
+]
 
-#: events a subscription holds for a reader that is not there yet; older ones are dropped
-QUEUE_LIMIT = 1000
+#: events a subscription keeps for its readers; older ones are dropped
+RETAINED = 1000
+#: events the bus keeps for ``map/replay`` (every caller's); older ones are dropped
+REPLAY_RETAINED = 10_000
+#: the most events one ``map/replay`` answers (the official SDK's maximum)
+REPLAY_LIMIT = 1000
+#: event ids per millisecond of the clock they start from (as cluster mode's stream ids)
+ID_SCALE = 10_000
+
+
+class EventsNotRetainedError(MAILError):
+    """Events after the asked position are no longer kept: ``oldest`` is the id of the
+    oldest event still kept (``None`` when none is)."""
+
+    def __init__(self, message: str, *, oldest: int | None) -> None:
+        super().__init__(message)
+        self.oldest = oldest
 
 
 @dataclass(slots=True, kw_only=True)
 class MailEvent:
-    """One ``map/event`` notification's params: ``type``, ``data`` and a server-wide
-    increasing ``id``."""
+    """One ``mail.*`` event: ``type``, ``data``, ``timestamp`` (ms) and its ``id``."""
 
     id: int
     type: str
     data: dict[str, Any]
     timestamp: int
 
-    def wire(self, subscription_id: str) -> dict[str, Any]:
+    def body(self) -> dict[str, Any]:
+        """The event as notifications and ``map/replay`` carry it."""
+        return {
+            "id": str(self.id),
+            "type": self.type,
+            "timestamp": self.timestamp,
+            "data": self.data,
+        }
+
+    def wire(self, subscription_id: str, sequence: int) -> dict[str, Any]:
+        """The params of its ``map/event`` notification as event ``sequence`` of a
+        subscription."""
         return {
             "subscriptionId": subscription_id,
-            "event": {
-                "id": str(self.id),
-                "type": self.type,
-                "timestamp": self.timestamp,
-                "data": self.data,
-            },
+            "sequenceNumber": sequence,
+            "eventId": str(self.id),
+            "timestamp": self.timestamp,
+            "event": self.body(),
         }
+
+    def replayed(self) -> dict[str, Any]:
+        """The event as an item of ``map/replay``'s ``events`` (the SDK's ``ReplayedEvent``)."""
+        return {"eventId": str(self.id), "timestamp": self.timestamp, "event": self.body()}
 
 
 def _fields(data: dict[str, Any]) -> dict[str, set[str]]:
@@ -71,12 +122,19 @@ def _fields(data: dict[str, Any]) -> dict[str, set[str]]:
 ALL_CALLERS = "x-allCallers"
 
 
-def reaches(sub: Subscription, key: CallerKey, event_type: str, data: dict[str, Any]) -> bool:
-    """Whether an event of ``key``'s conversations goes to ``sub``: its caller's (or, with
-    ``filter["x-allCallers"]``, an admin's, any caller's), passing its filter."""
-    if sub.key != key and not sub.filter.get(ALL_CALLERS):
+def reaches(
+    reader: CallerKey,
+    filter_: dict[str, Any],
+    key: CallerKey,
+    event_type: str,
+    data: dict[str, Any],
+) -> bool:
+    """Whether an event of ``key``'s conversations goes to ``reader`` with ``filter_``:
+    its own (or, with ``filter["x-allCallers"]``, an admin's, any caller's), passing the
+    filter."""
+    if reader != key and not filter_.get(ALL_CALLERS):
         return False
-    return matches(sub.filter, event_type, data)
+    return matches(filter_, event_type, data)
 
 
 def matches(filter_: dict[str, Any], event_type: str, data: dict[str, Any]) -> bool:
@@ -95,21 +153,94 @@ def matches(filter_: dict[str, Any], event_type: str, data: dict[str, Any]) -> b
 
 @dataclass(slots=True, kw_only=True)
 class Subscription:
-    """A caller's subscription: its id, filter and the queue its stream reads."""
+    """A caller's subscription: its id, filter and the log of its last :data:`RETAINED`
+    events (``(sequenceNumber, event)``) that its readers follow."""
 
     id: str
     key: CallerKey
     filter: dict[str, Any]
-    queue: asyncio.Queue[MailEvent] = field(default_factory=lambda: asyncio.Queue(QUEUE_LIMIT))
+    log: deque[tuple[int, MailEvent]] = field(default_factory=lambda: deque(maxlen=RETAINED))
+    #: the sequence number of the newest event (0: none yet)
+    last: int = 0
+    #: the id of the newest event dropped from the log (0: none)
+    dropped: int = 0
     closed: asyncio.Event = field(default_factory=asyncio.Event)
+    #: set (and replaced) when an event is appended
+    arrival: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def reaches(self, key: CallerKey, event_type: str, data: dict[str, Any]) -> bool:
+        """Whether an event of ``key``'s conversations is this subscription's."""
+        return reaches(self.key, self.filter, key, event_type, data)
+
+    def append(self, event: MailEvent) -> None:
+        """Add an event as the next one (its sequence number is the next) and wake the
+        readers."""
+        if len(self.log) == self.log.maxlen:
+            self.dropped = self.log[0][1].id
+        self.last += 1
+        self.log.append((self.last, event))
+        arrived, self.arrival = self.arrival, asyncio.Event()
+        arrived.set()
+
+    def since(self, cursor: int, after_id: int = 0) -> list[tuple[int, MailEvent]]:
+        """The retained events after sequence number ``cursor`` whose id is past
+        ``after_id`` (a reader's cursor falls behind the log: it goes on at the oldest
+        retained event, its sequence numbers show the gap)."""
+        if not self.log or cursor >= self.last:
+            return []
+        start = max(0, cursor - self.log[0][0] + 1)
+        found = itertools.islice(self.log, start, None)
+        return [(seq, event) for seq, event in found if event.id > after_id]
+
+    def check_after(self, event_id: int) -> None:
+        """Raise :class:`EventsNotRetainedError` when events of this subscription after
+        ``event_id`` have been dropped from its log."""
+        if event_id < self.dropped:
+            oldest = self.log[0][1].id if self.log else None
+            raise EventsNotRetainedError(
+                f"events of subscription {self.id} after {event_id} are no longer kept "
+                f"(it keeps its last {RETAINED}; the oldest kept is {oldest})",
+                oldest=oldest,
+            )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Replay:
+    """What ``map/replay`` asks: the caller's events (its own; every caller's with
+    ``filter["x-allCallers"]``) passing ``filter``, after the event ``after`` or from the
+    time ``since`` (ms, inclusive), up to the time ``until`` (inclusive), at most
+    ``limit``."""
+
+    key: CallerKey
+    filter: dict[str, Any]
+    after: int | None = None
+    since: int | None = None
+    until: int | None = None
+    limit: int = 100
+
+    def wants(self, key: CallerKey, event: MailEvent) -> bool:
+        if self.until is not None and event.timestamp > self.until:
+            return False
+        return reaches(self.key, self.filter, key, event.type, event.data)
+
+
+def _first_id() -> int:
+    """Where a process's event ids start: past every id of an earlier run."""
+    return int(time.time() * 1000) * ID_SCALE
 
 
 class EventBus:
-    """Fans ``mail.*`` events out to the subscriptions whose caller and filter match."""
+    """Fans ``mail.*`` events out to the subscriptions whose caller and filter match, and
+    keeps the last :data:`REPLAY_RETAINED` for ``map/replay``."""
 
     def __init__(self) -> None:
         self._subscriptions: dict[str, Subscription] = {}
-        self._ids = itertools.count(1)
+        first = _first_id()
+        self._ids = itertools.count(first + 1)
+        self._log: deque[tuple[CallerKey, MailEvent]] = deque(maxlen=REPLAY_RETAINED)
+        #: events up to this id (and up to this time) are not kept: before this process,
+        #: or dropped
+        self._floor, self._floor_time = first, first // ID_SCALE
 
     def subscribe(self, key: CallerKey, filter_: dict[str, Any]) -> Subscription:
         """A new subscription of ``key``'s events that pass ``filter_``."""
@@ -143,17 +274,45 @@ class EventBus:
         return False
 
     def publish(self, key: CallerKey, event_type: str, data: dict[str, Any], now: int) -> None:
-        """Deliver an event of ``key``'s conversations to the matching subscriptions
-        (never blocks: a full queue drops its oldest event)."""
-        if not self._subscriptions:
-            return
+        """Deliver an event of ``key``'s conversations to the matching subscriptions and
+        keep it for ``map/replay`` (never blocks: full logs drop their oldest event)."""
         event = MailEvent(id=next(self._ids), type=event_type, data=data, timestamp=now)
+        if len(self._log) == self._log.maxlen:
+            dropped = self._log[0][1]
+            self._floor, self._floor_time = dropped.id, dropped.timestamp
+        self._log.append((key, event))
         for sub in list(self._subscriptions.values()):
-            if not reaches(sub, key, event_type, data):
-                continue
-            if sub.queue.full():
-                sub.queue.get_nowait()
-            sub.queue.put_nowait(event)
+            if sub.reaches(key, event_type, data):
+                sub.append(event)
+
+    async def replay(self, replay: Replay) -> tuple[list[MailEvent], bool]:
+        """The events ``replay`` asks for, oldest first, and whether more follow. Raises
+        :class:`EventsNotRetainedError` when some after its position are no longer kept."""
+        self._check(replay)
+        start = replay.after if replay.after is not None else 0
+        since = replay.since if replay.after is None else None
+        found = (
+            event
+            for key, event in self._log
+            if event.id > start
+            and (since is None or event.timestamp >= since)
+            and replay.wants(key, event)
+        )
+        return _page(found, replay.limit)
+
+    def _check(self, replay: Replay) -> None:
+        oldest = self._log[0][1].id if self._log else None
+        if replay.after is not None and replay.after < self._floor:
+            asked = f"after event {replay.after}"
+        elif replay.after is None and replay.since is not None and replay.since <= self._floor_time:
+            asked = f"from time {replay.since}"
+        else:
+            return
+        raise EventsNotRetainedError(
+            f"events {asked} are no longer kept (the server keeps the last "
+            f"{REPLAY_RETAINED} events, since it started; the oldest kept is {oldest})",
+            oldest=oldest,
+        )
 
     # --- beyond this process (cluster mode overrides these; here they are local) -----------
 
@@ -169,7 +328,7 @@ class EventBus:
         return self.unsubscribe(key, subscription_id)
 
     def feeding(self, sub: Subscription) -> contextlib.AbstractAsyncContextManager[None]:
-        """While the events of ``sub`` are streamed: here, :meth:`publish` feeds it."""
+        """While the events of ``sub`` are read: here, :meth:`publish` feeds it."""
         return contextlib.nullcontext()
 
     def close(self) -> None:
@@ -177,3 +336,9 @@ class EventBus:
         for sub in self._subscriptions.values():
             sub.closed.set()
         self._subscriptions.clear()
+
+
+def _page(found: Iterator[MailEvent], limit: int) -> tuple[list[MailEvent], bool]:
+    """The first ``limit`` events of ``found`` and whether there are more."""
+    page = list(itertools.islice(found, limit + 1))
+    return page[:limit], len(page) > limit

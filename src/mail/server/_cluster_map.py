@@ -5,9 +5,15 @@ while the events come from a third. So every replica appends each event to one R
 stream per swarm (``mail:map:<swarm>``, trimmed to about :data:`STREAM_MAXLEN` entries)
 instead of handing it to its own subscriptions, and a subscription is a Redis key
 (``mail:map:sub:<id>``: the caller, the filter and the stream entry it starts after, kept
-a day after its last use). A replica streaming a subscription's events reads the stream
-from there, keeps what the caller and filter match, and ends the stream once the key is
-gone (``map/unsubscribe`` on any replica).
+a day after its last use). An event's id is its stream entry's (``<ms>-<n>`` as the
+number ``ms * 10000 + n``): the same on every replica.
+
+While a subscription's events are read on a replica (one feed per subscription there,
+however many readers), the replica reads the stream from the subscription's start, keeps
+what the caller and filter match, numbers them in stream order (so every replica gives an
+event the same ``sequenceNumber``) into the subscription's log, which its readers follow
+as on one server; it ends the readers once the key is gone (``map/unsubscribe`` on any
+replica). ``map/replay`` reads the stream itself.
 """
 
 from __future__ import annotations
@@ -20,7 +26,14 @@ import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from mail.conversations.events import EventBus, MailEvent, Subscription, reaches
+from mail.conversations.events import (
+    ID_SCALE,
+    EventBus,
+    EventsNotRetainedError,
+    MailEvent,
+    Replay,
+    Subscription,
+)
 from mail.db.store import CallerKey
 from mail.server._cluster import redis_errors
 
@@ -36,6 +49,8 @@ _SUB_TTL = 86_400
 #: how often a streamed subscription checks that it still exists (and keeps it alive)
 _CHECK_SECONDS = 2.0
 _BLOCK_MS = 1000
+#: stream entries map/replay reads at a time
+_PAGE = 500
 
 
 def _sub_key(subscription_id: str) -> str:
@@ -50,7 +65,12 @@ def _key(parts: list[str]) -> CallerKey:
 def _event_id(entry_id: str) -> int:
     """A stream entry's id (``<ms>-<n>``) as the increasing number ``map/event`` carries."""
     ms, _, n = entry_id.partition("-")
-    return int(ms) * 10_000 + int(n or 0)
+    return int(ms) * ID_SCALE + int(n or 0)
+
+
+def _entry_id(event_id: int) -> str:
+    """The stream entry id of an event id (:func:`_event_id`'s inverse)."""
+    return f"{event_id // ID_SCALE}-{event_id % ID_SCALE}"
 
 
 class SharedEventBus(EventBus):
@@ -61,8 +81,10 @@ class SharedEventBus(EventBus):
         self.cluster = cluster
         self.stream = f"mail:map:{swarm}"
         self._outbox: asyncio.Queue[str] = asyncio.Queue()
-        #: subscription id -> the stream entry its events start after (known here)
+        #: subscription id -> the stream entry its log here was fed up to
         self._marks: dict[str, str] = {}
+        #: subscription id -> its feed here and how many readers it has
+        self._feeds: dict[str, tuple[asyncio.Task[None], int]] = {}
 
     @property
     def _redis(self) -> Any:
@@ -97,13 +119,9 @@ class SharedEventBus(EventBus):
         """Record ``sub`` in Redis, starting after the stream's newest entry."""
         newest = await self._redis.xrevrange(self.stream, count=1)
         self._marks[sub.id] = newest[0][0] if newest else "0-0"
-        await self._save(sub)
-
-    async def _save(self, sub: Subscription, **flags: bool) -> None:
-        """Write ``sub``'s key: its caller, filter and mark (``xx``: only if it exists)."""
         key = [sub.key.swarm, sub.key.role, sub.key.id]
-        record = {"key": key, "filter": sub.filter, "mark": self._marks[sub.id]}
-        await self._redis.set(_sub_key(sub.id), json.dumps(record), ex=_SUB_TTL, **flags)
+        record = {"key": key, "filter": sub.filter, "start": self._marks[sub.id]}
+        await self._redis.set(_sub_key(sub.id), json.dumps(record), ex=_SUB_TTL)
 
     async def find(self, key: CallerKey, subscription_id: str) -> Subscription | None:
         """The caller's subscription, made here or on another replica."""
@@ -118,7 +136,7 @@ class SharedEventBus(EventBus):
             return None  # another caller's: as unknown
         sub = Subscription(id=subscription_id, key=key, filter=record["filter"])
         self._subscriptions[sub.id] = sub
-        self._marks[sub.id] = record["mark"]
+        self._marks[sub.id] = record["start"]  # numbered from its start, as everywhere
         return sub
 
     async def forget(self, key: CallerKey, subscription_id: str) -> bool:
@@ -132,18 +150,22 @@ class SharedEventBus(EventBus):
 
     @contextlib.asynccontextmanager
     async def feeding(self, sub: Subscription) -> AsyncIterator[None]:
-        """Feed ``sub``'s queue from the stream while its events are streamed; then note
-        where it stopped, for a stream opened later on any replica."""
-        reader = asyncio.get_running_loop().create_task(self._feed(sub))
+        """Feed ``sub``'s log here from the stream while it has readers here."""
+        task, readers = self._feeds.get(sub.id, (None, 0))
+        if task is None or task.done():
+            task = asyncio.get_running_loop().create_task(self._feed(sub), name=f"feed:{sub.id}")
+        self._feeds[sub.id] = (task, readers + 1)
         try:
             yield
         finally:
-            reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await reader
-            if sub.id in self._marks:  # not unsubscribed meanwhile
-                with contextlib.suppress(*redis_errors()):
-                    await self._save(sub, xx=True)
+            task, readers = self._feeds[sub.id]
+            if readers > 1:
+                self._feeds[sub.id] = (task, readers - 1)
+            else:
+                del self._feeds[sub.id]
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
 
     async def _feed(self, sub: Subscription) -> None:
         checked = time.monotonic()
@@ -160,15 +182,64 @@ class SharedEventBus(EventBus):
                 continue
             for entry_id, fields in entries[0][1] if entries else []:
                 self._marks[sub.id] = entry_id
-                self._offer(sub, entry_id, json.loads(fields["e"]))
+                _offer(sub, entry_id, json.loads(fields["e"]))
 
-    @staticmethod
-    def _offer(sub: Subscription, entry_id: str, item: dict[str, Any]) -> None:
-        if not reaches(sub, _key(item["key"]), item["type"], item["data"]):
+    # --- map/replay ---------------------------------------------------------------------------
+
+    async def replay(self, replay: Replay) -> tuple[list[MailEvent], bool]:
+        """The events ``replay`` asks for, read from the stream (see :meth:`EventBus.replay`)."""
+        await self._check_trimmed(replay)
+        if replay.after is not None:
+            start = f"({_entry_id(replay.after)}"
+        else:
+            start = f"{replay.since}-0" if replay.since is not None else "-"
+        found: list[MailEvent] = []
+        while len(found) <= replay.limit:
+            entries = await self._redis.xrange(self.stream, min=start, count=_PAGE)
+            for entry_id, fields in entries:
+                item = json.loads(fields["e"])
+                event = _event(entry_id, item)
+                if replay.wants(_key(item["key"]), event):
+                    found.append(event)
+            if len(entries) < _PAGE:
+                break
+            start = f"({entries[-1][0]}"
+        return found[: replay.limit], len(found) > replay.limit
+
+    async def _check_trimmed(self, replay: Replay) -> None:
+        """Raise :class:`EventsNotRetainedError` when the stream was trimmed past the asked
+        position (the asked event itself is gone: later ones may be too)."""
+        if replay.after is None and replay.since is None:
             return
-        event = MailEvent(
-            id=_event_id(entry_id), type=item["type"], data=item["data"], timestamp=item["now"]
-        )
-        if sub.queue.full():
-            sub.queue.get_nowait()
-        sub.queue.put_nowait(event)
+        try:
+            info = await self._redis.xinfo_stream(self.stream)
+        except redis_errors():
+            return  # no stream yet: nothing was ever trimmed
+        first = info.get("first-entry")
+        if first is None or int(info.get("entries-added", 0)) <= int(info.get("length", 0)):
+            return
+        oldest = _event_id(first[0])
+        if replay.after is not None:
+            gone, asked = replay.after < oldest, f"after event {replay.after}"
+        else:
+            gone, asked = (
+                replay.since is not None and replay.since <= oldest // ID_SCALE,
+                (f"from time {replay.since}"),
+            )
+        if gone:
+            raise EventsNotRetainedError(
+                f"events {asked} are no longer kept (the swarm's stream keeps about "
+                f"{STREAM_MAXLEN} events; the oldest kept is {oldest})",
+                oldest=oldest,
+            )
+
+
+def _event(entry_id: str, item: dict[str, Any]) -> MailEvent:
+    return MailEvent(
+        id=_event_id(entry_id), type=item["type"], data=item["data"], timestamp=item["now"]
+    )
+
+
+def _offer(sub: Subscription, entry_id: str, item: dict[str, Any]) -> None:
+    if sub.reaches(_key(item["key"]), item["type"], item["data"]):
+        sub.append(_event(entry_id, item))

@@ -3,7 +3,9 @@ reading a document, answering a request or a batch through one ``call(method, pa
 and the error codes.
 
 Codes: JSON-RPC's own (-32700 to -32600), :data:`SERVER_ERROR` (-32000: a ``map/send``
-refused as ``POST /message`` would refuse it, ``data.status`` its HTTP status), the
+refused as ``POST /message`` would refuse it, ``data.status`` its HTTP status),
+:data:`EVENTS_NOT_RETAINED` (-32001: ``map/replay`` from a position whose next events are
+no longer kept), the
 official SDK's ``AUTH_ERROR_CODES`` for authentication (1000 required, 1001 failed, 1003
 refused, 1005 method not supported), its ``RESOURCE_ERROR_CODES.RATE_LIMITED`` (4001)
 for a connection with too many requests pending, and MAP Mail's 10000-10010
@@ -28,6 +30,7 @@ __all__ = [
     "AUTH_METHOD_NOT_SUPPORTED",
     "AUTH_PERMISSION_DENIED",
     "AUTH_REQUIRED",
+    "EVENTS_NOT_RETAINED",
     "INTERNAL",
     "INVALID_REQUEST",
     "METHOD_NOT_FOUND",
@@ -57,6 +60,8 @@ AUTH_REQUIRED, AUTH_FAILED, AUTH_PERMISSION_DENIED, AUTH_METHOD_NOT_SUPPORTED = 
 )
 #: the SDK's RESOURCE_ERROR_CODES.RATE_LIMITED: too many requests pending on a connection
 RATE_LIMITED = 4001
+#: ours (the SDK has no code for it): ``map/replay`` asked for events no longer kept
+EVENTS_NOT_RETAINED = -32001
 
 #: What answers a method: ``await call(method, params)`` returns its result or raises.
 Call = Callable[[str, Any], Awaitable[Any]]

@@ -30,19 +30,23 @@ from mail.conversations import (
     METHODS,
     Actor,
     AuthCredentials,
+    EventsNotRetainedError,
     InvalidParamsError,
+    MailEvent,
     MapAuthenticate,
     MapConnect,
     MapDisconnect,
+    MapReplay,
     MapSend,
     MapSubscribe,
     MapUnsubscribe,
+    Replay,
     Subscription,
     check_params,
     describe,
     problems,
 )
-from mail.conversations.events import ALL_CALLERS, MailEvent
+from mail.conversations.events import ALL_CALLERS
 from mail.core.message import new_task_id
 from mail.db.store import CallerKey
 from mail.errors import AuthenticationError
@@ -51,6 +55,7 @@ from mail.server._map_rpc import (
     AUTH_METHOD_NOT_SUPPORTED,
     AUTH_PERMISSION_DENIED,
     AUTH_REQUIRED,
+    EVENTS_NOT_RETAINED,
     INTERNAL,
     METHOD_NOT_FOUND,
     RpcError,
@@ -84,7 +89,7 @@ AUTH_METHODS = ("api-key", "bearer")
 ROLES: tuple[Role, ...] = ("admin", "user")
 
 _OPEN = ("map/connect", "map/authenticate", "map/disconnect")  # before authentication
-_MAP_METHODS = (*_OPEN, "map/subscribe", "map/unsubscribe", "map/send")
+_MAP_METHODS = (*_OPEN, "map/subscribe", "map/unsubscribe", "map/replay", "map/send")
 # map/authenticate's error.code (the SDK's AuthErrorCode) for a refusal's JSON-RPC code
 _AUTH_ERROR = {
     AUTH_FAILED: "invalid_credentials",
@@ -201,6 +206,8 @@ class MapCalls:
         if method == "map/unsubscribe":
             sid = check_params(MapUnsubscribe, params).subscriptionId
             return {"unsubscribed": await state.map_events.forget(actor.key, sid)}
+        if method == "map/replay":
+            return await _replay(state, actor, params)
         service = state.conversations
         if service is None:
             raise RpcError(10010, "MAP Mail is not enabled on this server")
@@ -263,15 +270,44 @@ class MapCalls:
 
     async def _subscribe(self, actor: Actor, params: Any) -> dict[str, Any]:
         checked = check_params(MapSubscribe, params)
-        filter_ = checked.filter.wire() if checked.filter is not None else {}
-        if filter_.get(ALL_CALLERS) and not actor.admin:
-            raise RpcError(10003, f"only an admin may subscribe with filter.{ALL_CALLERS}")
+        filter_ = _filter_of(actor, checked.filter, "subscribe")
         sub = self.state.map_events.subscribe(actor.key, filter_)
         await self.state.map_events.register(sub)
         self.subscribed.append(sub)
         if self.session.transport == "websocket":  # its events come on the socket
             return {"subscriptionId": sub.id}
         return {"subscriptionId": sub.id, "events": f"/map/events?subscription={sub.id}"}
+
+
+def _filter_of(actor: Actor, checked: Any, doing: str) -> dict[str, Any]:
+    """The bus's filter of a checked ``filter`` param (admins only: ``x-allCallers``)."""
+    filter_: dict[str, Any] = checked.wire() if checked is not None else {}
+    if filter_.get(ALL_CALLERS) and not actor.admin:
+        raise RpcError(10003, f"only an admin may {doing} with filter.{ALL_CALLERS}")
+    return filter_
+
+
+async def _replay(state: ServerState, actor: Actor, params: Any) -> dict[str, Any]:
+    """``map/replay``: ``{events: [{eventId, timestamp, event}], hasMore}`` (the SDK's
+    ``ReplayResponseResult``); :data:`EVENTS_NOT_RETAINED` when events after the asked
+    position are no longer kept."""
+    checked = check_params(MapReplay, params)
+    after = checked.afterEventId
+    replay = Replay(
+        key=actor.key,
+        filter=_filter_of(actor, checked.filter, "replay"),
+        after=int(after) if after is not None else None,
+        since=checked.fromTimestamp,
+        until=checked.toTimestamp,
+        limit=checked.limit or 100,
+    )
+    try:
+        events, more = await state.map_events.replay(replay)
+    except EventsNotRetainedError as e:
+        oldest = str(e.oldest) if e.oldest is not None else None
+        data = {"name": "EVENTS_NOT_RETAINED", "oldestEventId": oldest}
+        raise RpcError(EVENTS_NOT_RETAINED, str(e), data) from None
+    return {"events": [event.replayed() for event in events], "hasMore": more}
 
 
 async def _send(state: ServerState, caller: Caller, actor: Actor, params: Any) -> Any:
@@ -315,32 +351,39 @@ def _message(checked: MapSend) -> MessageRequest:
 
 
 async def subscription_events(
-    state: ServerState, sub: Subscription, ping_interval: float | None = None
-) -> AsyncGenerator[MailEvent | None, None]:
-    """The events of ``sub`` as they come (fed while this runs), ``None`` after each
-    ``ping_interval`` seconds of silence (never without one); ends when ``sub`` is
-    unsubscribed or the server stops."""
+    state: ServerState, sub: Subscription, ping_interval: float | None = None, after: int = 0
+) -> AsyncGenerator[tuple[int, MailEvent] | None, None]:
+    """The events of ``sub`` whose id is past ``after`` (a ``Last-Event-ID``; 0: from its
+    oldest retained event), each with its sequence number, then the ones that come (fed
+    while this runs), ``None`` after each ``ping_interval`` seconds of silence (never
+    without one); ends when ``sub`` is unsubscribed or the server stops. Each call
+    follows the subscription's log with its own cursor: every reader gets every event."""
     async with state.map_events.feeding(sub):
         stop = asyncio.ensure_future(sub.closed.wait())
         closing = asyncio.ensure_future(state.closing.wait())
-        getter: asyncio.Future[MailEvent] | None = None
+        cursor = 0
         try:
             while True:
-                getter = asyncio.ensure_future(sub.queue.get())
+                arrival = sub.arrival  # before reading: the next event appended sets it
+                batch = sub.since(cursor, after)
+                if batch:
+                    for seq, event in batch:
+                        cursor = seq
+                        yield seq, event
+                    continue  # more may have come meanwhile
+                cursor = max(cursor, sub.last)  # (events up to ``after`` skipped)
+                waiter = asyncio.ensure_future(arrival.wait())
                 done, _ = await asyncio.wait(
-                    {getter, stop, closing},
+                    {waiter, stop, closing},
                     timeout=ping_interval,
                     return_when=asyncio.FIRST_COMPLETED,
                 )
-                if getter in done:
-                    yield getter.result()
+                waiter.cancel()
+                if waiter in done:
                     continue
-                getter.cancel()
                 if done:
                     return
                 yield None
         finally:
-            # a getter left waiting would take the next event from a later reader
-            for future in (stop, closing, getter):
-                if future is not None:
-                    future.cancel()
+            stop.cancel()
+            closing.cancel()

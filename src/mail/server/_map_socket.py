@@ -172,9 +172,9 @@ class _Connection:
 
     async def _push(self, sub: Subscription) -> None:
         async with contextlib.aclosing(subscription_events(self.state, sub)) as events:
-            async for event in events:
-                if event is not None:
-                    params = event.wire(sub.id)
+            async for item in events:
+                if item is not None:
+                    params = item[1].wire(sub.id, item[0])
                     await self._send({"jsonrpc": "2.0", "method": "map/event", "params": params})
 
     async def _send(self, message: Any) -> None:

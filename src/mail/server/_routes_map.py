@@ -14,12 +14,13 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 
-from fastapi import APIRouter, HTTPException, Request, WebSocket
+from fastapi import APIRouter, Header, HTTPException, Request, WebSocket
 from fastapi.responses import JSONResponse, Response
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from mail._sse import CRLF, SSE_HEADERS, compact_json
-from mail.conversations import Subscription
+from mail.conversations import EventsNotRetainedError, Subscription
+from mail.errors import InvalidMessageError
 from mail.server._deps import AdminOrUser, AppState, state_of
 from mail.server._map_rpc import RpcError, answer_document, error, read
 from mail.server._map_service import MapCalls, MapSession, actor_of, subscription_events
@@ -63,24 +64,51 @@ async def map_socket(websocket: WebSocket) -> None:
     await serve_socket(state_of(websocket), websocket)
 
 
-async def _notifications(state: ServerState, sub: Subscription) -> AsyncIterator[ServerSentEvent]:
-    async with contextlib.aclosing(subscription_events(state, sub, state.ping_interval)) as events:
-        async for event in events:
-            if event is None:
+async def _notifications(
+    state: ServerState, sub: Subscription, after: int
+) -> AsyncIterator[ServerSentEvent]:
+    events = subscription_events(state, sub, state.ping_interval, after)
+    async with contextlib.aclosing(events):
+        async for item in events:
+            if item is None:
                 yield ServerSentEvent(compact_json({}), event="ping", sep=CRLF)
                 continue
-            note = {"jsonrpc": "2.0", "method": "map/event", "params": event.wire(sub.id)}
+            seq, event = item
+            note = {"jsonrpc": "2.0", "method": "map/event", "params": event.wire(sub.id, seq)}
             yield ServerSentEvent(compact_json(note), event="map/event", id=str(event.id), sep=CRLF)
+
+
+def _last_event_id(value: str | None) -> int:
+    if not value:
+        return 0
+    if not (value.isascii() and value.isdigit()):
+        raise InvalidMessageError(f"Last-Event-ID must be an event id (digits), got {value!r}")
+    return int(value)
 
 
 @router.get(
     "/map/events",
     summary="The map/event notifications of a map/subscribe subscription (server-sent events)",
-    responses={200: {"description": "map/event notifications", "content": EVENT_STREAM}},
+    responses={
+        200: {"description": "map/event notifications", "content": EVENT_STREAM},
+        410: {"description": "events after Last-Event-ID are no longer kept"},
+    },
     response_class=Response,
 )
-async def map_events(state: AppState, caller: AdminOrUser, subscription: str) -> Response:
+async def map_events(
+    state: AppState,
+    caller: AdminOrUser,
+    subscription: str,
+    last_event_id: str | None = Header(None),
+) -> Response:
+    after = _last_event_id(last_event_id)
     sub = await state.map_events.find(actor_of(state, caller).key, subscription)
     if sub is None:
         raise HTTPException(status_code=404, detail=f"no subscription {subscription!r}")
-    return EventSourceResponse(_notifications(state, sub), headers=SSE_HEADERS, ping=0, sep=CRLF)
+    try:
+        sub.check_after(after)
+    except EventsNotRetainedError as e:
+        raise HTTPException(status_code=410, detail=str(e)) from None
+    return EventSourceResponse(
+        _notifications(state, sub, after), headers=SSE_HEADERS, ping=0, sep=CRLF
+    )
