@@ -389,6 +389,60 @@ def test_map_events_subscribed_on_a_stream_from_b_with_changes_made_on_c(
     assert answer.status_code == 404  # unsubscribed: gone everywhere
 
 
+def test_map_events_resume_on_another_replica_with_the_same_numbers_and_ids(
+    cluster: Cluster,
+) -> None:
+    a, b, c = cluster.replicas
+    sid = _rpc(a, cluster.key, "map/subscribe", {"filter": {"eventTypes": ["mail.turn.added"]}})[
+        "subscriptionId"
+    ]
+    conversation = _rpc(c, cluster.key, "mail/create", {"subject": "resumed"})["conversation"]["id"]
+
+    def say(replica: Replica, text: str) -> None:
+        turn = {"conversationId": conversation, "contentType": "text", "content": {"text": text}}
+        _rpc(replica, cluster.key, "mail/turn", turn)
+
+    async def read(replica: Replica, count: int, last: str | None = None) -> list[Any]:
+        got: list[dict[str, Any]] = []
+        frame: dict[str, Any] = {}
+        headers = {"Last-Event-ID": last} if last is not None else {}
+        async with (
+            _client(replica, cluster.key) as client,
+            client.stream(
+                "GET", "/map/events", params={"subscription": sid}, headers=headers
+            ) as response,
+        ):
+            assert response.status_code == 200, await response.aread()
+            async for line in response.aiter_lines():
+                done = read_line(frame, line)
+                if done is not None and done["event"] == "map/event":
+                    assert str(done["id"]) == done["data"]["params"]["eventId"]
+                    got.append(done["data"]["params"])
+                    if len(got) == count:
+                        return got
+        return got
+
+    say(a, "n1")
+    [first] = asyncio.run(asyncio.wait_for(read(b, 1), 20))
+    say(c, "n2")
+    say(b, "n3")
+    missed = asyncio.run(asyncio.wait_for(read(a, 2, last=first["eventId"]), 20))
+    again = asyncio.run(asyncio.wait_for(read(c, 3), 20))  # a third replica, from the start
+    replayed = _rpc(c, cluster.key, "map/replay", {"afterEventId": first["eventId"], "limit": 10})[
+        "events"
+    ]
+
+    def texts(found: list[dict[str, Any]]) -> list[tuple[str, int]]:
+        return [(p["event"]["data"]["turn"]["content"]["text"], p["sequenceNumber"]) for p in found]
+
+    assert texts([first]) == [("n1", 1)]
+    assert texts(missed) == [("n2", 2), ("n3", 3)]
+    assert texts(again) == [("n1", 1), ("n2", 2), ("n3", 3)]
+    assert [p["eventId"] for p in again] == [first["eventId"]] + [p["eventId"] for p in missed]
+    turns = [e for e in replayed if e["event"]["type"] == "mail.turn.added"]
+    assert [e["eventId"] for e in turns] == [p["eventId"] for p in missed]
+
+
 def test_map_events_pushed_on_a_socket_of_b_for_changes_made_on_c(cluster: Cluster) -> None:
     # the /map WebSocket of a replica `mail server` runs (its uvicorn options), fed by Redis
     _, b, c = cluster.replicas
