@@ -362,6 +362,7 @@ async def subscription_events(
         stop = asyncio.ensure_future(sub.closed.wait())
         closing = asyncio.ensure_future(state.closing.wait())
         cursor = 0
+        waiter: asyncio.Future[Any] | None = None
         try:
             while True:
                 arrival = sub.arrival  # before reading: the next event appended sets it
@@ -385,5 +386,6 @@ async def subscription_events(
                     return
                 yield None
         finally:
-            stop.cancel()
-            closing.cancel()
+            for future in (stop, closing, waiter):
+                if future is not None:
+                    future.cancel()
