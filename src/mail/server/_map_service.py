@@ -1,6 +1,7 @@
 """The MAP methods, whatever transport carries them: ``map/connect``, ``map/authenticate``,
-``map/disconnect``, ``map/subscribe``, ``map/unsubscribe``, ``map/send`` and MAP Mail's
-``mail/*``.
+``map/disconnect``, ``map/subscribe``, ``map/unsubscribe``, ``map/replay``, ``map/send``
+and MAP Mail's ``mail/*``; and :func:`subscription_events`, how a reader (a socket's
+push, a ``GET /map/events`` stream) follows a subscription.
 
 A :class:`MapSession` is who calls and since when: a WebSocket's (one per socket) or one
 ``POST /map`` request's (a fresh one per request, authenticated by its header).
