@@ -4,6 +4,7 @@ a server on a port of its own is found by clients through ``<data_dir>/server.js
 from __future__ import annotations
 
 import json
+import signal
 import socket
 import subprocess
 import sys
@@ -48,6 +49,23 @@ def test_a_client_finds_a_server_on_another_port_through_the_data_dir(tmp_path: 
         assert client.returncode == 0, client.stderr
         assert client.stdout == "2+2 = 4\n"
         assert server.stop() == 0  # Ctrl+C
+    assert not (data / "server.json").exists()  # a stopped server leaves no address behind
+
+
+def test_server_json_is_removed_on_sigterm_too(tmp_path: Path) -> None:
+    # issue 41: uvicorn re-raised SIGTERM with its default action once it had shut down,
+    # which ended the process before the block that removes server.json could run
+    data = tmp_path / "data"
+    data.mkdir()
+    server = serving(data, free_port()).start()
+    try:
+        record = json.loads((data / "server.json").read_text(encoding="utf-8"))
+        assert record["pid"] == server.process.pid
+        status = server.terminate()
+    finally:
+        server.stop()
+    # what a supervisor expects of a clean stop on SIGTERM, as before (Ctrl-C exits 0)
+    assert status == -signal.SIGTERM, server.tail()
     assert not (data / "server.json").exists()  # a stopped server leaves no address behind
 
 

@@ -9,6 +9,7 @@ import json
 import logging
 import math
 import os
+import signal
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -563,4 +564,6 @@ def _serve(config: MAILConfig, template: MAILSwarmTemplate) -> None:
         # process: frozen, Python's full collections stop walking them again (a full
         # collection every few hundred tasks took ~60 ms; see benchmarks/README.md).
         gc.freeze()
-        serve(app, options, on_started=listening, prepare=template.start_mcp)
+        stopped_by = serve(app, options, on_started=listening, prepare=template.start_mcp)
+    if stopped_by is not None:  # server.json is gone: now end as SIGTERM's sender expects
+        signal.raise_signal(stopped_by)

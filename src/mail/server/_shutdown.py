@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -81,13 +82,19 @@ def serve(
     *,
     on_started: Callable[[int], None] | None = None,
     prepare: Callable[[], Awaitable[None]] | None = None,
-) -> None:
+) -> signal.Signals | None:
     """``uvicorn.run(app, **options)`` (no reload), telling the app when a signal asks
     the server to stop, before uvicorn waits for (and then cancels) open requests.
     ``on_started`` is called with the bound port once the server listens. ``prepare``
     runs on the server's loop before the app's lifespan; what it raises (a
     :class:`~mail.errors.MAILError` the CLI reports as one line) propagates from here,
-    with nothing started yet."""
+    with nothing started yet.
+
+    Returns ``SIGTERM`` when that signal stopped the server, else ``None`` (Ctrl-C).
+    uvicorn re-raises the signal it caught once it has shut down; SIGTERM's default
+    action would end the process on the spot, skipping the caller's cleanup (its
+    ``finally`` blocks), so it is handed back instead: the caller cleans up, then calls
+    ``signal.raise_signal`` on it for the exit status a supervisor expects."""
     import uvicorn  # noqa: PLC0415  # only the server process needs it
 
     class _Server(uvicorn.Server):
@@ -108,7 +115,20 @@ def serve(
     config = uvicorn.Config(app, **options)
     config.load_app()
     server = _Server(config)
-    with contextlib.suppress(KeyboardInterrupt):  # the re-raised SIGINT, as uvicorn.run
-        server.run()
+    terminated: list[signal.Signals] = []
+
+    def _terminated(sig: int, frame: Any) -> None:
+        # the handler uvicorn restores and re-raises SIGTERM into (and one for a SIGTERM
+        # that comes before uvicorn installs its own): note it, stop, end nothing yet
+        terminated.append(signal.SIGTERM)
+        server.should_exit = True
+
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        with contextlib.suppress(KeyboardInterrupt):  # the re-raised SIGINT, as uvicorn.run
+            server.run()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     if not server.started:
         sys.exit(STARTUP_FAILURE)
+    return signal.SIGTERM if terminated else None
