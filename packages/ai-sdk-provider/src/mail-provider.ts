@@ -4,7 +4,15 @@ import { MailLanguageModel } from './mail-language-model';
 import { DEFAULT_RETRY_SETTINGS, type MailRetrySettings } from './mail-retry';
 
 export interface MAILProviderSettings {
-  /** The MAIL server's URL. Default `http://localhost:8000`; a trailing slash is removed. */
+  /**
+   * The MAIL server's URL, spelled as in every AI SDK provider. Default
+   * `http://localhost:8000`; a trailing slash is removed.
+   */
+  baseURL?: string;
+  /**
+   * An alias of `baseURL`, kept for code written before it. Given both, they must name the
+   * same URL (a trailing slash aside), or `createMAIL` throws `InvalidArgumentError`.
+   */
   baseUrl?: string;
   /** An API key (role `user` or `admin`), sent as `Authorization: Bearer <authToken>`. */
   authToken?: string;
@@ -33,14 +41,29 @@ function count(name: string, value: number | undefined, fallback: number): numbe
   return value;
 }
 
+function serverUrl(options: MAILProviderSettings): string {
+  const spelled = withoutTrailingSlash(options.baseURL);
+  const alias = withoutTrailingSlash(options.baseUrl);
+  if (spelled !== undefined && alias !== undefined && spelled !== alias) {
+    throw new InvalidArgumentError({
+      argument: 'baseURL',
+      message: `baseURL (${spelled}) and its alias baseUrl (${alias}) name different servers: give one`,
+    });
+  }
+  return spelled ?? alias ?? 'http://localhost:8000';
+}
+
 export interface MAILProvider extends ProviderV3 {
   (modelId?: string): LanguageModelV3;
   languageModel(modelId?: string): LanguageModelV3;
 }
 
-/** Creates a MAIL provider; its models are the server's swarm (the model id names it for display). */
+/**
+ * Creates a MAIL provider; its models are the server's swarm (the model id names it for display).
+ * Throws `InvalidArgumentError` for a negative retry setting, or `baseURL` and `baseUrl` that differ.
+ */
 export function createMAIL(options: MAILProviderSettings = {}): MAILProvider {
-  const baseUrl = withoutTrailingSlash(options.baseUrl) ?? 'http://localhost:8000';
+  const baseUrl = serverUrl(options);
   const headers = () => ({
     ...(options.authToken ? { Authorization: `Bearer ${options.authToken}` } : {}),
     ...options.headers,

@@ -13,7 +13,7 @@ let mail: MAILProvider;
 
 before(async () => {
   server = await startMailServer({ swarm: 'offline-breakpoint' });
-  mail = createMAIL({ baseUrl: `${server.url}/`, authToken: server.userKey });
+  mail = createMAIL({ baseURL: `${server.url}/`, authToken: server.userKey });
 });
 after(async () => server?.stop());
 
@@ -28,6 +28,24 @@ const weatherTool = (calls: unknown[]) =>
       return { location: input.location, date: '2026-11-28', condition: 'rain', temperature: 12, units: 'C' };
     },
   });
+
+describe('the server URL', () => {
+  // issue 41: `baseURL`, the AI SDK's spelling, was ignored and the call went to localhost:8000
+  test('createMAIL({ baseURL }) reaches that server', async () => {
+    const provider = createMAIL({ baseURL: server.url, authToken: server.userKey });
+    const result = await generateText({ model: provider('offline'), prompt: 'what is 6*7?' });
+    assert.match(result.text, /42/);
+    const taskId = taskIdOf(result.providerMetadata);
+    assert.ok(taskId, 'providerMetadata.mail.taskId');
+    assert.equal((await getTask(server, taskId))?.state, 'completed');
+  });
+
+  test('baseUrl, its alias, reaches it too', async () => {
+    const provider = createMAIL({ baseUrl: server.url, authToken: server.userKey });
+    const result = await generateText({ model: provider('offline'), prompt: 'what is 6*7?' });
+    assert.match(result.text, /42/);
+  });
+});
 
 describe('text answers', () => {
   test('generateText answers "what is 6*7?" with 42', async () => {

@@ -2,7 +2,7 @@
 // captured by a `fetch` that answers with bytes recorded from a real server.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { APICallError, NoSuchModelError, type LanguageModelV3Prompt } from '@ai-sdk/provider';
+import { APICallError, InvalidArgumentError, NoSuchModelError, type LanguageModelV3Prompt } from '@ai-sdk/provider';
 import { createMAIL, mail } from '../src/index';
 import { convertToMailMessage, findTaskId } from '../src/convert-to-mail-message';
 import { mapMailFinishReason } from '../src/map-finish-reason';
@@ -37,6 +37,17 @@ describe('createMAIL', () => {
     assert.deepEqual(result.content, [{ type: 'text', text: '6*7 = 42', providerMetadata: { mail: { taskId: 'fx-json', taskStatus: 'completed' } } }]);
     assert.deepEqual(result.finishReason, { unified: 'stop', raw: 'completed' });
     assert.equal(result.response?.id, 'fx-json');
+  });
+
+  test('baseURL and baseUrl given together must name one server; baseURL alone is used', async () => {
+    const { calls, fetch } = recordingFetch(fixtureBytes('math.json'));
+    await createMAIL({ baseURL: 'http://a.test:1/', baseUrl: 'http://a.test:1', fetch })('x').doGenerate({ prompt: userPrompt('hi') });
+    await createMAIL({ baseURL: 'http://b.test:2', fetch })('x').doGenerate({ prompt: userPrompt('hi') });
+    assert.deepEqual(calls.map((c) => c.url), ['http://a.test:1/message', 'http://b.test:2/message']);
+    assert.throws(
+      () => createMAIL({ baseURL: 'http://a.test:1', baseUrl: 'http://b.test:2' }),
+      (e: unknown) => InvalidArgumentError.isInstance(e) && /baseURL \(http:\/\/a\.test:1\) and its alias baseUrl \(http:\/\/b\.test:2\)/.test((e as Error).message),
+    );
   });
 
   test('defaults to http://localhost:8000 and the v3 specification', async () => {
