@@ -9,7 +9,6 @@ socket is connected.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import socket
 import threading
@@ -19,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from aiohttp import web
+from tests._http_sites import HTTPSite, connected, listening_socket
 
 from mail.errors import AddressRefusedError
 from mail.net import (
@@ -35,100 +34,28 @@ from mail.net import (
     fetch,
     fetch_blocking,
 )
-from mail.testing._loopback import LoopbackApp
 
 pytestmark = pytest.mark.timeout(30)
 
 LOOPBACK = FetchPolicy(addresses=AddressPolicy(where="the test"), timeout=5, max_bytes=10_000)
 
 
-class Site(LoopbackApp):
-    """``/echo`` (every verb): the request as JSON; ``/status/{code}``;
-    ``/go?to=URL&code=N``: a redirect; ``/hops/{n}``: ``n`` redirects then ``arrived``;
-    ``/big?n=N``: ``N`` bytes streamed; ``/trickle``: a byte every 20 ms until closed."""
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._port}"
-
-    def _routes(self, app: web.Application) -> None:
-        app.router.add_route("*", "/echo", self._echo)
-        app.router.add_get("/status/{code}", self._status)
-        app.router.add_route("*", "/go", self._go)
-        app.router.add_get("/hops/{n}", self._hops)
-        app.router.add_get("/big", self._big)
-        app.router.add_get("/trickle", self._trickle)
-
-    async def _echo(self, request: web.Request) -> web.Response:
-        raw = await request.text()
-        record = {
-            "method": request.method,
-            "headers": dict(request.headers),
-            "body": json.loads(raw) if raw else None,
-        }
-        return web.json_response(record, headers={"X-Echo": "yes"})
-
-    async def _status(self, request: web.Request) -> web.Response:
-        return web.Response(status=int(request.match_info["code"]), text="nope")
-
-    async def _go(self, request: web.Request) -> web.Response:
-        code = int(request.query.get("code", "302"))
-        return web.Response(status=code, headers={"Location": request.query["to"]})
-
-    async def _hops(self, request: web.Request) -> web.Response:
-        n = int(request.match_info["n"])
-        if n == 0:
-            return web.Response(text="arrived")
-        raise web.HTTPFound(f"/hops/{n - 1}")
-
-    async def _big(self, request: web.Request) -> web.StreamResponse:
-        response = web.StreamResponse()
-        await response.prepare(request)
-        for _ in range(int(request.query["n"]) // 1000):
-            await response.write(b"x" * 1000)
-        await response.write_eof()
-        return response
-
-    async def _trickle(self, request: web.Request) -> web.StreamResponse:
-        # each read gets a byte long before a per-read timeout: only a deadline stops it
-        response = web.StreamResponse()
-        await response.prepare(request)
-        while not self._closing.is_set():
-            await response.write(b" ")
-            await asyncio.sleep(0.02)
-        return response
-
-
 @pytest.fixture
-async def site() -> AsyncIterator[Site]:
-    async with Site() as server:
+async def site() -> AsyncIterator[HTTPSite]:
+    async with HTTPSite() as server:
         yield server
 
 
 @pytest.fixture
 def listener() -> Iterator[tuple[socket.socket, int]]:
-    """A loopback socket that listens and never accepts: a connection made to it waits in
-    its backlog, where ``accept`` finds it."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        sock.listen(8)
-        sock.setblocking(False)
-        yield sock, sock.getsockname()[1]
-
-
-def connected(sock: socket.socket) -> bool:
-    try:
-        conn, _ = sock.accept()
-    except BlockingIOError:
-        return False
-    conn.close()
-    return True
+    with listening_socket() as found:
+        yield found
 
 
 # --- responses ------------------------------------------------------------------------------
 
 
-async def test_a_response_with_its_status_headers_and_body(site: Site) -> None:
+async def test_a_response_with_its_status_headers_and_body(site: HTTPSite) -> None:
     response = await fetch(f"{site.url}/echo", LOOPBACK, method="post", json_body={"a": 1})
     assert (response.url, response.status, response.reason, response.ok) == (
         f"{site.url}/echo",
@@ -141,7 +68,7 @@ async def test_a_response_with_its_status_headers_and_body(site: Site) -> None:
     assert json.loads(response.body)["body"] == {"a": 1}
 
 
-async def test_an_error_status_is_a_response_not_an_error(site: Site) -> None:
+async def test_an_error_status_is_a_response_not_an_error(site: HTTPSite) -> None:
     response = await fetch(f"{site.url}/status/404", LOOPBACK)
     assert (response.status, response.reason, response.ok, response.text) == (
         404,
@@ -154,7 +81,7 @@ async def test_an_error_status_is_a_response_not_an_error(site: Site) -> None:
 # --- redirects ------------------------------------------------------------------------------
 
 
-async def test_redirects_are_followed_and_303_becomes_a_get_without_body(site: Site) -> None:
+async def test_redirects_are_followed_and_303_becomes_a_get_without_body(site: HTTPSite) -> None:
     arrived = await fetch(f"{site.url}/hops/3", LOOPBACK)
     assert (arrived.text, arrived.url) == ("arrived", f"{site.url}/hops/0")
     seen = await fetch(
@@ -169,7 +96,7 @@ async def test_redirects_are_followed_and_303_becomes_a_get_without_body(site: S
     assert json.loads(kept.text)["body"] == {"kept": True}
 
 
-async def test_credentials_go_to_the_first_origin_only(site: Site) -> None:
+async def test_credentials_go_to_the_first_origin_only(site: HTTPSite) -> None:
     headers = {"Authorization": "Bearer t", "Cookie": "c=1", "X-Other": "o"}
     same = await fetch(f"{site.url}/go?to=/echo", LOOPBACK, headers=headers)
     assert json.loads(same.text)["headers"]["Authorization"] == "Bearer t"
@@ -182,7 +109,7 @@ async def test_credentials_go_to_the_first_origin_only(site: Site) -> None:
     assert seen["X-Other"] == "o"
 
 
-async def test_too_many_redirects(site: Site) -> None:
+async def test_too_many_redirects(site: HTTPSite) -> None:
     two = FetchPolicy(addresses=AddressPolicy(), timeout=5, max_bytes=1000, max_redirects=2)
     assert (await fetch(f"{site.url}/hops/2", two)).text == "arrived"
     with pytest.raises(TooManyRedirectsError) as info:
@@ -201,7 +128,7 @@ async def test_too_many_redirects(site: Site) -> None:
     ],
 )
 async def test_a_redirect_to_a_forbidden_address_is_refused(
-    site: Site, target: str, rule: str
+    site: HTTPSite, target: str, rule: str
 ) -> None:
     with pytest.raises(AddressRefusedError, match=f"refused by the rule '{rule}'") as info:
         await fetch(f"{site.url}/go?to={target}", LOOPBACK)
@@ -209,7 +136,7 @@ async def test_a_redirect_to_a_forbidden_address_is_refused(
 
 
 async def test_a_redirect_to_a_denied_address_makes_no_connection(
-    site: Site, listener: tuple[socket.socket, int]
+    site: HTTPSite, listener: tuple[socket.socket, int]
 ) -> None:
     sock, port = listener
     # the site's address allowed, the listener's denied: only the redirect is refused
@@ -222,7 +149,7 @@ async def test_a_redirect_to_a_denied_address_makes_no_connection(
 
 
 async def test_a_redirect_to_a_scheme_not_allowed_is_refused_before_connecting(
-    site: Site, listener: tuple[socket.socket, int]
+    site: HTTPSite, listener: tuple[socket.socket, int]
 ) -> None:
     # as an https-only fetch refuses a redirect to http://: here http-only, sent to https://
     sock, port = listener
@@ -239,7 +166,7 @@ async def test_a_redirect_to_a_scheme_not_allowed_is_refused_before_connecting(
         await fetch(f"{site.url}/go?to=file:///etc/passwd", LOOPBACK)
 
 
-async def test_a_relative_redirect_is_resolved_against_the_url(site: Site) -> None:
+async def test_a_relative_redirect_is_resolved_against_the_url(site: HTTPSite) -> None:
     response = await fetch(f"{site.url}/go?to=../hops/0", LOOPBACK)
     assert response.url == f"{site.url}/hops/0"
 
@@ -283,7 +210,7 @@ async def test_a_forbidden_address_is_refused_without_a_connection(
 # --- limits ---------------------------------------------------------------------------------
 
 
-async def test_the_size_cap(site: Site) -> None:
+async def test_the_size_cap(site: HTTPSite) -> None:
     capped = FetchPolicy(addresses=AddressPolicy(), timeout=5, max_bytes=5000)
     assert len((await fetch(f"{site.url}/big?n=5000", capped)).body) == 5000
     with pytest.raises(ResponseTooLargeError) as info:
@@ -296,7 +223,7 @@ async def test_the_size_cap(site: Site) -> None:
     assert str(info.value) == f"the response from {site.url}/big?n=50000 is larger than 5000 bytes"
 
 
-async def test_the_deadline_covers_the_whole_fetch(site: Site) -> None:
+async def test_the_deadline_covers_the_whole_fetch(site: HTTPSite) -> None:
     # Each read gets data in 20 ms, far within any per-read timeout: only the deadline
     # on the whole fetch stops it.
     quick = FetchPolicy(addresses=AddressPolicy(), timeout=0.5, max_bytes=1_000_000)

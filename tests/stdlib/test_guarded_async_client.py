@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Iterator
 import httpx
 import pytest
 from aiohttp import web
+from tests._http_sites import connected, listening_socket
 
 from mail.errors import AddressRefusedError
 from mail.net._guard import AddressPolicy
@@ -45,20 +46,8 @@ async def hello() -> AsyncIterator[Hello]:
 
 @pytest.fixture
 def listener() -> Iterator[tuple[socket.socket, int]]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        sock.listen(8)
-        sock.setblocking(False)
-        yield sock, sock.getsockname()[1]
-
-
-def connected(sock: socket.socket) -> bool:
-    try:
-        conn, _ = sock.accept()
-    except BlockingIOError:
-        return False
-    conn.close()
-    return True
+    with listening_socket() as found:
+        yield found
 
 
 async def test_a_loopback_server_is_reachable_when_allowed(hello: Hello) -> None:

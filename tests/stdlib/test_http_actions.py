@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-from aiohttp import web
+from tests._http_sites import HTTPSite, connected, listening_socket
 
 from mail.api import MAILAction
 from mail.stdlib import http as http_package
@@ -28,98 +28,22 @@ from mail.stdlib.http.actions import (
     http_post,
     http_put,
 )
-from mail.testing._loopback import LoopbackApp
 
 pytestmark = pytest.mark.timeout(30)
 
 LOOPBACK = {"allow_loopback": True, "timeout": 5.0}
 
 
-class Site(LoopbackApp):
-    """``/echo`` (every verb): the request as JSON, each one kept in ``seen``;
-    ``/status/{code}``; ``/go?to=URL&code=N``: a redirect; ``/hops/{n}``: ``n`` redirects
-    then ``arrived``; ``/big?n=N``: ``N`` bytes streamed; ``/slow``: answers when the server
-    closes (``slow_started`` is set when it is reached)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.seen: list[dict[str, Any]] = []
-        self.slow_started = asyncio.Event()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._port}"
-
-    def _routes(self, app: web.Application) -> None:
-        app.router.add_route("*", "/echo", self._echo)
-        app.router.add_get("/status/{code}", self._status)
-        app.router.add_route("*", "/go", self._go)
-        app.router.add_get("/hops/{n}", self._hops)
-        app.router.add_get("/big", self._big)
-        app.router.add_get("/slow", self._slow)
-
-    async def _echo(self, request: web.Request) -> web.Response:
-        raw = await request.text()
-        record = {
-            "method": request.method,
-            "headers": dict(request.headers),
-            "body": json.loads(raw) if raw else None,
-            "content_type": request.content_type,
-        }
-        self.seen.append(record)
-        return web.json_response(record, headers={"X-Echo": "yes"})
-
-    async def _status(self, request: web.Request) -> web.Response:
-        return web.Response(status=int(request.match_info["code"]), text="nope, not here")
-
-    async def _go(self, request: web.Request) -> web.Response:
-        code = int(request.query.get("code", "302"))
-        return web.Response(status=code, headers={"Location": request.query["to"]})
-
-    async def _hops(self, request: web.Request) -> web.Response:
-        n = int(request.match_info["n"])
-        if n == 0:
-            return web.Response(text="arrived")
-        raise web.HTTPFound(f"/hops/{n - 1}")
-
-    async def _big(self, request: web.Request) -> web.StreamResponse:
-        response = web.StreamResponse()
-        await response.prepare(request)
-        for _ in range(int(request.query["n"]) // 1000):
-            await response.write(b"x" * 1000)
-        await response.write_eof()
-        return response
-
-    async def _slow(self, _request: web.Request) -> web.Response:
-        self.slow_started.set()
-        await self._closing.wait()
-        return web.Response(text="late")
-
-
 @pytest.fixture
-async def site() -> AsyncIterator[Site]:
-    async with Site() as server:
+async def site() -> AsyncIterator[HTTPSite]:
+    async with HTTPSite(status_text="nope, not here") as server:
         yield server
 
 
 @pytest.fixture
 def listener() -> Iterator[tuple[socket.socket, int]]:
-    """A loopback socket that listens and never accepts: a connection made to it waits in
-    its backlog, where ``accept`` finds it."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        sock.listen(8)
-        sock.setblocking(False)
-        yield sock, sock.getsockname()[1]
-
-
-def connected(sock: socket.socket) -> bool:
-    try:
-        conn, _ = sock.accept()
-    except BlockingIOError:
-        return False
-    conn.close()
-    return True
+    with listening_socket() as found:
+        yield found
 
 
 # --- the surface ---------------------------------------------------------------------------
@@ -150,7 +74,7 @@ def test_the_actions_are_mail_actions_with_v136_schemas() -> None:
     ],
 )
 async def test_every_verb_sends_headers_and_json_bodies(
-    use_settings: Any, site: Site, action: MAILAction, method: str, body: Any
+    use_settings: Any, site: HTTPSite, action: MAILAction, method: str, body: Any
 ) -> None:
     use_settings(http=LOOPBACK)
     args: dict[str, Any] = {"url": f"{site.url}/echo", "headers": {"X-Token": "t-123"}}
@@ -165,7 +89,7 @@ async def test_every_verb_sends_headers_and_json_bodies(
         assert echoed["content_type"] == "application/json"
 
 
-async def test_head_returns_the_status_line_and_headers(use_settings: Any, site: Site) -> None:
+async def test_head_returns_the_status_line_and_headers(use_settings: Any, site: HTTPSite) -> None:
     use_settings(http=LOOPBACK)
     result = await http_head({"url": f"{site.url}/echo", "headers": {"X-Token": "h"}})
     lines = result.splitlines()
@@ -175,7 +99,7 @@ async def test_head_returns_the_status_line_and_headers(use_settings: Any, site:
     assert site.seen[-1]["headers"]["X-Token"] == "h"
 
 
-async def test_options_returns_status_headers_and_body(use_settings: Any, site: Site) -> None:
+async def test_options_returns_status_headers_and_body(use_settings: Any, site: HTTPSite) -> None:
     use_settings(http=LOOPBACK)
     result = await http_options({"url": f"{site.url}/echo", "headers": {"X-Token": "o"}})
     head, _, body = result.partition("\n\n")
@@ -184,7 +108,9 @@ async def test_options_returns_status_headers_and_body(use_settings: Any, site: 
     assert site.seen[-1]["headers"]["X-Token"] == "o"
 
 
-async def test_a_non_2xx_status_is_an_error_with_an_excerpt(use_settings: Any, site: Site) -> None:
+async def test_a_non_2xx_status_is_an_error_with_an_excerpt(
+    use_settings: Any, site: HTTPSite
+) -> None:
     use_settings(http=LOOPBACK)
     result = await http_get({"url": f"{site.url}/status/404"})
     assert result == "Error: HTTP 404 Not Found: nope, not here"
@@ -219,7 +145,9 @@ async def test_bad_arguments_are_errors(
 # --- redirects ------------------------------------------------------------------------------
 
 
-async def test_redirects_are_followed_and_303_becomes_get(use_settings: Any, site: Site) -> None:
+async def test_redirects_are_followed_and_303_becomes_get(
+    use_settings: Any, site: HTTPSite
+) -> None:
     use_settings(http=LOOPBACK)
     assert await http_get({"url": f"{site.url}/hops/3"}) == "arrived"
     result = await http_post(
@@ -229,7 +157,7 @@ async def test_redirects_are_followed_and_303_becomes_get(use_settings: Any, sit
     assert site.seen[-1]["headers"]["X-Token"] == "r"
 
 
-async def test_307_keeps_the_method_and_body(use_settings: Any, site: Site) -> None:
+async def test_307_keeps_the_method_and_body(use_settings: Any, site: HTTPSite) -> None:
     use_settings(http=LOOPBACK)
     result = await http_put(
         {"url": f"{site.url}/go?code=307&to=/echo", "headers": {}, "body": {"kept": True}}
@@ -238,7 +166,7 @@ async def test_307_keeps_the_method_and_body(use_settings: Any, site: Site) -> N
     assert json.loads(result)["body"] == {"kept": True}
 
 
-async def test_too_many_redirects(use_settings: Any, site: Site) -> None:
+async def test_too_many_redirects(use_settings: Any, site: HTTPSite) -> None:
     use_settings(http=LOOPBACK | {"max_redirects": 2})
     assert await http_get({"url": f"{site.url}/hops/2"}) == "arrived"
     result = await http_get({"url": f"{site.url}/hops/3"})
@@ -255,7 +183,7 @@ async def test_too_many_redirects(use_settings: Any, site: Site) -> None:
     ],
 )
 async def test_a_redirect_is_checked_again(
-    use_settings: Any, site: Site, target: str, expected: str
+    use_settings: Any, site: HTTPSite, target: str, expected: str
 ) -> None:
     use_settings(http=LOOPBACK)
     result = await http_get({"url": f"{site.url}/go?to={target}"})
@@ -264,7 +192,7 @@ async def test_a_redirect_is_checked_again(
 
 
 async def test_a_redirect_to_a_refused_loopback_port_makes_no_connection(
-    use_settings: Any, site: Site, listener: tuple[socket.socket, int]
+    use_settings: Any, site: HTTPSite, listener: tuple[socket.socket, int]
 ) -> None:
     sock, port = listener
     # loopback allowed, but the listener's address denied: deny_networks wins
@@ -277,7 +205,7 @@ async def test_a_redirect_to_a_refused_loopback_port_makes_no_connection(
 # --- limits ---------------------------------------------------------------------------------
 
 
-async def test_the_response_size_cap(use_settings: Any, site: Site) -> None:
+async def test_the_response_size_cap(use_settings: Any, site: HTTPSite) -> None:
     use_settings(http=LOOPBACK | {"max_response_bytes": 5000})
     assert len(await http_get({"url": f"{site.url}/big?n=5000"})) == 5000
     result = await http_get({"url": f"{site.url}/big?n=50000"})
@@ -287,7 +215,7 @@ async def test_the_response_size_cap(use_settings: Any, site: Site) -> None:
     )
 
 
-async def test_the_timeout(use_settings: Any, site: Site) -> None:
+async def test_the_timeout(use_settings: Any, site: HTTPSite) -> None:
     use_settings(http={"allow_loopback": True, "timeout": 0.5})
     result = await http_get({"url": f"{site.url}/slow"})
     assert site.slow_started.is_set()
