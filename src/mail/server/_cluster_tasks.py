@@ -367,6 +367,15 @@ class ClusterTasks(Tasks):
                 return await self.relay.hand_over(owner, "interswarm", handed)
         for key in keys:  # nobody runs it: this replica takes it
             if await self.state.store.load_task(key, task_id) is not None:
+                logger.info(
+                    "replica %s takes task %s of %s:%s for a peer's %s message: no replica "
+                    "holds its lease",
+                    self.replica_id,
+                    task_id,
+                    key.role,
+                    key.id,
+                    direction,
+                )
                 contributor = caller_of(key)
                 async with self.state.swarms.hold(contributor) as swarm:
                     if await self.acquire(contributor, swarm, task_id) is None:
