@@ -243,6 +243,7 @@ class MapCalls:
             "capabilities": self._capabilities(),
             "principal": {"id": participant, "claims": {"role": caller.role}},
             "ownedAgents": [],
+            "reclaimedAgents": [],
         }
 
     def _capabilities(self) -> dict[str, Any]:
