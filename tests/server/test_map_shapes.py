@@ -294,3 +294,20 @@ async def test_connect_answers_roles_and_features(offline: Running) -> None:
     assert answer["capabilities"]["features"] == []
     assert answer["capabilities"]["mail"]["enabled"] is True
     assert {"sessionId", "systemInfo", "principal", "ownedAgents", "reconnected"} <= set(answer)
+
+
+async def test_a_participant_that_does_not_observe_lists_threads_without_counts(
+    offline: Running,
+) -> None:
+    user, admin = await offline.user(), await offline.admin()
+    cid = await created(user)
+    c = {"conversationId": cid}
+    root = await say(user, cid, "root")
+    await result(user, "mail/thread/create", {**c, "rootTurnId": root})
+    await say(
+        user, cid, "in it", threadId=(await result(user, "mail/thread/list", c))["threads"][0]["id"]
+    )
+    await result(admin, "mail/join", {**c, "permissions": {"canObserve": False}})
+    (thread,) = (await result(admin, "mail/thread/list", c))["threads"]
+    assert (thread["turnCount"], thread["participantCount"]) == (0, 0)
+    assert await code(admin, "mail/turns/list", c) == 10003

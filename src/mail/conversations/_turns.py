@@ -275,7 +275,8 @@ class TurnMethods(ServiceBase):
         after = access.decode_cursor(params.get("cursor"), int)
         if after is not None:
             rows = [r for r in rows if r.seq > after[0]]
-        turns = await self._visible_turns(actor, conv, member)
+        observing = member.data["permissions"].get("canObserve")  # else it counts no turn
+        turns = await self._visible_turns(actor, conv, member) if observing else []
         page = _page(rows, opt_int(params, "limit", minimum=1), "threads")
         return {**page, "threads": threads_shown(page["threads"], turns)}
 
