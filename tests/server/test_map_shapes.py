@@ -130,6 +130,11 @@ async def test_summary_is_a_string_with_generated(offline: Running) -> None:
     assert made["generator"] == "extractive" and made["turnCount"] == 1  # ours, kept
     cached = await result(user, "mail/summary", c)
     assert cached == {**made, "generated": False}
+    # include names sections only: another key changes nothing
+    odd = await result(
+        user, "mail/summary", {**c, "include": {"summary": False, "participants": True}}
+    )
+    assert odd == cached
     second = await say(user, cid, "Nothing else.")
     span = await result(user, "mail/summary", {**c, "scope": {"fromTurnId": second}})
     assert span["turnCount"] == 1 and span["generated"] is True

@@ -49,7 +49,7 @@ class SummaryMethods(ServiceBase):
             if generated or cached is None
             else cached.data
         )
-        kept = {k: v for k, v in data.items() if include.get(k, True) is not False}
+        kept = {k: v for k, v in data.items() if k not in SECTIONS or k in wanted}
         return {"summary": kept.pop("summary"), **kept, "generated": generated}
 
     async def _span(
