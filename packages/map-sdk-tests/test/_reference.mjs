@@ -7,22 +7,26 @@ import { WebSocketServer } from 'ws';
 
 /**
  * The SDK's stream of a socket, whose writes go out one at a time: the reference router
- * takes a fresh writer for every message, so two messages of one tick (an answer and the
- * events it caused) would find the stream locked unless writes wait for each other.
+ * takes a writer of the stream for every message and holds it until the message is
+ * written, so two messages of one tick (an answer and the events it caused) would find the
+ * stream locked. Here every `getWriter()` gets a writer of its own that queues its writes
+ * behind the others on the one writer of the socket's stream.
  */
 function queuedStream(ws) {
   const stream = websocketStream(ws);
   const writer = stream.writable.getWriter();
   let last = Promise.resolve();
-  const writable = new WritableStream({
-    write(message) {
-      last = last.then(() => writer.write(message));
-      return last;
-    },
-    close() {
-      return last.then(() => writer.close());
-    },
-  });
+  const queued = (write) => {
+    last = last.then(write, write);
+    return last;
+  };
+  const writable = {
+    getWriter: () => ({
+      write: (message) => queued(() => writer.write(message)),
+      close: () => queued(() => writer.close()),
+      releaseLock() {},
+    }),
+  };
   return { readable: stream.readable, writable };
 }
 

@@ -1,8 +1,9 @@
 // The same MAP Mail scenario against a real `mail server` and the official SDK's reference
 // server (`@multi-agent-protocol/sdk/server`'s MAPServer, test/_reference.mjs): each step
 // succeeds or fails on both (error codes aside: the reference answers every mail error with
-// -32603), and our results have every field the reference's have, recursively, with the same
-// JSON types. The differences that remain are listed in docs/map-mail.md.
+// -32603), and our results, and the first mail.* event of each type a subscription gets,
+// have every field the reference's have, recursively, with the same JSON types. The
+// differences that remain are listed in docs/map-mail.md.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
@@ -48,7 +49,32 @@ function normalized(name, result) {
 
 const text = (value) => ({ contentType: 'text', content: { text: value } });
 
-/** Runs the scenario against the server at `at`; resolves with `{step: outcome}`. */
+const MAIL_EVENTS = [
+  'mail.created',
+  'mail.closed',
+  'mail.participant.joined',
+  'mail.participant.left',
+  'mail.turn.added',
+  'mail.thread.created',
+];
+
+/** Resolves once `subscription` has delivered an event of `type` (10 s at most). */
+function eventOf(subscription, type) {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no ${type} event`)), 10_000);
+    subscription.on('event', (event) => {
+      if (event.type === type) {
+        clearTimeout(timer);
+        resolve(event);
+      }
+    });
+  });
+}
+
+/**
+ * Runs the scenario against the server at `at`; resolves with `{step: outcome}` and, under
+ * `events`, the first event of each type its subscription got.
+ */
 async function scenario(at, credential) {
   const ws = new WebSocket(at);
   await waitForOpen(ws);
@@ -64,6 +90,12 @@ async function scenario(at, credential) {
   }
   try {
     await step('connect', () => client.connect({ auth: { method: 'api-key', credential } }));
+    const subscription = await client.subscribe({ eventTypes: MAIL_EVENTS });
+    const events = {};
+    subscription.on('event', (event) => {
+      events[event.type] ??= event;
+    });
+    const closedEvent = eventOf(subscription, 'mail.closed');
     const created = await step('create', () =>
       client.createConversation({
         type: 'multi-agent',
@@ -127,7 +159,9 @@ async function scenario(at, credential) {
     await step('join again', () => client.joinConversation({ ...c }));
     await step('thread unknown root', () => client.createThread({ ...c, rootTurnId: 'turn-unknown' }));
     await step('close', () => client.closeConversation(cid, 'finished'));
+    await closedEvent; // the events of every step before it are in
     await step('turn after close', () => client.recordTurn({ ...c, ...text('Too late.') }));
+    outcomes.events = { ok: true, result: events };
     await step('disconnect', () => client.disconnect());
   } finally {
     ws.close();
