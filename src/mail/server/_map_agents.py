@@ -22,8 +22,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field
 
-from mail.conversations import check_params
-from mail.conversations._params import Params
+from mail.conversations import Params, check_params
 from mail.server._map_registry import AGENT_PREFIX, AgentRegistry, Notify, swarm_agents
 from mail.server._map_rpc import AGENT_EXISTS, AGENT_NOT_FOUND, AUTH_PERMISSION_DENIED, RpcError
 
