@@ -97,6 +97,7 @@ async def test_an_agent_acts_as_itself_once_registered(offline: Running) -> None
         created = await client.result("mail/create", {"subject": "notes"})
         cid = created["conversation"]["id"]
         turn = await client.result("mail/turn", {"conversationId": cid, **HELLO})
+        task = await client.call("mail/create", {"startTask": True, "initialTurn": HELLO})
     assert connected["principal"]["id"] == "agent:peer1"
     code, message = error_of(early)
     assert code == 1003 and "map/agents/register" in message
@@ -105,6 +106,7 @@ async def test_an_agent_acts_as_itself_once_registered(offline: Running) -> None
     assert agent["id"] == "writer"
     assert created["participant"]["id"] == "agent:writer"
     assert turn["turn"]["participantId"] == "agent:writer"
+    assert error_of(task)[0] == 1003 and "startTask" in error_of(task)[1]
 
 
 async def test_an_invitation_shares_a_conversation_between_keys(offline: Running) -> None:

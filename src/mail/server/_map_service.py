@@ -239,6 +239,12 @@ class MapCalls:
         if service is None:
             raise RpcError(10010, "MAP Mail is not enabled on this server")
         if method == "mail/create" and isinstance(params, dict) and params.get("startTask"):
+            if caller.role == "agent":  # as POST /message refuses it
+                raise RpcError(
+                    AUTH_PERMISSION_DENIED,
+                    "an agent key does not start tasks of the swarm (startTask): a user or "
+                    "admin key does",
+                )
             return await create_with_task(state, caller, actor, params)
         return await service.call(method, actor, params)  # which checks the params
 
