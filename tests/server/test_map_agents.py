@@ -74,6 +74,8 @@ async def test_bad_registrations_and_lookups_are_refused(offline: Running) -> No
         by_user = await user.call("map/agents/register", {"name": "x"})
         unknown = await user.call("map/agents/get", {"agentId": "nobody"})
         no_id = await user.call("map/agents/get", {})
+        states = await user.call("map/agents/list", {"filter": {"states": "idle"}})
+        limit = await user.call("map/agents/list", {"limit": 0})
         not_mine = await user.call("map/agents/unregister", {"agentId": "a1"})
     assert error_of(taken)[0] == 3000 and "'a1' already exists" in error_of(taken)[1]
     assert taken["error"]["data"] == {"name": "AGENT_EXISTS", "agentId": "a1"}
@@ -85,6 +87,8 @@ async def test_bad_registrations_and_lookups_are_refused(offline: Running) -> No
     assert error_of(unknown)[0] == 2001 and "'nobody'" in error_of(unknown)[1]
     assert unknown["error"]["data"]["name"] == "AGENT_NOT_FOUND"
     assert error_of(no_id) == (-32602, "params.agentId: is required")
+    assert error_of(states)[0] == -32602 and "params.filter.states" in error_of(states)[1]
+    assert error_of(limit)[0] == -32602 and "params.limit" in error_of(limit)[1]
     assert error_of(not_mine)[0] == 1003 and "agent:peer1" in error_of(not_mine)[1]
 
 
