@@ -41,10 +41,10 @@ __all__ = [
     "MAX_LIMIT",
     "Actor",
     "ServiceBase",
+    "admits",
     "new_id",
     "new_ids",
     "ordered_id",
-    "admits",
     "participant_of",
 ]
 

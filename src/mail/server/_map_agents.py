@@ -16,7 +16,6 @@ agents connected to it, and the swarm's agents.
 
 from __future__ import annotations
 
-import logging
 import secrets
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -30,8 +29,6 @@ if TYPE_CHECKING:
     from mail.api import MAILSwarmTemplate
 
 __all__ = ["AGENT_METHODS", "agents_call"]
-
-logger = logging.getLogger("mail.server")
 
 AGENT_METHODS = (
     "map/agents/register",
@@ -87,29 +84,15 @@ async def agents_call(
     """Answer a ``map/agents/*`` ``method`` for ``who``: ``(principal, session id,
     admin)``; ``notify`` reaches the session's socket (``None`` over HTTP: no
     registration)."""
-    principal, session_id, admin = who
+    principal, _, admin = who
     if method == "map/agents/register":
         checked = check_params(AgentsRegister, params if params is not None else {})
-        if not principal.startswith(AGENT_PREFIX) or notify is None:
-            raise RpcError(
-                AUTH_PERMISSION_DENIED,
-                f"map/agents/register needs a /map WebSocket authenticated with an API key "
-                f"of role 'agent' (this session is {principal})",
-            )
-        agent_id = checked.agentId or f"agent-{secrets.token_hex(8)}"
-        if registry.taken(template, agent_id):
-            raise RpcError(
-                AGENT_EXISTS,
-                f"agent {agent_id!r} already exists: register with another agentId, or none "
-                "to get a fresh one",
-                {"name": "AGENT_EXISTS", "agentId": agent_id},
-            )
-        agent = registry.register(agent_id, principal, session_id, notify, checked)
-        return {"agent": agent}
+        return {"agent": _register(registry, template, checked, who, notify)}
     if method == "map/agents/list":
         listed = check_params(AgentsList, params if params is not None else {})
         return {"agents": _listed(registry, template, listed)}
-    agent_id = check_params(AgentsGet, params).agentId
+    model = AgentsGet if method == "map/agents/get" else AgentsUnregister
+    agent_id = check_params(model, params).agentId
     found = registry.find(template, agent_id)
     if found is None:
         raise RpcError(
@@ -129,6 +112,31 @@ async def agents_call(
             f"agent {found['id']!r} is {found['ownerId']}'s: only it (or an admin) unregisters it",
         )
     return {"agent": registry.unregister(found["id"])}
+
+
+def _register(
+    registry: AgentRegistry,
+    template: MAILSwarmTemplate,
+    checked: AgentsRegister,
+    who: tuple[str, str, bool],
+    notify: Notify | None,
+) -> dict[str, Any]:
+    principal, session_id, _ = who
+    if not principal.startswith(AGENT_PREFIX) or notify is None:
+        raise RpcError(
+            AUTH_PERMISSION_DENIED,
+            f"map/agents/register needs a /map WebSocket authenticated with an API key "
+            f"of role 'agent' (this session is {principal})",
+        )
+    agent_id = checked.agentId or f"agent-{secrets.token_hex(8)}"
+    if registry.taken(template, agent_id):
+        raise RpcError(
+            AGENT_EXISTS,
+            f"agent {agent_id!r} already exists: register with another agentId, or none "
+            "to get a fresh one",
+            {"name": "AGENT_EXISTS", "agentId": agent_id},
+        )
+    return registry.register(agent_id, principal, session_id, notify, checked)
 
 
 def _listed(
