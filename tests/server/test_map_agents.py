@@ -48,6 +48,8 @@ async def test_an_agent_key_registers_and_its_agents_are_listed(offline: Running
     assert [a["id"] for a in swarm["agents"]] == ["supervisor", "weather", "math"]
     # the socket closed: its agents are gone
     assert (await rpc(user, "map/agents/list"))["result"]["agents"][3:] == []
+    late = await rpc(user, "map/send", {"to": "reviewer-1", "payload": "still there?"})
+    assert late["error"]["code"] == 2001
 
 
 async def test_unregister(offline: Running) -> None:

@@ -110,7 +110,7 @@ class _Connection:
         self.closed = asyncio.Event()  # a close frame went out, or the peer is gone
         self.closing = False  # _close_now under way
         self.writer: asyncio.Task[None] | None = None
-        session.notify = self._send  # map/message to the agents it registers
+        session.notify = self._notify  # map/message to the agents it registers
 
     async def run(self) -> None:
         self.writer = self.tasks.spawn(self._write(), f"{self.name}:writer")
@@ -122,6 +122,7 @@ class _Connection:
             await asyncio.wait({reader, closed}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             closed.cancel()
+            self.closed.set()  # (notifications still coming are dropped)
             await self.tasks.cancel_all()
             await asyncio.shield(self._forget())
 
@@ -182,6 +183,17 @@ class _Connection:
 
     async def _send(self, message: Any) -> None:
         await self.outbox.put(compact_json(message))
+
+    async def _notify(self, message: dict[str, Any]) -> None:
+        """Push a notification from another session (``map/send`` to an agent of this
+        one), unless this socket is closing: then it is lost, as its agents are."""
+        put = asyncio.ensure_future(self._send(message))
+        closed = asyncio.ensure_future(self.closed.wait())
+        try:
+            await asyncio.wait({put, closed}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            put.cancel()
+            closed.cancel()
 
     async def _write(self) -> None:
         try:
