@@ -1,12 +1,14 @@
 """The official MAP SDK (``@multi-agent-protocol/sdk``, pinned in packages/map-sdk-tests)
 against a real ``mail server`` process (issue 36): its Node tests connect with
 ``ClientConnection.connect("ws://…/map", {auth})``, subscribe, start a task with a
-conversation and see its events arrive, authenticate late, and disconnect; call every
-``mail/*`` operation through the SDK's typed methods and check the fields of its result
-types; resume a dropped socket without loss; and run one scenario against this server
-and the SDK's reference server (``MAPServer``, started by the Node test itself),
-comparing outcomes and shapes (packages/map-sdk-tests/test/compare.test.mjs). The
-WebSocket section's example of docs/map-mail.md runs as written.
+conversation and see its events arrive, authenticate late, and disconnect; an
+``AgentConnection`` registers with an agent key and takes part in a conversation, and two
+user keys share one by invitation; call every ``mail/*`` operation through the SDK's
+typed methods and check the fields of its result types; resume a dropped socket without
+loss; and run one scenario against this server and the SDK's reference server
+(``MAPServer``, started by the Node test itself), comparing outcomes and shapes
+(packages/map-sdk-tests/test/compare.test.mjs). The WebSocket section's example of
+docs/map-mail.md runs as written.
 
 Needs Node 20+ and npm; ``npm ci`` runs first when ``node_modules`` is missing (it needs
 the npm registry, or npm's cache).
@@ -19,6 +21,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import httpx
 import pytest
 from tests._servers import clean_env, start_server
 
@@ -68,6 +71,19 @@ def _run(command: list[str], env: dict[str, str], timeout: float) -> str:
     return output
 
 
+def _new_key(url: str, admin_key: str, role: str, holder: str) -> str:
+    """A new API key made with ``POST /keys``."""
+    made = httpx.post(
+        f"{url}/keys",
+        json={"role": role, "id": holder},
+        headers={"Authorization": f"Bearer {admin_key}"},
+        timeout=15,
+    )
+    assert made.status_code == 201, made.text
+    key: str = made.json()["key"]
+    return key
+
+
 def test_the_official_sdk_connects_subscribes_and_disconnects(tmp_path: Path) -> None:
     node, npm = _tool("node"), _tool("npm")
     version = subprocess.run([node, "--version"], capture_output=True, text=True, check=True)
@@ -84,6 +100,8 @@ def test_the_official_sdk_connects_subscribes_and_disconnects(tmp_path: Path) ->
             env |= {
                 "MAP_URL": s.url.replace("http://", "ws://") + "/map",
                 "MAP_KEY": s.keys["user"],
+                "MAP_USER2_KEY": _new_key(s.url, s.keys["admin"], "user", "sdk-second-user"),
+                "MAP_AGENT_KEY": s.keys["agent"],
             }
             output = _run([npm, "test"], env, 600)
             printed = _run([node, example.name], env, 120).strip().splitlines()

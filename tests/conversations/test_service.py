@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ from mail.conversations import ConversationService, EventBus, MailProtocolError
 
 ME = actor()
 BOB = actor("agent:bob")
+TEXT = {"contentType": "text", "content": {"text": "hi"}}
 
 
 async def code_of(coro: Any) -> int:
@@ -292,8 +294,32 @@ async def test_disabled_mail_answers_10010(service: ConversationService) -> None
 
 async def test_callers_do_not_see_each_others_conversations(service: ConversationService) -> None:
     cid = (await new(service))["conversation"]["id"]
-    other = actor(key=KEY.__class__(swarm="demo", role="user", id="u2"))
+    other = actor("user:u2", key=KEY.__class__(swarm="demo", role="user", id="u2"))
     assert await code_of(service.call("mail/get", other, {"conversationId": cid})) == 10000
+    # the same participant id from another key is not its principal either
+    forged = actor(key=KEY.__class__(swarm="demo", role="user", id="u2"), pid="user:u1")
+    forged = replace(forged, principal="user:u2")
+    assert await code_of(service.call("mail/get", forged, {"conversationId": cid})) == 10000
+
+
+async def test_an_invitation_shares_a_conversation_in_every_store(
+    service: ConversationService,
+) -> None:
+    cid = (await new(service))["conversation"]["id"]
+    c = {"conversationId": cid}
+    guest = actor("user:u2", key=KEY.__class__(swarm="demo", role="user", id="u2"))
+    invite = {**c, "participant": {"id": "user:u2", "role": "observer"}}
+    await service.call("mail/invite", ME, invite)
+    got = await service.call("mail/get", guest, c)
+    muted = await code_of(service.call("mail/turn", guest, {**c, **TEXT}))
+    await service.call("mail/turn", ME, {**c, **TEXT})
+    seen = await service.call("mail/turns/list", guest, c)
+    await service.call("mail/leave", ME, {**c, "participantId": "user:u2"})
+    removed = await code_of(service.call("mail/get", guest, c))
+    assert got["conversation"]["id"] == cid
+    assert muted == 10003  # the invitation's role: an observer
+    assert [t["participantId"] for t in seen["turns"]] == ["user:u1"]
+    assert removed == 10000
 
 
 @pytest.mark.parametrize("status", ["completed", "failed", "archived"])

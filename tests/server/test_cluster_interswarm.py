@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -78,6 +79,21 @@ def test_a_peers_answer_reaching_another_replica_completes_the_task(
     names = [e["event"] for e in record["events"]]
     assert "interswarm_message_sent" in names
     assert "interswarm_message_received" in names
+    # the notice telling beta the task completed is sent after the answer, and what it
+    # records is stored under the task's lease too (its lease is freed only then)
+    assert _stored_events(b, federation.user, task_id, "interswarm_message_sent", 2)
+
+
+def _stored_events(replica: Replica, key: str, task_id: str, name: str, count: int) -> bool:
+    """Whether the stored task comes to have ``count`` events ``name`` within 10 s."""
+    deadline = time.monotonic() + 10
+    while True:
+        record = call(replica.url, key, "GET", "/task", params={"task_id": task_id}).json()
+        if [e["event"] for e in record["events"]].count(name) >= count:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
 
 
 def test_an_answer_for_an_unknown_task_is_a_404_on_any_replica(federation: Federation) -> None:

@@ -49,6 +49,7 @@ class Cluster:
     env: dict[str, str]
     root: Path
     swarms: Path
+    admin_key: str
 
 
 def _swarms_file(root: Path) -> Path:
@@ -79,7 +80,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         )
         assert created.status_code == 201, created.text
         key = created.json()["key"]
-        yield Cluster(started.replicas, key, started.env, root, swarms)
+        yield Cluster(started.replicas, key, started.env, root, swarms, started.admin_key)
 
 
 # --- a client that reads server-sent events ---------------------------------------------
@@ -498,6 +499,26 @@ def test_a_bound_tasks_turns_are_written_once_whichever_replicas_read(
     assert len(ids) == len(set(ids))  # none written twice
     assert all(t["metadata"]["taskId"] == task_id for t in turns)
     assert all(read == turns[: len(read)] for read in first)  # each read a prefix of the last
+
+
+def test_a_conversation_shared_on_a_is_read_and_written_by_the_guest_on_b_and_c(
+    cluster: Cluster,
+) -> None:
+    a, b, c = cluster.replicas
+    made = call(a.url, cluster.admin_key, "POST", "/keys", json={"role": "user", "id": "dave"})
+    assert made.status_code == 201, made.text
+    guest = made.json()["key"]
+    cid = _rpc(a, cluster.key, "mail/create", {"subject": "shared"})["conversation"]["id"]
+    body = {"jsonrpc": "2.0", "id": 1, "method": "mail/get", "params": {"conversationId": cid}}
+    before = call(c.url, guest, "POST", "/map", json=body).json()
+    invite = {"conversationId": cid, "participant": {"id": "user:dave"}}
+    _rpc(b, cluster.key, "mail/invite", invite)
+    turn = {"conversationId": cid, "contentType": "text", "content": {"text": "from dave"}}
+    said = _rpc(c, guest, "mail/turn", turn)["turn"]
+    turns = _rpc(a, cluster.key, "mail/turns/list", {"conversationId": cid})["turns"]
+    assert before["error"]["code"] == 10000
+    assert said["participantId"] == "user:dave"
+    assert [t["id"] for t in turns] == [said["id"]]
 
 
 # --- fail-over ------------------------------------------------------------------------------

@@ -59,8 +59,8 @@ async def test_every_action_emits_its_event(offline: Running) -> None:  # C4, C9
             await rpc(user, "mail/turn", {**c, "contentType": "text", "content": {"text": "a"}})
         )["result"]["turn"]
         await rpc(user, "mail/thread/create", {**c, "rootTurnId": turn["id"]})
-        await rpc(user, "mail/invite", {**c, "participant": {"id": "agent:w"}})
-        await rpc(user, "mail/leave", {**c, "participantId": "agent:w", "reason": "bye"})
+        await rpc(user, "mail/invite", {**c, "participant": {"id": "agent:math"}})
+        await rpc(user, "mail/leave", {**c, "participantId": "agent:math", "reason": "bye"})
         await rpc(user, "mail/summary", c)
         await rpc(user, "x-mail/turn/redact", {**c, "turnId": turn["id"]})
         await rpc(user, "mail/close", {**c, "reason": "done"})
@@ -87,7 +87,7 @@ async def test_every_action_emits_its_event(offline: Running) -> None:  # C4, C9
     assert by_type["mail.thread.created"]["thread"]["rootTurnId"] == turn["id"]
     assert by_type["mail.participant.left"] == {
         "conversationId": cid,
-        "participantId": "agent:w",
+        "participantId": "agent:math",
         "reason": "bye",
     }
     generated = by_type["mail.summary.generated"]

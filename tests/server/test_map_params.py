@@ -29,8 +29,8 @@ pytestmark = pytest.mark.timeout(120)
 WRONG: list[Any] = [2.5, 7, "x", True, [1], {"k": 1}, None]
 #: the codes a request with a storable, well-typed but unsuitable value may get: bad
 #: params, a map/send refused as POST /message refuses it, a refused ``auth`` (1001 key,
-#: 1003 role, 1005 method), MAP Mail's own (10000-10010)
-ALLOWED = {-32602, -32000, 1001, 1003, 1005, *range(10000, 10011)}
+#: 1003 role, 1005 method), map/send to no such agent (2001), MAP Mail's own (10000-10010)
+ALLOWED = {-32602, -32000, 1001, 1003, 1005, 2001, *range(10000, 10011)}
 
 SURROGATE = "contains a lone surrogate (U+D800), which is not Unicode text"
 NUL = "contains the NUL character U+0000, which the stores cannot hold"
@@ -99,16 +99,16 @@ def mail_params(c: dict[str, str], turn: str, tid: str) -> dict[str, dict[str, A
         "mail/create": {
             "type": "mixed",
             "subject": "s",
-            "initialParticipants": [{"id": "agent:w", "permissions": PERMISSIONS}],
+            "initialParticipants": [{"id": "agent:math", "permissions": PERMISSIONS}],
             "initialTurn": {**HELLO, "visibility": {"type": "all"}, "metadata": {"k": "v"}},
             "metadata": {"k": "v"},
         },
         "mail/get": {**c, "include": {"participants": True, "recentTurns": 2, "stats": True}},
         "mail/list": {
-            "filter": {"type": ["mixed"], "status": ["active"], "participantId": "agent:w"},
+            "filter": {"type": ["mixed"], "status": ["active"], "participantId": "agent:math"},
             "limit": 5,
         },
-        "mail/invite": {**c, "participant": {"id": "agent:v", "permissions": PERMISSIONS}},
+        "mail/invite": {**c, "participant": {"id": "agent:weather", "permissions": PERMISSIONS}},
         "mail/turn": {**c, **HELLO, "threadId": tid, "visibility": VISIBILITY},
         "mail/turns/list": {
             **c,

@@ -112,7 +112,7 @@ async def test_every_mail_method_is_handled(offline: Running) -> None:  # C3
         "mail/create": {},
         "mail/get": {"conversationId": cid, "include": {"participants": True}},
         "mail/list": {"limit": 5},
-        "mail/invite": {"conversationId": cid, "participant": {"id": "agent:w"}},
+        "mail/invite": {"conversationId": cid, "participant": {"id": "agent:math"}},
         "mail/turn": {"conversationId": cid, "contentType": "x-tool-call", "content": {}},
         "mail/turns/list": {"conversationId": cid},
         "mail/thread/create": {
@@ -170,7 +170,7 @@ async def test_a_create_with_bad_participants_stores_nothing(offline: Running) -
         assert error["code"] == -32602 and says in error["message"], error
     listed = (await rpc(user, "mail/list", {}))["result"]["conversations"]
     assert [c for c in listed if c["subject"] == "half made"] == []
-    twice = [{"id": "agent:bob"}, {"id": "agent:bob", "role": "observer"}]
+    twice = [{"id": "agent:math"}, {"id": "agent:math", "role": "observer"}]
     created = (await rpc(user, "mail/create", {"initialParticipants": twice}))["result"]
     got = await rpc(
         user,
@@ -178,7 +178,7 @@ async def test_a_create_with_bad_participants_stores_nothing(offline: Running) -
         {"conversationId": created["conversation"]["id"], "include": {"participants": True}},
     )
     roles = {p["id"]: p["role"] for p in got["result"]["participants"]}
-    assert roles == {created["participant"]["id"]: "initiator", "agent:bob": "worker"}
+    assert roles == {created["participant"]["id"]: "initiator", "agent:math": "worker"}
 
 
 async def test_batches_answer_each_request_but_notifications(offline: Running) -> None:

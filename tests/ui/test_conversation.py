@@ -155,9 +155,9 @@ def test_a_bound_task_shows_its_turns_threads_and_live_updates(
     )
     expect(turns).to_have_count(len(shown) + 1, timeout=WAIT)
     expect(turns.last).to_contain_text("Live note from the desk.")
-    rpc(server, "mail/invite", conversationId=cid, participant={"id": "agent:observer-1"})
+    rpc(server, "mail/invite", conversationId=cid, participant={"id": "user:observer-1"})
     expect(
-        page.locator('#conversation-participants > li[data-id="agent:observer-1"]')
+        page.locator('#conversation-participants > li[data-id="user:observer-1"]')
     ).to_be_visible(timeout=WAIT)
     rpc(server, "mail/close", conversationId=cid, reason="done")
     expect(page.locator("#conversation-status")).to_have_text("completed", timeout=WAIT)

@@ -5,7 +5,8 @@ tasks of a MAIL server, the ``mail/*`` methods of the seed's "MAP Mail Protocol"
 (:func:`conversation_store_for` picks the one that lives in a task store's database);
 :class:`EventBus` carries the ``mail.*`` events to ``map/subscribe`` subscriptions. For the
 server's MAP routes: the parameter models and checks of the ``map/*`` methods
-(:func:`check_params`, :func:`parse_params`, :class:`InvalidParamsError`), the
+(:func:`check_params`, :func:`parse_params`, :class:`InvalidParamsError`, and
+:class:`Params`, the base of a method's params model), the
 :class:`StatusFollower` that makes conversations follow their tasks, and
 :func:`summarizer_for`, the configured summarizer.
 """
@@ -25,6 +26,7 @@ from mail.conversations._params import (
     MapSend,
     MapSubscribe,
     MapUnsubscribe,
+    Params,
     check_params,
     describe,
     parse_params,
@@ -65,6 +67,7 @@ __all__ = [
     "MapSubscribe",
     "MapUnsubscribe",
     "MemoryConversationStore",
+    "Params",
     "PostgresConversationStore",
     "Record",
     "Replay",

@@ -43,6 +43,7 @@ __all__ = [
     "MAX_LIMIT",
     "Actor",
     "ServiceBase",
+    "admits",
     "new_id",
     "new_ids",
     "ordered_id",
@@ -63,6 +64,17 @@ class Actor:
     key: CallerKey
     participant_id: str
     admin: bool = False
+    #: who holds the key behind it (``role:id`` of the API key; ``None``: the participant
+    #: itself), what an invitation is checked against
+    principal: str | None = None
+    #: acting on another caller's conversation it was invited to (its role is the
+    #: invitation's)
+    guest: bool = False
+
+    @property
+    def holder(self) -> str:
+        """The principal acting: :attr:`principal`, or the participant id."""
+        return self.principal or self.participant_id
 
 
 def new_id(prefix: str) -> str:
@@ -107,6 +119,10 @@ class ServiceBase:
         self.max_thread_depth = max_thread_depth
         #: told ``(key, task_id, conversation_id)`` when a conversation is bound to a task
         self.binder: Callable[[CallerKey, str, str], None] | None = None
+        #: the principal a new participant's id stands for (an invitation gives that
+        #: principal access); raises :class:`ParticipantNotFoundError` for an unknown
+        #: one; ``None``: every id stands for itself
+        self.principal_of: Callable[[str], str] | None = None
         #: writes the intercepted turns of a bound conversation's task that are not yet
         #: (the interceptor's), before a method reads or changes the conversation
         self.catch_up: Callable[[CallerKey, Record], Awaitable[None]] | None = None
@@ -220,6 +236,9 @@ class ServiceBase:
         after = await self.store.max_seq(actor.key, conv.conversation_id, "turn")
         seq = await self._next_seq(actor, conv, "participant")
         record = self._participant_record(conv, pid, seq, after, role, permissions)
+        record.data["principal"] = (
+            actor.holder if pid == actor.participant_id else self._principal(pid)
+        )
         await self.store.put(actor.key, record)
         participant = participant_of(record)
         self._emit(
@@ -228,6 +247,10 @@ class ServiceBase:
             {"conversationId": conv.conversation_id, "participant": participant},
         )
         return participant
+
+    def _principal(self, pid: str) -> str:
+        """The principal an invited ``pid`` stands for (raises 10005 for none)."""
+        return pid if self.principal_of is None else self.principal_of(pid)
 
     @staticmethod
     def _check_role(role: Any, permissions: Any) -> None:
@@ -336,13 +359,27 @@ class ServiceBase:
 EXPLICIT = {"type": "explicit", "method": "mail/turn"}
 
 
+#: what a participant's row keeps beside its wire object: how many turns there were when
+#: it joined, the principal it stands for, who removed it
+_INTERNAL = frozenset({"joinedAfterTurn", "principal", "removedBy"})
+
+
 def participant_of(record: Record) -> Participant:
-    """A participant's row as ``mail/*`` answers it (with ``conversationId`` and
-    ``type``, which the row does not keep)."""
-    data = {k: v for k, v in record.data.items() if k != "joinedAfterTurn"}
+    """A participant's row as ``mail/*`` answers it (without what the row keeps beside
+    it; with ``conversationId`` and ``type``, which the row does not keep)."""
+    data = {k: v for k, v in record.data.items() if k not in _INTERNAL}
     data["conversationId"] = record.conversation_id
     data["type"] = participant_type(record.record_id)
     return cast(Participant, data)
+
+
+def admits(record: Record | None, actor: Actor) -> bool:
+    """Whether the participant row ``record`` (of another caller's conversation) gives
+    ``actor`` access: it is the actor's participant, was invited for the actor's
+    principal, and was not removed by someone else."""
+    if record is None or record.data.get("removedBy"):
+        return False
+    return bool(record.data.get("principal", record.record_id) == actor.holder)
 
 
 def turn_of(record: Record) -> Turn:

@@ -392,10 +392,6 @@ class MapReplay(Params):
     limit: Annotated[int, Field(ge=1, le=REPLAY_LIMIT)] | None = None
 
 
-class SendTo(Params):
-    agent: str | None = None
-
-
 class MetaMail(Params):
     """``meta.mail`` of ``map/send``: the conversation the message is a turn of."""
 
@@ -409,11 +405,37 @@ class SendMeta(Params):
     mail: MetaMail | None = None
 
 
-class MapSend(Params):
-    """``map/send``; ``payload`` is a ``POST /message`` body, checked as one."""
+def _address(value: Any) -> Any:
+    """``to`` of ``map/send``: an agent id, or an object whose ``agent`` is one or whose
+    ``agents`` lists some (other keys are left to the method, which names them)."""
+    if isinstance(value, str) and value:
+        return value
+    if isinstance(value, dict):
+        agent, agents = value.get("agent"), value.get("agents")
+        if agent is not None and (not isinstance(agent, str) or not agent):
+            raise PydanticCustomError(
+                _OURS, "its agent must be an agent id, got {got}", {"got": _shown(agent)}
+            )
+        if agents is not None and not (
+            isinstance(agents, list) and all(isinstance(a, str) and a for a in agents)
+        ):
+            raise PydanticCustomError(
+                _OURS, "its agents must be a list of agent ids, got {got}", {"got": _shown(agents)}
+            )
+        return value
+    raise PydanticCustomError(
+        _OURS,
+        "must be an agent id or an address object (agent: id, or agents: [ids]), got {got}",
+        {"got": _shown(value)},
+    )
 
-    to: SendTo | None = None
-    payload: dict[str, Any] | None = None
+
+class MapSend(Params):
+    """``map/send``: ``to`` an agent id or address; ``payload`` any JSON value (to the
+    swarm: a ``POST /message`` body, checked as one, or what becomes its ``body``)."""
+
+    to: Annotated[Any, BeforeValidator(_address)] = None
+    payload: Any = None
     meta: SendMeta | None = None
 
 

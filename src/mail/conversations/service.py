@@ -11,6 +11,7 @@ and returns the result object (shapes in ``docs/map-mail.md``). Failures raise t
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 from mail.conversations import _access as access
@@ -19,6 +20,7 @@ from mail.conversations._base import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
     Actor,
+    admits,
     ordered_id,
     participant_of,
 )
@@ -81,9 +83,17 @@ class ConversationService(TurnMethods, SummaryMethods, LifecycleMethods):
             raise MailNotEnabledError("MAP Mail is not enabled on this server")
         parse_params(method, params)
         cid = params.get("conversationId")
-        if actor.admin and isinstance(cid, str) and method != "mail/create":
-            actor = await self._as_owner(actor, cid)
-        return await handler(actor, params)
+        if not isinstance(cid, str) or method == "mail/create":
+            return await handler(actor, params)
+        if actor.admin:
+            return await handler(await self._as_owner(actor, cid), params)
+        try:
+            return await handler(actor, params)
+        except ConversationNotFoundError:  # not the caller's: shared with it, maybe
+            invited = await self._as_invited(actor, cid)
+            if invited is None:
+                raise
+            return await handler(invited, params)
 
     async def _as_owner(self, actor: Actor, conversation_id: str) -> Actor:
         if await self.store.get(actor.key, conversation_id, "conversation", conversation_id):
@@ -91,7 +101,17 @@ class ConversationService(TurnMethods, SummaryMethods, LifecycleMethods):
         owner = await self.store.owner_of(actor.key.swarm, conversation_id)
         if owner is None:
             return actor  # the method answers 10000
-        return Actor(key=owner, participant_id=actor.participant_id, admin=True)
+        return replace(actor, key=owner)
+
+    async def _as_invited(self, actor: Actor, conversation_id: str) -> Actor | None:
+        """The actor on the rows of the caller owning ``conversation_id`` when one of its
+        participants was invited for the actor's principal (``None``: not shared with
+        it)."""
+        owner = await self.store.owner_of(actor.key.swarm, conversation_id)
+        if owner is None or owner == actor.key:
+            return None
+        member = await self.store.get(owner, conversation_id, "participant", actor.participant_id)
+        return replace(actor, key=owner, guest=True) if admits(member, actor) else None
 
     # --- conversations --------------------------------------------------------------------
 
@@ -159,13 +179,16 @@ class ConversationService(TurnMethods, SummaryMethods, LifecycleMethods):
         """The rows of a new conversation's participants: the caller as initiator, then
         ``initialParticipants`` (an id given twice joins once)."""
         people = [self._participant_record(conv, actor.participant_id, 1, 0, "initiator")]
+        people[0].data["principal"] = actor.holder
         for other in others or []:
             if other["id"] in {p.record_id for p in people}:
                 continue
             role, permissions = other.get("role", "worker"), other.get("permissions")
-            people.append(
-                self._participant_record(conv, other["id"], len(people) + 1, 0, role, permissions)
+            person = self._participant_record(
+                conv, other["id"], len(people) + 1, 0, role, permissions
             )
+            person.data["principal"] = self._principal(other["id"])
+            people.append(person)
         return people
 
     async def _check_parents(self, actor: Actor, data: Conversation) -> None:
@@ -290,7 +313,18 @@ class ConversationService(TurnMethods, SummaryMethods, LifecycleMethods):
             raise MailPermissionDeniedError(
                 "an admin joins another caller's conversation as observer", permission="role"
             )
-        narrowed = access.narrowing(default_permissions(role), params.get("permissions"))
+        granted = default_permissions(role)
+        if actor.guest and found is not None:  # back in: as the invitation made it
+            role = params.get("role") or found.data["role"]
+            if role != found.data["role"]:
+                raise MailPermissionDeniedError(
+                    f"invited as {found.data['role']}, {actor.participant_id!r} joins as that",
+                    permission="role",
+                )
+            granted = found.data["permissions"]
+        narrowed = access.narrowing(granted, params.get("permissions"))
+        if actor.guest and found is not None:
+            narrowed = {**granted, **narrowed}
         catch_up = params.get("catchUp")
         after_turn = await self._catch_up_turn(actor, conv, catch_up)  # checked before joining
         participant = await self._add_participant(
@@ -347,6 +381,7 @@ class ConversationService(TurnMethods, SummaryMethods, LifecycleMethods):
             if gone is None or gone.data["leftAt"] is not None:
                 raise ParticipantNotFoundError(f"no participant {pid!r}", participantId=pid)
             member = gone
+            member.data["removedBy"] = actor.participant_id  # its access ends
         reason = opt_str(params, "reason")
         member.data["leftAt"] = now_ms()
         await self.store.put(actor.key, member)

@@ -118,6 +118,12 @@ class RemoteRouter(Protocol):
     ) -> None:
         """Tell ``swarms`` (remote swarms of the task) that it completed here, in the background."""
 
+    def sending(self, task_id: str) -> bool:
+        """Whether deliveries of ``task_id`` are under way in the background."""
+
+    async def sent(self, task_id: str) -> None:
+        """Wait until the deliveries of ``task_id`` under way have ended."""
+
     def known_swarms(self) -> list[str]:
         """Names of the active remote swarms messages can be sent to."""
 

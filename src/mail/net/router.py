@@ -42,6 +42,7 @@ last messaged us in the task (else the one we last messaged).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import weakref
@@ -160,6 +161,8 @@ class InterswarmRouter(V136RouterMethods):
         self._poster: JsonPoster | None = None
         self._env = env
         self._tasks: set[asyncio.Task[Any]] = set()
+        #: the deliveries under way, by task (see :meth:`sending`)
+        self._sending: dict[str, set[asyncio.Task[Any]]] = {}
         # (runtime, task id) -> (swarm, future): a synchronous protocol 1.1 exchange waits
         # for the first message a local agent sends back to that swarm
         self._replies: dict[tuple[int, str], tuple[str, asyncio.Future[MAILMessage]]] = {}
@@ -212,6 +215,7 @@ class InterswarmRouter(V136RouterMethods):
             self._spawn(
                 self._send_one(runtime, task, message, swarm, agent),
                 f"interswarm:{task.task_id}:{swarm}",
+                task.task_id,
             )
 
     def notify_completion(
@@ -248,7 +252,18 @@ class InterswarmRouter(V136RouterMethods):
             self._spawn(
                 self._send_one(runtime, task, notice, swarm, None),
                 f"interswarm-complete:{task.task_id}:{swarm}",
+                task.task_id,
             )
+
+    def sending(self, task_id: str) -> bool:
+        """Whether deliveries of ``task_id`` (messages, completion notices) are under way."""
+        return bool(self._sending.get(task_id))
+
+    async def sent(self, task_id: str) -> None:
+        """Wait until the deliveries of ``task_id`` under way have ended (each is bounded
+        by its timeouts): what they record of the task is then in its log."""
+        while pending := self._sending.get(task_id):
+            await asyncio.wait(set(pending))
 
     def known_swarms(self) -> list[str]:
         """Names of the active peers (the local swarm excluded), sorted."""
@@ -279,13 +294,20 @@ class InterswarmRouter(V136RouterMethods):
 
     # --- delivery --------------------------------------------------------------------------
 
-    def _spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> None:
+    def _spawn(self, coro: Coroutine[Any, Any, Any], name: str, task_id: str = "") -> None:
         task = asyncio.get_running_loop().create_task(coro, name=name)
         self._tasks.add(task)
-        task.add_done_callback(self._done)
+        if task_id:
+            self._sending.setdefault(task_id, set()).add(task)
+        task.add_done_callback(functools.partial(self._done, task_id=task_id))
 
-    def _done(self, task: asyncio.Task[Any]) -> None:
+    def _done(self, task: asyncio.Task[Any], task_id: str = "") -> None:
         self._tasks.discard(task)
+        sending = self._sending.get(task_id)
+        if sending is not None:
+            sending.discard(task)
+            if not sending:
+                del self._sending[task_id]
         if not task.cancelled() and (error := task.exception()) is not None:
             logger.error("interswarm task %s failed", task.get_name(), exc_info=error)
 

@@ -67,11 +67,33 @@ class LeaseKeeper:
 
     async def finished(self, key: CallerKey, task: MAILTask) -> None:
         """A task's turn ended in a final state, stored (and published, unless Redis
-        failed): free its lease. A lease the database does not let go of now expires
-        by itself (it is no longer renewed) and is claimed as any other."""
+        failed): free its lease once nothing more of it is being written (see
+        :meth:`_release`), in the background."""
         gen = self.leases.held.get((key, task.task_id))
         if gen is None:
             return
+        job = asyncio.get_running_loop().create_task(
+            self._release(key, task, gen), name=f"mail-release:{task.task_id}"
+        )
+        self._watchers.add(job)
+        job.add_done_callback(self._watchers.discard)
+
+    async def _release(self, key: CallerKey, task: MAILTask, gen: int) -> None:
+        """Free the lease ``gen`` of finished ``task`` once what it still does is stored:
+        a write under way when the lease goes would be refused as another replica's, and
+        so would the events of its messages still being delivered (the notices telling
+        peers it completed). A turn started since keeps its own lease (a new ``gen``).
+        A lease the database does not let go of expires by itself (it is no longer
+        renewed) and is claimed as any other."""
+        swarm = self.state.swarms.find(caller_of(key))
+        if swarm is not None:
+            runtime = swarm.runtime
+            while True:
+                if runtime.router is not None:
+                    await runtime.router.sent(task.task_id)
+                await runtime.persisted(self.state.config.database.commit_timeout)
+                if runtime.router is None or not runtime.router.sending(task.task_id):
+                    break
         try:
             await self.leases.release(key, task.task_id, gen)
         except Exception as e:  # noqa: BLE001  # it expires by itself

@@ -7,7 +7,9 @@ refused as ``POST /message`` would refuse it, ``data.status`` its HTTP status),
 :data:`EVENTS_NOT_RETAINED` (-32001: ``map/replay`` from a position whose next events are
 no longer kept), the
 official SDK's ``AUTH_ERROR_CODES`` for authentication (1000 required, 1001 failed, 1003
-refused, 1005 method not supported), its ``RESOURCE_ERROR_CODES.RATE_LIMITED`` (4001)
+refused, 1005 method not supported), its ``AGENT_NOT_FOUND`` (2001: ``map/agents/get``,
+``map/send`` to no agent) and ``AGENT_EXISTS`` (3000: ``map/agents/register`` of an id
+taken), its ``RESOURCE_ERROR_CODES.RATE_LIMITED`` (4001)
 for a connection with too many requests pending, and MAP Mail's 10000-10010
 (:class:`~mail.conversations.MailProtocolError`).
 """
@@ -26,6 +28,8 @@ from mail.errors import MAILError, StorageError
 from mail.server._statuses import server_status
 
 __all__ = [
+    "AGENT_EXISTS",
+    "AGENT_NOT_FOUND",
     "AUTH_FAILED",
     "AUTH_METHOD_NOT_SUPPORTED",
     "AUTH_PERMISSION_DENIED",
@@ -58,6 +62,8 @@ AUTH_REQUIRED, AUTH_FAILED, AUTH_PERMISSION_DENIED, AUTH_METHOD_NOT_SUPPORTED = 
     1003,
     1005,
 )
+#: the SDK's ROUTING_ERROR_CODES.AGENT_NOT_FOUND and AGENT_ERROR_CODES.AGENT_EXISTS
+AGENT_NOT_FOUND, AGENT_EXISTS = 2001, 3000
 #: the SDK's RESOURCE_ERROR_CODES.RATE_LIMITED: too many requests pending on a connection
 RATE_LIMITED = 4001
 #: ours (the SDK has no code for it): ``map/replay`` asked for events no longer kept

@@ -11,61 +11,55 @@ its transport does once the answer is sent (push a new subscription's events, cl
 Until a session is authenticated only ``map/connect``, ``map/authenticate`` and
 ``map/disconnect`` are answered (anything else: 1000). ``map/connect`` with
 ``params.auth`` and ``map/authenticate`` take one of our API keys as method ``api-key``
-or ``bearer``; keys of role ``admin`` and ``user`` are admitted (``agent``: 1003). The
-caller is the participant ``role:id``.
+or ``bearer``. A key of role ``admin`` or ``user`` is the participant ``role:id``; a key
+of role ``agent`` registers agents (``map/agents/register``, on a WebSocket:
+:mod:`mail.server._map_agents`) and acts as the first of them, ``agent:<agent id>``
+(before it has one, only ``map/agents/*`` and the handshake are answered: 1003).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import secrets
 import time
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import ValidationError
-
 from mail.conversations import (
     METHODS,
     Actor,
     AuthCredentials,
     EventsNotRetainedError,
-    InvalidParamsError,
     MailEvent,
     MapAuthenticate,
     MapConnect,
     MapDisconnect,
     MapReplay,
-    MapSend,
     MapSubscribe,
     MapUnsubscribe,
     Replay,
     Subscription,
     check_params,
-    describe,
-    problems,
 )
 from mail.conversations.events import ALL_CALLERS
-from mail.core.message import new_task_id
 from mail.db.store import CallerKey
 from mail.errors import AuthenticationError
+from mail.server._map_agents import AGENT_METHODS, agents_call
+from mail.server._map_registry import Notify
 from mail.server._map_rpc import (
     AUTH_FAILED,
     AUTH_METHOD_NOT_SUPPORTED,
     AUTH_PERMISSION_DENIED,
     AUTH_REQUIRED,
     EVENTS_NOT_RETAINED,
-    INTERNAL,
     METHOD_NOT_FOUND,
     RpcError,
 )
+from mail.server._map_send import send
 from mail.server._map_start import create_with_task
-from mail.server._routes_message import send_message
 from mail.server._state import ServerState
 from mail.server.auth import Caller, Role
-from mail.server.models import MessageRequest
 from mail.version import __version__
 
 __all__ = [
@@ -86,11 +80,18 @@ PROTOCOL_VERSION = 1
 MAP_MAIL_VERSION = "0.0.6"
 #: the ``auth.method``s that take one of our API keys
 AUTH_METHODS = ("api-key", "bearer")
-#: the roles admitted to MAP (agents: ``map/agents/register`` is not built yet)
-ROLES: tuple[Role, ...] = ("admin", "user")
+#: the roles admitted to MAP
+ROLES: tuple[Role, ...] = ("admin", "user", "agent")
 
 _OPEN = ("map/connect", "map/authenticate", "map/disconnect")  # before authentication
-_MAP_METHODS = (*_OPEN, "map/subscribe", "map/unsubscribe", "map/replay", "map/send")
+_MAP_METHODS = (
+    *_OPEN,
+    *AGENT_METHODS,
+    "map/subscribe",
+    "map/unsubscribe",
+    "map/replay",
+    "map/send",
+)
 # map/authenticate's error.code (the SDK's AuthErrorCode) for a refusal's JSON-RPC code
 _AUTH_ERROR = {
     AUTH_FAILED: "invalid_credentials",
@@ -112,6 +113,8 @@ class MapSession:
     created_at: int = field(default_factory=_now_ms)
     caller: Caller | None = None
     authenticated: asyncio.Event = field(default_factory=asyncio.Event)
+    #: pushes a notification on the session's socket (``None`` over HTTP)
+    notify: Notify | None = None
 
     def admit(self, caller: Caller) -> None:
         """Authenticate the session as ``caller``; raises :class:`RpcError` (1003) when it
@@ -127,11 +130,15 @@ class MapSession:
         self.authenticated.set()
 
 
-def actor_of(state: ServerState, caller: Caller) -> Actor:
-    """The caller as a MAP Mail participant (its rows are its runtime's)."""
+def actor_of(state: ServerState, caller: Caller, agent_id: str | None = None) -> Actor:
+    """The caller as a MAP Mail participant (its rows are its runtime's): ``role:id``,
+    or, for an agent key, its registered agent ``agent:<agent_id>``."""
     role = "swarm" if caller.role == "agent" else caller.role
     key = CallerKey(swarm=state.template.name, role=role, id=caller.id)
-    return Actor(key=key, participant_id=f"{caller.role}:{caller.id}", admin=caller.role == "admin")
+    principal = f"{caller.role}:{caller.id}"
+    if agent_id is None:
+        return Actor(key=key, participant_id=principal, admin=caller.role == "admin")
+    return Actor(key=key, participant_id=f"agent:{agent_id}", principal=principal)
 
 
 async def authenticate_key(state: ServerState, credentials: AuthCredentials) -> Caller:
@@ -198,10 +205,29 @@ class MapCalls:
             )
         return await self._call(caller, method, params)
 
+    def _actor(self, caller: Caller, method: str) -> Actor:
+        """Who acts in ``method``: the caller, or an agent key's first registered agent."""
+        if caller.role != "agent":
+            return actor_of(self.state, caller)
+        agents = self.state.map_agents.of_session(self.session.id)
+        if not agents:
+            raise RpcError(
+                AUTH_PERMISSION_DENIED,
+                f"an agent key acts as a registered agent: call map/agents/register on this "
+                f"connection before {method}",
+            )
+        return actor_of(self.state, caller, agents[0])
+
     async def _call(self, caller: Caller, method: str, params: Any) -> Any:
-        state, actor = self.state, actor_of(self.state, caller)
+        state = self.state
+        if method in AGENT_METHODS:
+            who = (actor_of(state, caller).participant_id, self.session.id, caller.role == "admin")
+            return await agents_call(
+                state.map_agents, state.template, who, method, params, self.session.notify
+            )
+        actor = self._actor(caller, method)
         if method == "map/send":
-            return await _send(state, caller, actor, params)
+            return await send(state, caller, actor, params)
         if method == "map/subscribe":
             return await self._subscribe(actor, params)
         if method == "map/unsubscribe":
@@ -213,6 +239,12 @@ class MapCalls:
         if service is None:
             raise RpcError(10010, "MAP Mail is not enabled on this server")
         if method == "mail/create" and isinstance(params, dict) and params.get("startTask"):
+            if caller.role == "agent":  # as POST /message refuses it
+                raise RpcError(
+                    AUTH_PERMISSION_DENIED,
+                    "an agent key does not start tasks of the swarm (startTask): a user or "
+                    "admin key does",
+                )
             return await create_with_task(state, caller, actor, params)
         return await service.call(method, actor, params)  # which checks the params
 
@@ -313,46 +345,6 @@ async def _replay(state: ServerState, actor: Actor, params: Any) -> dict[str, An
         data = {"name": "EVENTS_NOT_RETAINED", "oldestEventId": oldest}
         raise RpcError(EVENTS_NOT_RETAINED, str(e), data) from None
     return {"events": [event.replayed() for event in events], "hasMore": more}
-
-
-async def _send(state: ServerState, caller: Caller, actor: Actor, params: Any) -> Any:
-    """``map/send``: ``payload`` (a ``POST /message`` body; ``to.agent`` is its
-    entrypoint) into the caller's swarm; ``meta.mail`` records the message as a turn."""
-    checked = check_params(MapSend, params)
-    request = _message(checked)
-    task_id = str(request.task_id)
-    mail = checked.meta.mail if checked.meta is not None else None
-    interceptor = state.interceptor
-    bound = interceptor.bound(actor.key, task_id) if interceptor is not None else []
-    if interceptor is not None and mail is not None and mail.conversationId not in bound:
-        # (bound: the binding records it)
-        interceptor.expect(actor.key, task_id, mail.conversationId, params["meta"]["mail"])
-    try:
-        answer = await send_message(state, caller, request)
-    finally:
-        if interceptor is not None:
-            interceptor.forget(actor.key, task_id)
-    if mail is not None and interceptor is not None:
-        with contextlib.suppress(TimeoutError):  # the turn is late: the answer is not
-            await asyncio.wait_for(interceptor.drain(), timeout=5.0)
-    if not isinstance(answer, dict):
-        raise RpcError(INTERNAL, "the server is shutting down")
-    return {"taskId": task_id, "response": answer["response"], "status": answer["status"]}
-
-
-def _message(checked: MapSend) -> MessageRequest:
-    """The ``POST /message`` request of a ``map/send`` (its ``payload``, ``to.agent`` as
-    the entrypoint unless it names one, a new task id unless it has one)."""
-    payload: dict[str, Any] = {**(checked.payload or {}), "stream": False, "show_events": False}
-    if checked.to is not None and checked.to.agent is not None:
-        payload.setdefault("entrypoint", checked.to.agent)
-    payload["task_id"] = payload.get("task_id") or new_task_id()
-    try:
-        return MessageRequest.model_validate(payload)
-    except ValidationError as e:
-        found = problems(e)
-        field = f"payload.{found[0][0]}".rstrip(".")
-        raise InvalidParamsError(describe(found, "params.payload"), field=field) from None
 
 
 async def subscription_events(

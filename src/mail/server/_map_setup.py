@@ -35,6 +35,8 @@ def open_conversations(state: ServerState) -> None:
         max_thread_depth=settings.max_thread_depth,
         summarizer=summarizer_for(settings),
     )
+    agents = state.map_agents
+    state.conversations.principal_of = lambda pid: agents.principal_of(state.template, pid)
     if settings.enabled:
         memory = state.conversations.store.backend == "memory"  # events die with the process
         state.interceptor = Interceptor(

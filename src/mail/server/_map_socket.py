@@ -12,7 +12,9 @@ task sends every frame, in order.
 
 Authentication: the upgrade request's ``Authorization: Bearer <key>`` (a bad key is
 refused with 401 before the upgrade), else ``map/connect`` with ``params.auth`` or
-``map/authenticate`` within ``state.map_auth_deadline`` seconds.
+``map/authenticate`` within ``state.map_auth_deadline`` seconds. The agents a session
+registers (:mod:`mail.server._map_agents`) get their ``map/message`` notifications on
+its socket, and are unregistered when it closes.
 
 Limits and close codes: a frame over ``[server] max_body_bytes`` closes the socket with
 1009; a document whose requests would exceed ``state.map_max_pending`` pending requests
@@ -108,6 +110,7 @@ class _Connection:
         self.closed = asyncio.Event()  # a close frame went out, or the peer is gone
         self.closing = False  # _close_now under way
         self.writer: asyncio.Task[None] | None = None
+        session.notify = self._notify  # map/message to the agents it registers
 
     async def run(self) -> None:
         self.writer = self.tasks.spawn(self._write(), f"{self.name}:writer")
@@ -119,6 +122,7 @@ class _Connection:
             await asyncio.wait({reader, closed}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             closed.cancel()
+            self.closed.set()  # (notifications still coming are dropped)
             await self.tasks.cancel_all()
             await asyncio.shield(self._forget())
 
@@ -180,6 +184,17 @@ class _Connection:
     async def _send(self, message: Any) -> None:
         await self.outbox.put(compact_json(message))
 
+    async def _notify(self, message: dict[str, Any]) -> None:
+        """Push a notification from another session (``map/send`` to an agent of this
+        one), unless this socket is closing: then it is lost, as its agents are."""
+        put = asyncio.ensure_future(self._send(message))
+        closed = asyncio.ensure_future(self.closed.wait())
+        try:
+            await asyncio.wait({put, closed}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            put.cancel()
+            closed.cancel()
+
     async def _write(self) -> None:
         try:
             while True:
@@ -220,6 +235,9 @@ class _Connection:
         caller = self.session.caller
         if caller is None:
             return
+        gone = self.state.map_agents.drop_session(self.session.id)
+        if gone:
+            logger.debug("MAP session %s: agents %s unregistered", self.session.id, gone)
         key = actor_of(self.state, caller).key
         for sid in self.subscriptions:
             try:

@@ -17,6 +17,7 @@ from mail.core.tasks import MAILTask, TaskState
 from mail.db.store import CallerKey
 from mail.errors import StorageError
 from mail.net import InterswarmRouter, SessionSource, SwarmRegistry
+from mail.server._map_registry import AgentRegistry
 
 if TYPE_CHECKING:
     from mail.config import MAILConfig
@@ -304,6 +305,8 @@ class ServerState:
     map_status: StatusFollower | None = None
     #: the ``mail.*`` events of ``map/subscribe`` subscriptions
     map_events: EventBus = field(default_factory=EventBus)
+    #: the agents registered on this process's ``/map`` WebSockets
+    map_agents: AgentRegistry = field(default_factory=AgentRegistry)
     #: the background prune job (``[database] prune_interval``), ``None``: no job
     retention: RetentionJob | None = None
     #: seconds of silence after which an event stream sends a ``ping`` (CONTRACT 2: 15)
