@@ -3,7 +3,11 @@ against a real ``mail server`` process (issue 36): its Node tests connect with
 ``ClientConnection.connect("ws://…/map", {auth})``, subscribe, start a task with a
 conversation and see its events arrive, authenticate late, and disconnect; an
 ``AgentConnection`` registers with an agent key and takes part in a conversation, and two
-user keys share one by invitation; and the WebSocket section's example of
+user keys share one by invitation; call every ``mail/*`` operation through the SDK's
+typed methods and check the fields of its result types; resume a dropped socket without
+loss; and run one scenario against this server and the SDK's reference server
+(``MAPServer``, started by the Node test itself), comparing outcomes and shapes
+(packages/map-sdk-tests/test/compare.test.mjs). The WebSocket section's example of
 docs/map-mail.md runs as written.
 
 Needs Node 20+ and npm; ``npm ci`` runs first when ``node_modules`` is missing (it needs
@@ -26,6 +30,11 @@ PACKAGE = ROOT / "packages" / "map-sdk-tests"
 DOCS = ROOT / "docs" / "map-mail.md"
 MARKER = "<!-- run by tests/test_map_sdk.py -->"
 NODE_HINT = "install Node 20 or newer (with npm) to test packages/map-sdk-tests"
+#: the tests of compare.test.mjs (against the SDK's reference server)
+COMPARED = (
+    "every step has the same outcome on both servers",
+    "our results have every field of the reference, with the same JSON types",
+)
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -100,6 +109,8 @@ def test_the_official_sdk_connects_subscribes_and_disconnects(tmp_path: Path) ->
         example.unlink()
     assert re.search(r"^# pass [1-9]", output, re.M), f"no test passed:\n{output}"
     assert not re.search(r"^# (fail|skipped|todo) [1-9]", output, re.M), output
+    for ran in COMPARED:  # the comparison with the reference server ran, and passed
+        assert re.search(rf"^ok \d+ - {re.escape(ran)}$", output, re.M), f"{ran!r}:\n{output}"
     # the example's two lines: the task's answer, the events seen while it ran
     assert "42" in printed[0], printed
     assert printed[1].split()[0] == "mail.created", printed

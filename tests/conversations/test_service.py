@@ -225,18 +225,19 @@ async def test_summary_is_cached_until_regenerated(
     cid = (await new(service))["conversation"]["id"]
     await say(service, cid, "We decided to ship on Friday. Who writes the notes?")
     c = {"conversationId": cid}
-    summary = (await service.call("mail/summary", ME, {**c, "include": {"keyDecisions": False}}))[
-        "summary"
-    ]
+    summary = await service.call("mail/summary", ME, {**c, "include": {"keyDecisions": False}})
     assert "keyDecisions" not in summary
     assert summary["openQuestions"] == ["Who writes the notes?"]
+    assert isinstance(summary["summary"], str) and summary["generated"] is True
     assert len(sub.log) == 1
+    assert sub.log[0][1].data["summary"] == summary["summary"]  # the text, as the SDK reads it
     await say(service, cid, "More.")
-    cached = (await service.call("mail/summary", ME, c))["summary"]
+    cached = await service.call("mail/summary", ME, c)
     assert cached["turnCount"] == 1 and len(sub.log) == 1
+    assert cached["generated"] is False and cached["cachedAt"] == summary["cachedAt"]
     assert cached["keyDecisions"] == ["We decided to ship on Friday."]
-    fresh = (await service.call("mail/summary", ME, {**c, "regenerate": True}))["summary"]
-    assert fresh["turnCount"] == 2 and len(sub.log) == 2
+    fresh = await service.call("mail/summary", ME, {**c, "regenerate": True})
+    assert fresh["turnCount"] == 2 and len(sub.log) == 2 and fresh["generated"] is True
 
 
 async def test_visibility_per_participant(service: ConversationService) -> None:  # C25

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Any, TypedDict, cast
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 
 from mail.errors import MAILClientError
 
@@ -33,6 +33,7 @@ class MapConnectResult(TypedDict, total=False):
     principal: dict[str, Any]
     reconnected: bool
     ownedAgents: list[str]
+    reclaimedAgents: list[Any]
     server: dict[str, Any]
 
 
@@ -66,12 +67,15 @@ class MailListResult(TypedDict):
     """``mail/list``."""
 
     conversations: list[dict[str, Any]]
+    hasMore: bool
     nextCursor: str | None
 
 
 class MailParticipantResult(TypedDict, total=False):
-    """``mail/join``, ``mail/leave``, ``mail/invite``."""
+    """``mail/join``, ``mail/leave`` (``success``), ``mail/invite`` (``invited``)."""
 
+    success: bool
+    invited: bool
     conversation: dict[str, Any]
     conversationId: str
     participant: dict[str, Any]
@@ -79,7 +83,7 @@ class MailParticipantResult(TypedDict, total=False):
     leftAt: int
     message: str | None
     history: list[dict[str, Any]]
-    summary: dict[str, Any]
+    summary: str
 
 
 class MailTurnResult(TypedDict):
@@ -89,10 +93,13 @@ class MailTurnResult(TypedDict):
 
 
 class MailTurnsResult(TypedDict):
-    """``mail/turns/list``, ``mail/replay``."""
+    """``mail/turns/list``, ``mail/replay`` (with ``missedCount``: every turn after its
+    starting point, on every page)."""
 
     turns: list[dict[str, Any]]
+    hasMore: bool
     nextCursor: str | None
+    missedCount: NotRequired[int]
 
 
 class MailThreadResult(TypedDict):
@@ -105,12 +112,29 @@ class MailThreadsResult(TypedDict):
     """``mail/thread/list``."""
 
     threads: list[dict[str, Any]]
+    hasMore: bool
+    nextCursor: str | None
 
 
-class MailSummaryResult(TypedDict):
-    """``mail/summary``."""
+class MailSummaryResult(TypedDict, total=False):
+    """``mail/summary``: ``summary`` (the text), ``generated``, ``cachedAt``, the
+    sections, and ``conversationId``, ``scope``, ``turnCount``, ``generatedAt``,
+    ``generator``, ``model``, ``fallbackFrom`` (``Summary`` in
+    spec/map-mail.schema.json)."""
 
-    summary: dict[str, Any]
+    conversationId: str
+    scope: dict[str, str]
+    summary: str
+    keyPoints: list[str]
+    keyDecisions: list[str]
+    openQuestions: list[str]
+    generated: bool
+    cachedAt: int
+    turnCount: int
+    generatedAt: int
+    generator: str
+    model: str
+    fallbackFrom: str
 
 
 class MapRpcError(MAILClientError):
@@ -211,7 +235,7 @@ class MapMailMethods:
         return cast("MailConversationResult", await self.map_call("mail/get", params))
 
     async def mail_list(self, **params: Any) -> MailListResult:
-        """``mail/list``: ``{conversations, nextCursor}``."""
+        """``mail/list``: ``{conversations, hasMore, nextCursor}``."""
         return cast("MailListResult", await self.map_call("mail/list", params))
 
     async def mail_close(self, **params: Any) -> MailConversationResult:
@@ -235,7 +259,7 @@ class MapMailMethods:
         return cast("MailTurnResult", await self.map_call("mail/turn", params))
 
     async def mail_turns_list(self, **params: Any) -> MailTurnsResult:
-        """``mail/turns/list``: ``{turns, nextCursor}``."""
+        """``mail/turns/list``: ``{turns, hasMore, nextCursor}``."""
         return cast("MailTurnsResult", await self.map_call("mail/turns/list", params))
 
     async def mail_thread_create(self, **params: Any) -> MailThreadResult:
@@ -243,15 +267,16 @@ class MapMailMethods:
         return cast("MailThreadResult", await self.map_call("mail/thread/create", params))
 
     async def mail_thread_list(self, **params: Any) -> MailThreadsResult:
-        """``mail/thread/list``: ``{threads}``."""
+        """``mail/thread/list``: ``{threads, hasMore, nextCursor}``."""
         return cast("MailThreadsResult", await self.map_call("mail/thread/list", params))
 
     async def mail_summary(self, **params: Any) -> MailSummaryResult:
-        """``mail/summary``: ``{summary}``."""
+        """``mail/summary``: ``{summary, generated, cachedAt, ...}`` (``summary`` is the
+        text)."""
         return cast("MailSummaryResult", await self.map_call("mail/summary", params))
 
     async def mail_replay(self, **params: Any) -> MailTurnsResult:
-        """``mail/replay``: ``{turns, nextCursor}``."""
+        """``mail/replay``: ``{turns, hasMore, nextCursor, missedCount}``."""
         return cast("MailTurnsResult", await self.map_call("mail/replay", params))
 
     async def mail_turn_redact(self, **params: Any) -> MailTurnResult:

@@ -14,6 +14,7 @@ server's MAP routes: the parameter models and checks of the ``map/*`` methods
 from __future__ import annotations
 
 from mail.conversations._access import InvalidParamsError, opt_str
+from mail.conversations._base import turn_of
 from mail.conversations._lifecycle import StatusFollower
 from mail.conversations._llm_summary import summarizer_for
 from mail.conversations._params import (
@@ -80,4 +81,5 @@ __all__ = [
     "parse_params",
     "problems",
     "summarizer_for",
+    "turn_of",
 ]

@@ -119,7 +119,7 @@ def visible(turn: Turn, seq: int, viewer: Participant, joined_seq: int) -> bool:
     scope = turn["visibility"]
     kind = scope.get("type", "all")
     if kind == "participants":
-        return viewer["id"] in scope.get("participants", [])
+        return viewer["id"] in scope.get("ids", scope.get("participants", []))
     if kind == "role":
         return viewer["role"] in scope.get("roles", [])
     return kind != "private"

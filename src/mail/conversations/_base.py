@@ -32,6 +32,8 @@ from mail.conversations.models import (
     default_permissions,
     is_valid_content_type,
     now_ms,
+    participant_type,
+    visibility_of,
 )
 from mail.conversations.store import ConversationStore, Record, RecordKind
 from mail.db.store import CallerKey
@@ -46,6 +48,7 @@ __all__ = [
     "new_ids",
     "ordered_id",
     "participant_of",
+    "turn_of",
 ]
 
 DEFAULT_LIMIT = 50
@@ -212,6 +215,13 @@ class ServiceBase:
         await self.store.put(actor.key, record)
         return record
 
+    async def shown(self, key: CallerKey, conv: Record) -> dict[str, Any]:
+        """The conversation as ``mail/*`` answers it: with ``participantCount``, the
+        participants that have not left."""
+        rows = await self.store.list_records(key, "participant", conv.conversation_id)
+        count = sum(1 for r in rows if r.data["leftAt"] is None)
+        return {**conv.data, "participantCount": count}
+
     async def _touch(self, actor: Actor, conv: Record) -> None:
         conv.data["updatedAt"] = now_ms()
         await self.store.put(actor.key, conv)
@@ -262,6 +272,8 @@ class ServiceBase:
         conversation had, for ``historyAccess: from-join``)."""
         participant = Participant(
             id=pid,
+            conversationId=conv.conversation_id,
+            type=participant_type(pid),
             role=role,
             permissions=default_permissions(role, permissions),
             joinedAt=now_ms(),
@@ -322,14 +334,15 @@ class ServiceBase:
         return Turn(
             id=turn_id or new_id("turn"),
             conversationId=conversation_id,
+            participant=author,
             participantId=author,
             timestamp=now_ms() if timestamp is None else timestamp,
             contentType=params["contentType"],
             content=params["content"],
             threadId=params.get("threadId"),
             inReplyTo=params.get("inReplyTo"),
-            visibility=cast(Any, params.get("visibility") or {"type": "all"}),
-            source=cast(Any, source or {"type": "explicit"}),
+            visibility=visibility_of(params.get("visibility")),
+            source=cast(Any, source or EXPLICIT),
             metadata=params.get("metadata") or {},
             status="recorded",
         )
@@ -339,7 +352,11 @@ class ServiceBase:
         viewer = participant_of(member)
         joined = int(member.data.get("joinedAfterTurn", 0))
         rows = await self.store.list_records(actor.key, "turn", conv.conversation_id)
-        return [r for r in rows if access.visible(cast(Turn, r.data), r.seq, viewer, joined)]
+        return [r for r in rows if access.visible(turn_of(r), r.seq, viewer, joined)]
+
+
+#: the ``source`` of a turn recorded by ``mail/turn`` (or ``mail/create``'s initial turn)
+EXPLICIT = {"type": "explicit", "method": "mail/turn"}
 
 
 #: what a participant's row keeps beside its wire object: how many turns there were when
@@ -348,7 +365,11 @@ _INTERNAL = frozenset({"joinedAfterTurn", "principal", "removedBy"})
 
 
 def participant_of(record: Record) -> Participant:
+    """A participant's row as ``mail/*`` answers it (without what the row keeps beside
+    it; with ``conversationId`` and ``type``, which the row does not keep)."""
     data = {k: v for k, v in record.data.items() if k not in _INTERNAL}
+    data["conversationId"] = record.conversation_id
+    data["type"] = participant_type(record.record_id)
     return cast(Participant, data)
 
 
@@ -359,3 +380,17 @@ def admits(record: Record | None, actor: Actor) -> bool:
     if record is None or record.data.get("removedBy"):
         return False
     return bool(record.data.get("principal", record.record_id) == actor.holder)
+
+
+def turn_of(record: Record) -> Turn:
+    """A turn's row, with the fields of the SDK's ``Turn`` that rows written before they
+    were added lack (``participant``, ``source.method``, ``visibility.ids``), filled in
+    place."""
+    data = record.data
+    if "participant" not in data:
+        data["participant"] = data["participantId"]
+        if data["source"].get("type") == "explicit":
+            data["source"] = {**data["source"], "method": "mail/turn"}
+        if data["visibility"].get("type") == "participants":
+            data["visibility"] = visibility_of(data["visibility"])
+    return cast(Turn, data)

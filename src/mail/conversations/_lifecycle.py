@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from mail.conversations._base import Actor, ServiceBase
 from mail.conversations.errors import ConversationClosedError
-from mail.conversations.models import CLOSED_STATUSES
+from mail.conversations.models import CLOSED_STATUSES, now_ms
 from mail.conversations.store import Record
 from mail.db.store import CallerKey
 
@@ -80,7 +80,7 @@ class LifecycleMethods(ServiceBase):
     async def _closed(
         self, actor: Actor, conv: Record, status: str, reason: str | None
     ) -> dict[str, Any]:
-        conv.data.update(status=status, closedBy=actor.participant_id)
+        conv.data.update(status=status, closedBy=actor.participant_id, closedAt=now_ms())
         if reason is not None:
             conv.data["closeReason"] = reason
         await self._touch(actor, conv)
@@ -94,7 +94,7 @@ class LifecycleMethods(ServiceBase):
                 "status": status,
             },
         )
-        return {"conversation": conv.data}
+        return {"conversation": await self.shown(actor.key, conv)}
 
     async def follow_task(
         self, key: CallerKey, conversation_id: str, task_id: str, state: str

@@ -7,7 +7,9 @@ them, without coercion (``"5"`` is not a number, ``1`` is not ``true``). An opti
 field may be ``null`` (the same as leaving it out), except where a default stands in for
 it (``type``, ``role`` of an invitation, ``status``, ``order``) and in ``permissions`` and
 ``visibility``. Keys a model does not name are ignored, except in ``permissions``,
-``startTask`` and a subscription's ``filter.mail``, where an unknown key is a mistake.
+``startTask``, the filters of ``mail/list`` and ``mail/turns/list`` and a subscription's
+``filter.mail``, where an unknown key is a mistake (a filter silently ignored would answer
+the wrong rows).
 
 Every string, at any depth (``content`` and ``metadata`` too, keys included), must be text
 the stores can hold (:func:`mail._text.find_bad_text`).
@@ -115,9 +117,11 @@ class Permissions(_Closed):
 
 
 class Visibility(Params):
-    """A turn's ``visibility``."""
+    """A turn's ``visibility``; the listed participants are ``ids`` (the SDK's name) or
+    ``participants`` (ours), or both (then the turn lists every id of either)."""
 
     type: Literal["all", "participants", "role", "private"]
+    ids: list[str] = Field(default_factory=list)
     participants: list[str] = Field(default_factory=list)
     roles: list[Role] = Field(default_factory=list)
 
@@ -174,10 +178,17 @@ class MailGet(OfConversation):
     include: GetInclude | None = None
 
 
-class ListFilter(Params):
+#: a time in epoch milliseconds
+Millis = Annotated[int, Field(ge=0)]
+
+
+class ListFilter(_Closed):
     type: list[ConversationType] | None = None
     status: list[ConversationStatus] | None = None
     participantId: str | None = None
+    createdAfter: Millis | None = None
+    createdBefore: Millis | None = None
+    parentConversationId: str | None = None
     taskId: NonEmpty | None = None
     allCallers: Flag = Field(None, alias="x-allCallers")
 
@@ -193,8 +204,21 @@ class MailClose(OfConversation):
     status: Literal["completed", "archived"] = "completed"
 
 
+def _catch_up_from(value: Any) -> Any:
+    if value is None or (isinstance(value, str) and value):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    raise PydanticCustomError(
+        _OURS,
+        "must be a turn id (history after that turn) or a time in epoch milliseconds "
+        "(history from then on), got {got}",
+        {"got": _shown(value)},
+    )
+
+
 class CatchUp(Params):
-    since: Annotated[int, Field(ge=0)] | None = Field(None, alias="from")
+    since: Annotated[Any, BeforeValidator(_catch_up_from)] = Field(None, alias="from")
     limit: Count | None = None
     includeSummary: Flag = None
 
@@ -219,11 +243,15 @@ class MailTurn(TurnFields, OfConversation):
     pass
 
 
-class TurnsFilter(Params):
+class TurnsFilter(_Closed):
     threadId: str | None = None
+    includeAllThreads: Flag = None
     contentTypes: list[str] | None = None
     participantId: str | None = None
+    afterTurnId: NonEmpty | None = None
+    beforeTurnId: NonEmpty | None = None
     afterTimestamp: float | None = None
+    beforeTimestamp: float | None = None
 
 
 class MailTurnsList(OfConversation):
@@ -242,16 +270,22 @@ class MailThreadCreate(OfConversation):
 
 class MailThreadList(OfConversation):
     parentThreadId: str | None = None
+    limit: Count | None = None
+    cursor: str | None = None
 
 
-class SummaryScope(Params):
+class SummaryScope(_Closed):
     threadId: str | None = None
+    fromTurnId: NonEmpty | None = None
+    toTurnId: NonEmpty | None = None
 
 
 class SummaryInclude(Params):
     keyPoints: Flag = None
     keyDecisions: Flag = None
     openQuestions: Flag = None
+    #: the SDK's; our summaries have no participants section, so it changes nothing
+    participants: Flag = None
 
 
 class MailSummary(OfConversation):
@@ -262,6 +296,7 @@ class MailSummary(OfConversation):
 
 class MailReplay(OfConversation):
     fromTurnId: str | None = None
+    fromTimestamp: Millis | None = None
     threadId: str | None = None
     limit: Count | None = None
     contentTypes: list[str] | None = None

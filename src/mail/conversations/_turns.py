@@ -4,12 +4,13 @@ intercepted turns of bound tasks."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, cast
 
 from mail.conversations import _access as access
-from mail.conversations._access import opt_int, opt_str, req_str
+from mail.conversations._access import InvalidParamsError, opt_int, opt_str, req_str
 from mail.conversations._base import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
@@ -18,6 +19,7 @@ from mail.conversations._base import (
     new_id,
     new_ids,
     participant_of,
+    turn_of,
 )
 from mail.conversations.errors import (
     MailPermissionDeniedError,
@@ -31,7 +33,7 @@ from mail.conversations.models import (
 from mail.conversations.store import Mark, Record, RecordKind
 from mail.db.store import CallerKey
 
-__all__ = ["Intercepted", "TurnMethods"]
+__all__ = ["Intercepted", "TurnMethods", "threads_shown"]
 
 #: an intercepted turn: its author, its ``mail/turn``-like params, its ``source`` and
 #: when it happened (the event's ISO-8601 time)
@@ -68,7 +70,7 @@ class TurnMethods(ServiceBase):
                     permission="redact",
                 )
         if turn.data["status"] == "redacted":
-            return {"turn": turn.data}
+            return {"turn": turn_of(turn)}
         redaction = {"by": actor.participant_id, "at": now_ms(), "reason": reason}
         turn.data.update(content=None, status="redacted")
         turn.data["metadata"] = {**turn.data["metadata"], "redaction": redaction}
@@ -77,6 +79,7 @@ class TurnMethods(ServiceBase):
         for cached in await self.store.list_records(actor.key, "summary", conv.conversation_id):
             cached.data = {"stale": True}  # it may quote the redacted content
             await self.store.put(actor.key, cached)
+        turn_of(turn)
         self._emit(
             actor,
             "mail.turn.updated",
@@ -164,18 +167,38 @@ class TurnMethods(ServiceBase):
         thread = opt_str(filter_, "threadId")
         if thread is not None:
             await self._lookup(actor, conv, "thread", thread)
+        after, before = await self._bounds(actor, conv, filter_)
         rows = [
             r
             for r in await self._visible_turns(actor, conv, member)
-            if _turn_matches(r.data, filter_)
+            if after < r.seq < before and _turn_matches(r.data, filter_)
         ]
         descending = params.get("order", "asc") == "desc"
         if descending:
             rows.reverse()
-        after = access.decode_cursor(params.get("cursor"), int)
-        if after is not None:
-            rows = [r for r in rows if (r.seq < after[0] if descending else r.seq > after[0])]
-        return _page(rows, opt_int(params, "limit", minimum=1), "turns")
+        cursor = access.decode_cursor(params.get("cursor"), int)
+        if cursor is not None:
+            rows = [r for r in rows if (r.seq < cursor[0] if descending else r.seq > cursor[0])]
+        return _turns_page(rows, opt_int(params, "limit", minimum=1))
+
+    async def _bounds(
+        self, actor: Actor, conv: Record, filter_: dict[str, Any]
+    ) -> tuple[float, float]:
+        """The turn positions ``filter.afterTurnId`` and ``beforeTurnId`` name (both
+        exclusive; a turn the conversation does not have is a bad filter: -32602)."""
+        bounds = [0.0, math.inf]
+        for at, name in enumerate(("afterTurnId", "beforeTurnId")):
+            turn_id = filter_.get(name)
+            if turn_id is None:
+                continue
+            found = await self.store.get(actor.key, conv.conversation_id, "turn", turn_id)
+            if found is None:
+                raise InvalidParamsError(
+                    f"params.filter.{name}: no turn {turn_id!r} in this conversation",
+                    field=f"filter.{name}",
+                )
+            bounds[at] = found.seq
+        return bounds[0], bounds[1]
 
     async def replay(self, actor: Actor, params: dict[str, Any]) -> dict[str, Any]:
         """``mail/replay``: the visible turns after ``fromTurnId``, in order."""
@@ -189,14 +212,19 @@ class TurnMethods(ServiceBase):
         if thread is not None:
             await self._lookup(actor, conv, "thread", thread)
         filter_ = {"threadId": thread, "contentTypes": params.get("contentTypes")}
-        after = access.decode_cursor(params.get("cursor"), int)
-        start = max(start, after[0]) if after else start
+        since = params.get("fromTimestamp")
         rows = [
             r
             for r in await self._visible_turns(actor, conv, member)
-            if r.seq > start and _turn_matches(r.data, filter_)
+            if r.seq > start
+            and _turn_matches(r.data, filter_)
+            and (since is None or r.data["timestamp"] >= since)
         ]
-        return _page(rows, opt_int(params, "limit", minimum=1), "turns")
+        missed = len(rows)
+        after = access.decode_cursor(params.get("cursor"), int)
+        if after is not None:
+            rows = [r for r in rows if r.seq > after[0]]
+        return {**_turns_page(rows, opt_int(params, "limit", minimum=1)), "missedCount": missed}
 
     # --- threads and summaries --------------------------------------------------------------
 
@@ -213,6 +241,7 @@ class TurnMethods(ServiceBase):
             raise ThreadNestingLimitError(
                 f"threads nest at most {self.max_thread_depth} deep", maxDepth=self.max_thread_depth
             )
+        now = now_ms()
         thread = Thread(
             id=new_id("thread"),
             conversationId=conv.conversation_id,
@@ -221,7 +250,10 @@ class TurnMethods(ServiceBase):
             subject=opt_str(params, "subject"),
             depth=depth,
             createdBy=actor.participant_id,
-            createdAt=now_ms(),
+            createdAt=now,
+            turnCount=0,
+            participantCount=0,
+            updatedAt=now,
         )
         seq = await self._next_seq(actor, conv, "thread")
         await self._put(actor, conv, "thread", thread["id"], thread, seq)
@@ -233,14 +265,20 @@ class TurnMethods(ServiceBase):
     async def thread_list(self, actor: Actor, params: dict[str, Any]) -> dict[str, Any]:
         """``mail/thread/list``: the threads (children of ``parentThreadId`` if given)."""
         conv = await self._conversation(actor, params)
-        await self._member(actor, conv, reading=True)
+        member = await self._member(actor, conv, reading=True)
         parent = opt_str(params, "parentThreadId")
         if parent is not None:
             await self._lookup(actor, conv, "thread", parent)
         rows = await self.store.list_records(actor.key, "thread", conv.conversation_id)
         if "parentThreadId" in params:
             rows = [r for r in rows if r.data["parentThreadId"] == parent]
-        return {"threads": [r.data for r in rows]}
+        after = access.decode_cursor(params.get("cursor"), int)
+        if after is not None:
+            rows = [r for r in rows if r.seq > after[0]]
+        observing = member.data["permissions"].get("canObserve")  # else it counts no turn
+        turns = await self._visible_turns(actor, conv, member) if observing else []
+        page = _page(rows, opt_int(params, "limit", minimum=1), "threads")
+        return {**page, "threads": threads_shown(page["threads"], turns)}
 
 
 def _epoch_ms(iso: str) -> int:
@@ -265,12 +303,42 @@ def _turn_matches(turn: dict[str, Any], filter_: dict[str, Any]) -> bool:
     pid = filter_.get("participantId")
     if pid is not None and turn["participantId"] != pid:
         return False
-    after = filter_.get("afterTimestamp")
-    return after is None or turn["timestamp"] > after
+    after, before = filter_.get("afterTimestamp"), filter_.get("beforeTimestamp")
+    if after is not None and turn["timestamp"] <= after:
+        return False
+    return before is None or turn["timestamp"] < before
 
 
 def _page(rows: list[Record], limit: int | None, name: str) -> dict[str, Any]:
+    """A page of ``rows`` (as rows: the caller shapes them) under ``name``, with
+    ``hasMore`` and ``nextCursor`` (``null`` on the last page)."""
     limit = min(limit or DEFAULT_LIMIT, MAX_LIMIT)
-    page = rows[:limit]
-    cursor = access.encode_cursor([page[-1].seq]) if len(rows) > limit else None
-    return {name: [r.data for r in page], "nextCursor": cursor}
+    page, more = rows[:limit], len(rows) > limit
+    cursor = access.encode_cursor([page[-1].seq]) if more else None
+    return {name: page, "hasMore": more, "nextCursor": cursor}
+
+
+def _turns_page(rows: list[Record], limit: int | None) -> dict[str, Any]:
+    page = _page(rows, limit, "turns")
+    return {**page, "turns": [r.data for r in page["turns"]]}
+
+
+def threads_shown(threads: Sequence[Record], turns: Sequence[Record]) -> list[dict[str, Any]]:
+    """Threads as ``mail/*`` answers them: ``turnCount``, ``participantCount`` (authors)
+    and ``updatedAt`` (the last turn's time) over ``turns``, the turns the reader sees."""
+    counts: dict[str, list[Any]] = {t.record_id: [0, set(), t.data["createdAt"]] for t in threads}
+    for turn in turns:
+        counted = counts.get(turn.data["threadId"] or "")
+        if counted is not None:
+            counted[0] += 1
+            counted[1].add(turn.data["participantId"])
+            counted[2] = max(counted[2], turn.data["timestamp"])
+    return [
+        {
+            **t.data,
+            "turnCount": counts[t.record_id][0],
+            "participantCount": len(counts[t.record_id][1]),
+            "updatedAt": counts[t.record_id][2],
+        }
+        for t in threads
+    ]

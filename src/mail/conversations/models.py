@@ -3,7 +3,8 @@
 Conversations, participants, turns, threads and summaries are plain JSON objects, typed
 here as :class:`~typing.TypedDict`: what a store keeps is what ``mail/*`` returns. Times
 are epoch milliseconds (the seed's ``catchUp.from`` and ``afterTimestamp`` are). The
-shapes the seed leaves open (11 of its 13 results) are our reading, written down in
+shapes the seed leaves open (11 of its 13 results) follow the official SDK's types
+(``@multi-agent-protocol/sdk``) and keep our own fields besides, written down in
 ``docs/map-mail.md``.
 """
 
@@ -21,6 +22,7 @@ __all__ = [
     "ConversationType",
     "HistoryAccess",
     "Participant",
+    "ParticipantType",
     "Permissions",
     "Role",
     "Summary",
@@ -31,6 +33,8 @@ __all__ = [
     "default_permissions",
     "is_valid_content_type",
     "now_ms",
+    "participant_type",
+    "visibility_of",
 ]
 
 ConversationType = Literal["user-session", "agent-task", "multi-agent", "mixed"]
@@ -38,6 +42,7 @@ ConversationStatus = Literal["active", "paused", "completed", "failed", "archive
 Role = Literal["initiator", "assistant", "worker", "observer", "moderator"]
 HistoryAccess = Literal["none", "from-join", "full"]
 VisibilityType = Literal["all", "participants", "role", "private"]
+ParticipantType = Literal["user", "agent", "system"]
 
 ROLES: tuple[str, ...] = get_args(Role)
 CONVERSATION_TYPES: tuple[str, ...] = get_args(ConversationType)
@@ -60,9 +65,12 @@ class Permissions(TypedDict):
 
 
 class Participant(TypedDict):
-    """A participant: its id, role, permissions and when it joined (and left)."""
+    """A participant: its id, role, permissions and when it joined (and left); ``type``
+    (the SDK's) says whether it is a caller (``user``), an agent or the ``system``."""
 
     id: str
+    conversationId: str
+    type: ParticipantType
     role: Role
     permissions: Permissions
     joinedAt: int
@@ -70,27 +78,32 @@ class Participant(TypedDict):
 
 
 class Visibility(TypedDict):
-    """Who sees a turn: ``all``, listed ``participants``, listed ``roles``, ``private``."""
+    """Who sees a turn: ``all``, listed participants (``ids``, the SDK's name, and
+    ``participants``, ours: the same list), listed ``roles``, ``private``."""
 
     type: VisibilityType
+    ids: NotRequired[list[str]]
     participants: NotRequired[list[str]]
     roles: NotRequired[list[str]]
 
 
 class TurnSource(TypedDict):
-    """How a turn was recorded: ``explicit`` (``mail/turn``) or ``intercepted`` (a message
-    delivered in the swarm; ``messageId`` is the MAIL message id)."""
+    """How a turn was recorded: ``explicit`` (``method: "mail/turn"``) or ``intercepted`` (a
+    message delivered in the swarm; ``messageId`` is the MAIL message id)."""
 
     type: Literal["explicit", "intercepted"]
+    method: NotRequired[Literal["mail/turn"]]
     messageId: NotRequired[str]
 
 
 class Turn(TypedDict):
-    """One turn of a conversation; a ``redacted`` one has ``content`` null and
+    """One turn of a conversation; ``participant`` (the SDK's name) and ``participantId``
+    (ours) are its author. A ``redacted`` one has ``content`` null and
     ``metadata.redaction{by, at, reason}`` (``x-mail/turn/redact``)."""
 
     id: str
     conversationId: str
+    participant: str
     participantId: str
     timestamp: int
     contentType: str
@@ -104,7 +117,9 @@ class Turn(TypedDict):
 
 
 class Thread(TypedDict):
-    """A thread rooted at a turn; ``depth`` is 1 for a top-level thread."""
+    """A thread rooted at a turn; ``depth`` is 1 for a top-level thread. ``turnCount``,
+    ``participantCount`` (the authors of its turns) and ``updatedAt`` (its last turn's
+    time, or ``createdAt``) count the turns the reader sees."""
 
     id: str
     conversationId: str
@@ -114,10 +129,15 @@ class Thread(TypedDict):
     depth: int
     createdBy: str
     createdAt: int
+    turnCount: int
+    participantCount: int
+    updatedAt: int
 
 
 class Conversation(TypedDict):
-    """A conversation; ``taskId`` is the MAIL task it is bound to, if any."""
+    """A conversation; ``taskId`` is the MAIL task it is bound to, if any;
+    ``participantCount`` counts the participants that have not left; ``closedAt`` is set
+    when it is closed."""
 
     id: str
     type: ConversationType
@@ -127,25 +147,31 @@ class Conversation(TypedDict):
     parentTurnId: str | None
     taskId: str | None
     metadata: dict[str, Any]
+    participantCount: int
     createdBy: str
     createdAt: int
     updatedAt: int
+    closedAt: NotRequired[int]
     closedBy: NotRequired[str]
     closeReason: NotRequired[str]
 
 
 class Summary(TypedDict):
-    """A summary of a conversation or one thread of it (``scope.threadId``):
-    ``generator`` is ``extractive`` or ``litellm`` (then ``model`` names the model);
-    ``fallbackFrom: "litellm"`` marks an extractive summary made because the model
-    failed."""
+    """``mail/summary``'s answer: the summary of a conversation or one thread of it
+    (``scope.threadId``) as the SDK reads it (``summary``, the text; the sections;
+    ``generated``: made by this call rather than read from the cache; ``cachedAt``: when
+    it was made), with ours: ``turnCount`` (the public turns it covers), ``generator``,
+    ``extractive`` or ``litellm`` (then ``model`` names the model), and ``fallbackFrom:
+    "litellm"`` for an extractive summary made because the model failed."""
 
     conversationId: str
     scope: dict[str, str]
-    text: str
+    summary: str
     keyPoints: NotRequired[list[str]]
     keyDecisions: NotRequired[list[str]]
     openQuestions: NotRequired[list[str]]
+    generated: bool
+    cachedAt: int
     turnCount: int
     generatedAt: int
     generator: Literal["extractive", "litellm"]
@@ -198,3 +224,30 @@ def is_valid_content_type(content_type: str) -> bool:
 def now_ms() -> int:
     """The current time in epoch milliseconds."""
     return time.time_ns() // 1_000_000
+
+
+def participant_type(participant_id: str) -> ParticipantType:
+    """The SDK's ``type`` of a participant: a caller of this server (``user:…``,
+    ``admin:…``) is a ``user``, ``system`` (who closes a conversation whose task failed)
+    the ``system``, anyone else (an agent of the swarm, an invited id) an ``agent``."""
+    if participant_id == "system":
+        return "system"
+    if participant_id.startswith(("user:", "admin:")):
+        return "user"
+    return "agent"
+
+
+def visibility_of(given: dict[str, Any] | None) -> Visibility:
+    """A turn's stored ``visibility`` from its params: ``all`` when none; for
+    ``participants``, the ids given as ``ids`` (the SDK's name) or ``participants`` (ours),
+    both kept under both names."""
+    if not given:
+        return Visibility(type="all")
+    visibility = Visibility(type=given["type"])
+    if visibility["type"] == "role":
+        visibility["roles"] = list(given.get("roles") or [])
+    if visibility["type"] == "participants":
+        ids = [*(given.get("ids") or []), *(given.get("participants") or [])]
+        listed = list(dict.fromkeys(ids))
+        visibility["ids"], visibility["participants"] = listed, list(listed)
+    return visibility

@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from mail.conversations import _access as access
-from mail.conversations._access import opt_int, opt_str, req_str
+from mail.conversations._access import InvalidParamsError, opt_int, opt_str, req_str
 from mail.conversations._base import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
@@ -27,7 +27,7 @@ from mail.conversations._base import (
 from mail.conversations._lifecycle import LifecycleMethods
 from mail.conversations._params import parse_params
 from mail.conversations._summary import SummaryMethods
-from mail.conversations._turns import TurnMethods
+from mail.conversations._turns import TurnMethods, threads_shown
 from mail.conversations.errors import (
     ConversationNotFoundError,
     MailNotEnabledError,
@@ -130,6 +130,7 @@ class ConversationService(TurnMethods, SummaryMethods, LifecycleMethods):
             parentTurnId=opt_str(params, "parentTurnId"),
             taskId=opt_str(params, "taskId"),
             metadata=metadata,
+            participantCount=0,  # counted when read (shown)
             createdBy=actor.participant_id,
             createdAt=now,
             updatedAt=now,
@@ -168,7 +169,8 @@ class ConversationService(TurnMethods, SummaryMethods, LifecycleMethods):
                 {"conversationId": cid, "participant": participant},
             )
         me = joined[0]
-        result: dict[str, Any] = {"conversation": conv.data, "participant": me}
+        shown = {**conv.data, "participantCount": len(joined)}
+        result: dict[str, Any] = {"conversation": shown, "participant": me}
         if initial is not None:
             result["initialTurn"] = await self.record_turn(actor, conv, initial)
         return result
@@ -205,22 +207,20 @@ class ConversationService(TurnMethods, SummaryMethods, LifecycleMethods):
         conv = await self._conversation(actor, params)
         member = await self._member(actor, conv, reading=True)
         include = params.get("include") or {}
-        result: dict[str, Any] = {"conversation": conv.data}
+        participants = await self._participants(actor, conv)
+        shown = {**conv.data, "participantCount": len(participants)}
+        result: dict[str, Any] = {"conversation": shown}
         if include.get("participants"):
-            result["participants"] = await self._participants(actor, conv)
-        if include.get("threads"):
-            threads = await self.store.list_records(actor.key, "thread", conv.conversation_id)
-            result["threads"] = [t.data for t in threads]
+            result["participants"] = participants
         turns = await self._visible_turns(actor, conv, member)
+        threads = await self.store.list_records(actor.key, "thread", conv.conversation_id)
+        if include.get("threads"):
+            result["threads"] = threads_shown(threads, turns)
         recent = opt_int(include, "recentTurns")
         if recent:
             result["recentTurns"] = [t.data for t in turns[-recent:]]
         if include.get("stats"):
-            result["stats"] = {
-                "turnCount": len(turns),
-                "participantCount": len(await self._participants(actor, conv)),
-                "lastTurnAt": turns[-1].data["timestamp"] if turns else None,
-            }
+            result["stats"] = _stats(turns, len(participants), len(threads))
         return result
 
     async def _participants(self, actor: Actor, conv: Record) -> list[Participant]:
@@ -259,12 +259,16 @@ class ConversationService(TurnMethods, SummaryMethods, LifecycleMethods):
                 picked.append(row)
         page, more = picked[:limit], len(picked) > limit
         cursor = access.encode_cursor([page[-1].seq, page[-1].record_id]) if more else None
-        return {"conversations": [r.data for r in page], "nextCursor": cursor}
+        owners = {row.record_id: key for key, row in rows}
+        shown = [await self.shown(owners[r.record_id], r) for r in page]
+        return {"conversations": shown, "hasMore": more, "nextCursor": cursor}
 
     async def _listed(self, key: CallerKey, row: Record, filter_: dict[str, Any]) -> bool:
         if filter_.get("type") and row.data["type"] not in filter_["type"]:
             return False
         if filter_.get("status") and row.data["status"] not in filter_["status"]:
+            return False
+        if not _created_within(row.data, filter_):
             return False
         pid = filter_.get("participantId")
         if pid is None:
@@ -321,23 +325,48 @@ class ConversationService(TurnMethods, SummaryMethods, LifecycleMethods):
         narrowed = access.narrowing(granted, params.get("permissions"))
         if actor.guest and found is not None:
             narrowed = {**granted, **narrowed}
+        catch_up = params.get("catchUp")
+        after_turn = await self._catch_up_turn(actor, conv, catch_up)  # checked before joining
         participant = await self._add_participant(
             actor, conv, actor.participant_id, role, narrowed or None
         )
-        result: dict[str, Any] = {"conversation": conv.data, "participant": participant}
-        catch_up = params.get("catchUp")
+        shown = await self.shown(actor.key, conv)
+        result: dict[str, Any] = {"conversation": shown, "participant": participant}
         if isinstance(catch_up, dict):
-            member = await self._member(actor, conv)
-            turns = [t.data for t in await self._visible_turns(actor, conv, member)]
-            since = opt_int(catch_up, "from")
-            if since is not None:
-                turns = [t for t in turns if t["timestamp"] >= since]
-            limit = opt_int(catch_up, "limit", minimum=1) or DEFAULT_LIMIT
-            result["history"] = turns[-limit:]
+            result["history"] = await self._history(actor, conv, catch_up, after_turn)
             if catch_up.get("includeSummary"):
                 whole = {"conversationId": conv.conversation_id}
                 result["summary"] = (await self.summary(actor, whole))["summary"]
         return result
+
+    async def _catch_up_turn(self, actor: Actor, conv: Record, catch_up: Any) -> int | None:
+        """The position of the turn ``catchUp.from`` names, if it names one (-32602 for a
+        turn the conversation does not have)."""
+        since = catch_up.get("from") if isinstance(catch_up, dict) else None
+        if not isinstance(since, str):
+            return None
+        found = await self.store.get(actor.key, conv.conversation_id, "turn", since)
+        if found is None:
+            raise InvalidParamsError(
+                f"params.catchUp.from: no turn {since!r} in this conversation",
+                field="catchUp.from",
+            )
+        return found.seq
+
+    async def _history(
+        self, actor: Actor, conv: Record, catch_up: dict[str, Any], after_turn: int | None
+    ) -> list[dict[str, Any]]:
+        """``mail/join``'s ``history``: the last ``limit`` visible turns after the turn
+        ``catchUp.from`` names (at ``after_turn``), or at or after the time it gives."""
+        member = await self._member(actor, conv)
+        rows = await self._visible_turns(actor, conv, member)
+        since = catch_up.get("from")
+        if after_turn is not None:
+            rows = [r for r in rows if r.seq > after_turn]
+        elif since is not None:
+            rows = [r for r in rows if r.data["timestamp"] >= since]
+        limit = opt_int(catch_up, "limit", minimum=1) or DEFAULT_LIMIT
+        return [r.data for r in rows[-limit:]]
 
     async def leave(self, actor: Actor, params: dict[str, Any]) -> dict[str, Any]:
         """``mail/leave``: the caller leaves (or removes ``participantId``: ``canRemove``);
@@ -362,6 +391,7 @@ class ConversationService(TurnMethods, SummaryMethods, LifecycleMethods):
             {"conversationId": conv.conversation_id, "participantId": pid, "reason": reason},
         )
         return {
+            "success": True,
             "conversationId": conv.conversation_id,
             "participantId": pid,
             "leftAt": member.data["leftAt"],
@@ -381,7 +411,38 @@ class ConversationService(TurnMethods, SummaryMethods, LifecycleMethods):
             actor, conv, pid, invited.get("role", "worker"), invited.get("permissions")
         )
         return {
+            "invited": True,
             "conversationId": conv.conversation_id,
             "participant": participant,
             "message": opt_str(params, "message"),
         }
+
+
+def _created_within(data: dict[str, Any], filter_: dict[str, Any]) -> bool:
+    """``mail/list``'s ``createdAfter``, ``createdBefore`` (both exclusive) and
+    ``parentConversationId``."""
+    after, before = filter_.get("createdAfter"), filter_.get("createdBefore")
+    if after is not None and data["createdAt"] <= after:
+        return False
+    if before is not None and data["createdAt"] >= before:
+        return False
+    parent = filter_.get("parentConversationId")
+    return parent is None or data["parentConversationId"] == parent
+
+
+def _stats(turns: list[Record], participants: int, threads: int) -> dict[str, Any]:
+    """``mail/get``'s ``stats``: the SDK's names and ours (``turnCount``,
+    ``participantCount``, ``lastTurnAt``), over the turns the reader sees."""
+    by_type: dict[str, int] = {}
+    for turn in turns:
+        kind = turn.data["contentType"]
+        by_type[kind] = by_type.get(kind, 0) + 1
+    return {
+        "totalTurns": len(turns),
+        "turnsByContentType": by_type,
+        "activeParticipants": participants,
+        "threadCount": threads,
+        "turnCount": len(turns),
+        "participantCount": participants,
+        "lastTurnAt": turns[-1].data["timestamp"] if turns else None,
+    }

@@ -275,14 +275,18 @@ class MapCalls:
             "capabilities": self._capabilities(),
             "principal": {"id": participant, "claims": {"role": caller.role}},
             "ownedAgents": [],
+            "reclaimedAgents": [],
         }
 
     def _capabilities(self) -> dict[str, Any]:
+        """The SDK's ``ParticipantCapabilities``: the roles a caller plays here, the
+        optional features, and ``mail`` when MAP Mail is on."""
+        answer: dict[str, Any] = {"roles": ["client"], "features": []}
         service = self.state.conversations
         if service is None or not service.enabled:
-            return {}
+            return answer
         mail = ("canCreate", "canJoin", "canInvite", "canViewHistory", "canCreateThreads")
-        return {"mail": {"enabled": True} | dict.fromkeys(mail, True)}
+        return answer | {"mail": {"enabled": True} | dict.fromkeys(mail, True)}
 
     async def _authenticate(self, params: Any) -> dict[str, Any]:
         """``map/authenticate``: the SDK's ``AuthenticateResponseResult`` (a refused key is

@@ -17,7 +17,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from mail.conversations import Actor, InvalidParamsError, MailProtocolError, opt_str, parse_params
+from mail.conversations import (
+    Actor,
+    InvalidParamsError,
+    MailProtocolError,
+    opt_str,
+    parse_params,
+    turn_of,
+)
 from mail.conversations.errors import MailNotEnabledError
 from mail.core.message import new_task_id
 from mail.errors import MAILError
@@ -134,10 +141,12 @@ async def create_with_task(
     if conv is not None:
         await interceptor.catch_up(actor.key, conv)  # done by drain() when someone listens
     turns = await service.store.list_records(actor.key, "turn", cid)
-    mine = [t.data for t in turns if t.data["participantId"] == actor.participant_id]
+    mine = [turn_of(t) for t in turns if t.data["participantId"] == actor.participant_id]
     return {
         **created,
-        "conversation": conv.data if conv is not None else created["conversation"],
+        "conversation": (
+            await service.shown(actor.key, conv) if conv is not None else created["conversation"]
+        ),
         "initialTurn": mine[0] if mine else None,
         "task": {"taskId": task_id, "response": answer["response"], "status": answer["status"]},
     }
