@@ -4,7 +4,8 @@
 // and what `npm pack` ships.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
@@ -22,12 +23,12 @@ interface Trace {
 }
 const traceOf = (metadata: unknown) => ((metadata as { mail?: Trace } | undefined)?.mail ?? {}) as Trace;
 
-/** The code block of the README that follows the marker comment `<!-- run by ... -->` after `heading`. */
-function readmeBlock(heading: string): string {
+/** The `lang` code block of the README that follows the marker comment `<!-- run by ... -->` after `heading`. */
+function readmeBlock(heading: string, lang = 'ts'): string {
   const readme = readFileSync(join(PACKAGE_DIR, 'README.md'), 'utf8');
   const section = readme.slice(readme.indexOf(heading));
   const marker = section.indexOf('<!-- run by test/e2e-first-use.test.ts -->');
-  const match = /```ts\n([\s\S]*?)```/.exec(section.slice(marker));
+  const match = new RegExp('```' + lang + '\\n([\\s\\S]*?)```').exec(section.slice(marker));
   assert.ok(marker >= 0 && match, `no tested ts block under ${heading}`);
   return match[1]!;
 }
@@ -113,5 +114,41 @@ describe('npm pack', () => {
       scripts: Record<string, string>;
     };
     assert.equal(manifest.scripts.prepack, 'tsup', 'npm pack builds dist/ first');
+  });
+});
+
+describe('the README quick start, typed as written', () => {
+  let server: RunningServer;
+  let home: string;
+  before(async () => {
+    await run('npm', ['run', 'build'], { cwd: PACKAGE_DIR, timeout: 120_000 }); // what npm pack ships
+    // 1. `uv run mail server`: the offline swarm of swarms.json (here on a free port)
+    server = await startMailServer({ swarm: 'offline', swarmSource: ROOT_SWARMS });
+    home = mkdtempSync(join(tmpdir(), 'mail-quick-start-'));
+    symlinkSync(server.dataDir, join(home, '.mail')); // the checkout's .mail/, where the keys are
+  });
+  after(async () => {
+    await server?.stop();
+    rmSync(home, { force: true, recursive: true });
+  });
+
+  test('the key, then the call, answer 42', async () => {
+    const lines = readmeBlock('## Quick start', 'bash').trim().split('\n');
+    assert.equal(lines.length, 4);
+    assert.match(lines[0]!, /^uv run mail server\s/);
+    // 2. the key, as exported
+    const exported = await run('bash', ['-c', `${lines[1]}\nprintf %s "$MAIL_API_KEY"`], { cwd: home, timeout: 60_000 });
+    assert.equal(exported.stdout, server.userKey);
+    // 3. npm install: the package is not published; here it is this package, resolved by its
+    // own name, and `ai` from its dependencies
+    assert.match(lines[2]!, /^npm install ai @mail\/ai-sdk-provider\s/);
+    // 4. the call, with the server's port instead of 8000
+    const call = lines[3]!.replaceAll('http://127.0.0.1:8000', server.url);
+    const answer = await run('bash', ['-c', call], {
+      cwd: PACKAGE_DIR,
+      env: { ...process.env, MAIL_API_KEY: server.userKey },
+      timeout: 60_000,
+    });
+    assert.equal(answer.stdout.trim(), '6*7 = 42');
   });
 });
