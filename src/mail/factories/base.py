@@ -12,6 +12,8 @@ Errors::
     MAILError
     ├── AgentOutputError   the answer has malformed tool arguments, or nothing at all
     ├── LLMCallError       the LLM call failed (after retries for transient failures)
+    │   └── LLMUnreachableError  its address refused the connection or does not resolve (also
+    │                            a mail.errors.UnreachableError: the agent gets no second turn)
     └── ConfigurationError litellm is not installed
 """
 
