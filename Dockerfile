@@ -35,8 +35,8 @@ ENV MAIL_DATA_DIR=/data \
     MAIL_PORT=8000 \
     PATH="/app/.venv/bin:${PATH}"
 
-# /data: keys and the task store; /app/registries: the registry of peer swarms
-# (seed 002 mounts `-v ./registries:/app/registries`).
+# /data: keys, the task store and the registry of peer swarms; /app/registries: registries
+# of the previous release (seed 002 mounts `-v ./registries:/app/registries`), still read.
 VOLUME ["/data", "/app/registries"]
 EXPOSE 8000
 

@@ -250,7 +250,7 @@ def start_server(swarm: str, source: Path, env: Mapping[str, str], data: Path) -
     command = [sys.executable, "-m", "mail.cli", "server", "-n", swarm, "-s", str(source.resolve())]
     command += ["-p", str(port), "-H", "127.0.0.1"]
     if "MAIL_CONFIG_PATH" not in env:
-        # else the checkout's mail.toml is found, and its registries/ would collect the file
+        # under a fixed name in the data directory, whatever mail.toml is found
         env = {"SWARM_REGISTRY_FILE": str(data / "registry.json")} | dict(env)
     env = dict(env) | {"MAIL_DATA_DIR": str(data)}
     server = Server(command, env=env, cwd=data, log=data.parent / f"{data.name}.log", url=url)

@@ -126,8 +126,8 @@ def test_uv_installs_the_locked_dependencies(dockerfile: list[tuple[str, str]]) 
     assert "MAIL_DATA_DIR=/data" in env
     assert "/app/.venv/bin" in env
     assert _one(dockerfile, "WORKDIR") == "/app"
-    # keys and tasks in /data; the registry in /app/registries, next to /app/mail.toml (the
-    # original's `-v ./registries:/app/registries`)
+    # keys, tasks and the registry in /data; /app/registries for registries of the previous
+    # release and the original's `-v ./registries:/app/registries` (still read)
     assert _one(dockerfile, "VOLUME") == '["/data", "/app/registries"]'
     assert _one(dockerfile, "EXPOSE") == "8000"
 
@@ -210,7 +210,7 @@ def server(
     data_dir = tmp_path_factory.mktemp("container-data")
     env = clean_env(data_dir) | {
         "MAIL_PORT": str(port),
-        # beside the data, not in the checkout's registries/ (next to the mail.toml used)
+        # the default too (the data directory), named so that no old file is picked up
         "SWARM_REGISTRY_FILE": str(data_dir / "registries" / "offline.json"),
     }
     command = [sys.executable, "-m", "mail.cli", *args[1:]]

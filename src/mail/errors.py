@@ -26,6 +26,7 @@ Tree::
     │   ├── LeaseLostError            cluster mode: another replica holds the task's lease
     │   └── TaskNotStoredError        a task's turn ended but is not committed yet (503)
     ├── AddressRefusedError           an outgoing connection's address is refused (names the rule)
+    ├── UnreachableError              a service cannot be reached at all (refused, unknown host)
     └── MAILClientError               an HTTP call made by MAILClient failed (status, detail)
                                       (also a RuntimeError and a ValueError, as v1.3.6's
                                       client raised those: ``except RuntimeError`` works)
@@ -53,6 +54,7 @@ __all__ = [
     "LeaseLostError",
     "TaskNotStoredError",
     "AddressRefusedError",
+    "UnreachableError",
     "MAILClientError",
     "http_status_for",
 ]
@@ -208,6 +210,13 @@ class AddressRefusedError(MAILError):
         self.address = address
         self.rule = rule
         super().__init__(message)
+
+
+class UnreachableError(MAILError):
+    """A service an agent needs cannot be reached at all: the connection was refused or
+    its host name does not resolve. Asking again soon will not help, so the runtime gives
+    the agent no further turn for it (the task fails after the first round of retries).
+    """
 
 
 class MAILClientError(MAILError, RuntimeError, ValueError):

@@ -48,7 +48,7 @@ def test_defaults_resolve_against_the_file_directory(
     config = load_config(conf / "mail.toml", env={})
     assert config.server.data_dir == str(conf / ".mail")
     assert config.server.swarm.source == str(conf / "swarms.json")
-    assert config.server.swarm.registry == str(conf / "registries/example-no-proxy.json")
+    assert config.server.swarm.registry == str(conf / ".mail/registries/example-no-proxy.json")
 
 
 def test_explicit_data_files_resolve_against_the_file(
@@ -373,7 +373,7 @@ def test_shipped_mail_toml_selects_the_offline_swarm_without_warnings(
     assert config.warnings == ()
     assert config.server.swarm.name == "offline"
     assert config.server.swarm.source == str(REPO / "swarms.json")
-    assert config.server.swarm.registry == str(REPO / "registries/offline.json")
+    assert config.server.swarm.registry == str(REPO / ".mail/registries/offline.json")
     assert (config.server.host, config.server.port) == ("127.0.0.1", 8000)
     assert config.server.settings.task_message_limit == 15
     assert config.client.timeout == 3600.0
@@ -469,35 +469,46 @@ def test_unknown_interswarm_keys_are_reported(write_toml: WriteToml) -> None:
 # --- the registry's home -------------------------------------------------------------------
 
 
-def test_the_registry_defaults_to_registries_next_to_the_file(write_toml: WriteToml) -> None:
+def test_the_registry_defaults_to_registries_in_the_data_directory(
+    write_toml: WriteToml,
+) -> None:
     path = write_toml('[server]\ndata_dir = "state"\n[server.swarm]\nname = "alpha"\n')
     config = load_config(path, env={})
     conf = path.parent.resolve()
-    assert config.server.swarm.registry == str(conf / "registries/alpha.json")
-    # keys and the task store stay in the data directory
+    assert config.server.swarm.registry == str(conf / "state/registries/alpha.json")
     assert config.auth.credentials_file == str(conf / "state/credentials.json")
     assert config.database.sqlite_path == str(conf / "state/mail.db")
 
 
-def test_without_a_file_the_registry_defaults_to_registries_in_the_working_directory(
+def test_two_data_directories_of_one_config_have_two_registries(
+    write_toml: WriteToml, tmp_path: Path
+) -> None:
+    path = write_toml('[server.swarm]\nname = "alpha"\n')
+    one = load_config(path, env={"MAIL_DATA_DIR": str(tmp_path / "one")})
+    two = load_config(path, env={"MAIL_DATA_DIR": str(tmp_path / "two")})
+    assert one.server.swarm.registry == str(tmp_path / "one/registries/alpha.json")
+    assert two.server.swarm.registry == str(tmp_path / "two/registries/alpha.json")
+
+
+def test_without_a_file_the_registry_defaults_to_the_data_directory_in_the_working_directory(
     elsewhere: Path,
 ) -> None:
     config = load_config(env={"SWARM_NAME": "alpha"}, search=False)
-    assert config.server.swarm.registry == str(elsewhere / "registries/alpha.json")
+    assert config.server.swarm.registry == str(elsewhere / ".mail/registries/alpha.json")
 
 
 def test_a_registry_in_the_old_default_place_is_still_used(write_toml: WriteToml) -> None:
     path = write_toml('[server]\ndata_dir = "state"\n[server.swarm]\nname = "alpha"\n')
     conf = path.parent.resolve()
-    old = conf / "state/registries/alpha.json"
+    old = conf / "registries/alpha.json"
     old.parent.mkdir(parents=True)
     old.write_text("{}")
     config = load_config(path, env={})
     assert config.server.swarm.registry == str(old)
-    assert any("old default place" in w for w in config.warnings)
+    assert any("old default place, shared by every server" in w for w in config.warnings)
     # once the new one exists, it wins
-    new = conf / "registries/alpha.json"
-    new.parent.mkdir()
+    new = conf / "state/registries/alpha.json"
+    new.parent.mkdir(parents=True)
     new.write_text("{}")
     config = load_config(path, env={})
     assert config.server.swarm.registry == str(new)

@@ -30,7 +30,7 @@ def test_no_file_gives_defaults_resolved_against_the_working_directory(
     assert config.server.swarm.name == "example-no-proxy"
     assert config.server.data_dir == str(elsewhere / ".mail")
     assert config.server.swarm.source == str(elsewhere / "swarms.json")
-    assert config.server.swarm.registry == str(elsewhere / "registries/example-no-proxy.json")
+    assert config.server.swarm.registry == str(elsewhere / ".mail/registries/example-no-proxy.json")
     assert config.auth.credentials_file == str(elsewhere / ".mail/credentials.json")
     assert config.database.sqlite_path == str(elsewhere / ".mail/mail.db")
     assert config.database.backend == "sqlite"

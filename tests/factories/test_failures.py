@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from mail.errors import UnreachableError
 from mail.factories import LLMCallError
 from mail.testing.llm import StubLLMServer, StubReply
 
@@ -101,7 +102,10 @@ async def test_an_unreachable_server_is_a_call_error_naming_the_url(
 
     assert info.value.retryable is True
     path = "/chat/completions" if tool_format == "completions" else "/responses"
-    assert f"(could not connect to {url}{path})" in str(info.value)
+    # the URL tried, and what sets it
+    assert f"(could not connect to {url}{path}, set by the api_base of agent " in str(info.value)
+    # refused: an UnreachableError, which the runtime gives no second turn
+    assert isinstance(info.value, UnreachableError)
 
 
 async def test_a_provider_error_is_not_taken_for_a_connection_error(

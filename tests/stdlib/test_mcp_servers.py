@@ -60,6 +60,8 @@ async def test_the_shipped_mcp_demo_swarm_answers_with_the_tools_result() -> Non
         assert await ask(template, "add 2 and 40") == "The MCP tool calc__add answered: 42"
         counted = await ask(template, "count the words: one two three", user="u2")
         assert counted == "The MCP tool calc__word_count answered: 3"
+        other = await ask(template, "what is the capital of France?", user="u3")
+        assert other.startswith("None of my tools fits that.")
 
 
 async def test_tools_are_offered_to_the_declaring_agent_only_with_their_schemas() -> None:

@@ -33,17 +33,24 @@ def mcp_demo() -> dict[str, Any]:
 def test_mail_server_mcp_demo_answers_a_message_with_the_tools_result(tmp_path: Path) -> None:
     server = start_server("mcp-demo", SWARMS, clean_env(), tmp_path / "data")
     try:
-        answer = httpx.post(
-            f"{server.url}/message",
-            json={"body": "add 2 and 40"},
+        with httpx.Client(
+            base_url=server.url,
             headers={"Authorization": f"Bearer {server.keys['user']}"},
             timeout=30,
             trust_env=False,
-        )
+        ) as http:
+            answer = http.post("/message", json={"body": "add 2 and 40"})
+            hello = http.post("/message", json={"body": "hello", "show_events": True})
     finally:
         server.stop()
     assert answer.status_code == 200, answer.text
     assert answer.json()["response"] == "The MCP tool calc__add answered: 42"
+    # a greeting: no tool fits, and the agent says so instead of counting its words
+    assert hello.json()["status"] == "completed"
+    greeting = hello.json()["response"]
+    assert greeting.startswith("Hello! I have no tool for a greeting.")
+    assert "calc__add (try: add 2 and 40)" in greeting
+    assert not any(e["event"] == "action_call" for e in hello.json()["events"])
     assert "Traceback" not in server.output()
 
 

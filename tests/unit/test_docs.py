@@ -160,7 +160,7 @@ def _shell_env(data_dir: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in dropped}
     return env | {
         "MAIL_DATA_DIR": str(data_dir),
-        # registry files default to registries/ beside mail.toml: keep the checkout's clean
+        # one registry file per run, in its own data directory
         "SWARM_REGISTRY_FILE": str(data_dir / "registries" / "swarm.json"),
         "PYTHONIOENCODING": "utf-8",
     }

@@ -17,7 +17,8 @@ import {
   type FetchFunction,
   type ResponseHandler,
 } from '@ai-sdk/provider-utils';
-import { mailMessageResponseSchema, mailServerInfoSchema } from './mail-api-types';
+import { traceOfEvents } from './agent-trace';
+import { mailMessageResponseSchema, mailServerInfoSchema, type MailServerInfo } from './mail-api-types';
 import { collectStream } from './collect-stream';
 import { convertToMailMessage } from './convert-to-mail-message';
 import { mailFailedResponseHandler } from './mail-error';
@@ -36,6 +37,9 @@ export interface MailModelConfig {
   /** How requests are retried (see `mail-retry.ts`); the defaults when absent. */
   retries?: MailRetrySettings;
 }
+
+/** The model id `createMAIL()(...)` gives when none is named: it names no swarm. */
+export const DEFAULT_MODEL_ID = 'mail';
 
 /** The header that marks a follow-up's repeats as one request. */
 const IDEMPOTENCY_HEADER = 'Idempotency-Key';
@@ -62,7 +66,7 @@ const bodyStream: ResponseHandler<ReadableStream<Uint8Array>> = async ({ respons
 export class MailLanguageModel implements LanguageModelV3 {
   readonly specificationVersion = 'v3';
   readonly supportedUrls = {};
-  private breakpointTools: Promise<Set<string> | undefined> | undefined;
+  private serverInfo: Promise<MailServerInfo | undefined> | undefined;
 
   constructor(
     readonly modelId: string,
@@ -73,9 +77,9 @@ export class MailLanguageModel implements LanguageModelV3 {
     return this.config.provider;
   }
 
-  /** S4: the swarm's breakpoint tool names from `GET /`, when the server lists them. */
-  private async knownBreakpointTools(signal?: AbortSignal): Promise<Set<string> | undefined> {
-    this.breakpointTools ??= getFromApi({
+  /** `GET /` (the swarm's name and, S4, its breakpoint tools), asked once per model; undefined when it fails. */
+  private info(signal?: AbortSignal): Promise<MailServerInfo | undefined> {
+    this.serverInfo ??= getFromApi({
       url: `${this.config.baseUrl}/`,
       headers: this.config.headers(),
       failedResponseHandler: mailFailedResponseHandler,
@@ -83,13 +87,23 @@ export class MailLanguageModel implements LanguageModelV3 {
       abortSignal: signal,
       fetch: this.config.fetch,
     }).then(
-      ({ value }) => {
-        const tools = value.swarm?.breakpoint_tools;
-        return tools ? new Set(tools.map((t) => t.name)) : undefined;
-      },
+      ({ value }) => value,
       () => undefined,
     );
-    return this.breakpointTools;
+    return this.serverInfo;
+  }
+
+  /** A warning when the model id names a swarm other than the one the server serves. */
+  private async swarmWarning(signal?: AbortSignal): Promise<SharedV3Warning | undefined> {
+    if (this.modelId === DEFAULT_MODEL_ID) return undefined;
+    const served = (await this.info(signal))?.swarm?.name;
+    if (!served || served === this.modelId) return undefined;
+    return {
+      type: 'other',
+      message:
+        `model '${this.modelId}' names a swarm the MAIL server at ${this.config.baseUrl} does not serve: ` +
+        `it serves '${served}', which answers this call (use mail('${served}'), or the server of '${this.modelId}')`,
+    };
   }
 
   private async prepare(options: LanguageModelV3CallOptions, stream: boolean) {
@@ -101,6 +115,8 @@ export class MailLanguageModel implements LanguageModelV3 {
       })) ?? {};
     const input = convertToMailMessage(options.prompt, mailOptions.taskId);
     const warnings: SharedV3Warning[] = [...input.warnings];
+    const wrongSwarm = await this.swarmWarning(options.abortSignal);
+    if (wrongSwarm) warnings.push(wrongSwarm);
     for (const setting of UNSUPPORTED_SETTINGS) {
       const value = options[setting];
       if (value === undefined || (setting === 'toolChoice' && options.toolChoice?.type === 'auto')) continue;
@@ -109,7 +125,8 @@ export class MailLanguageModel implements LanguageModelV3 {
     const tools = options.tools ?? [];
     const toolNames = new Set(tools.map((t) => t.name));
     if (tools.length) {
-      const known = await this.knownBreakpointTools(options.abortSignal);
+      const listed = (await this.info(options.abortSignal))?.swarm?.breakpoint_tools;
+      const known = listed ? new Set(listed.map((t) => t.name)) : undefined;
       for (const tool of tools) {
         if (tool.type !== 'function' || (known && !known.has(tool.name))) {
           warnings.push({
@@ -134,7 +151,8 @@ export class MailLanguageModel implements LanguageModelV3 {
       msg_type: 'request',
       task_id: taskId,
       stream,
-      show_events: false,
+      // the JSON answer's events give the agent trace (a stream has them anyway)
+      show_events: !stream,
     };
     if (mailOptions.entrypoint) body.entrypoint = mailOptions.entrypoint;
     if (input.resumeFrom) body.resume_from = input.resumeFrom;
@@ -220,6 +238,7 @@ export class MailLanguageModel implements LanguageModelV3 {
       });
       const status = value.status ?? 'completed';
       const mail = { taskId: value.task_id, taskStatus: status };
+      const trace = traceOfEvents(value.events).metadata();
       const content: LanguageModelV3Content[] = [];
       if (status === 'waiting_breakpoint') {
         for (const call of parsePendingCalls(value.response)) {
@@ -239,7 +258,7 @@ export class MailLanguageModel implements LanguageModelV3 {
         content,
         finishReason: mapMailFinishReason(status),
         usage: mailUsage(undefined),
-        providerMetadata: { mail: { ...mail, ...extra } },
+        providerMetadata: { mail: { ...mail, ...trace, ...extra } },
         request: { body },
         response: { id: value.task_id, modelId: this.modelId, headers: responseHeaders, body: rawValue },
         warnings,

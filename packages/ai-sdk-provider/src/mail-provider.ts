@@ -1,6 +1,6 @@
 import { InvalidArgumentError, NoSuchModelError, type LanguageModelV3, type ProviderV3 } from '@ai-sdk/provider';
 import { withoutTrailingSlash, type FetchFunction } from '@ai-sdk/provider-utils';
-import { MailLanguageModel } from './mail-language-model';
+import { DEFAULT_MODEL_ID, MailLanguageModel } from './mail-language-model';
 import { DEFAULT_RETRY_SETTINGS, type MailRetrySettings } from './mail-retry';
 
 export interface MAILProviderSettings {
@@ -73,7 +73,7 @@ export function createMAIL(options: MAILProviderSettings = {}): MAILProvider {
     retryDelayMs: count('retryDelayMs', options.retryDelayMs, DEFAULT_RETRY_SETTINGS.retryDelayMs),
     maxReconnects: count('maxReconnects', options.maxReconnects, DEFAULT_RETRY_SETTINGS.maxReconnects),
   };
-  const languageModel = (modelId = 'mail') =>
+  const languageModel = (modelId = DEFAULT_MODEL_ID) =>
     new MailLanguageModel(modelId, { provider: 'mail', baseUrl, headers, fetch: options.fetch, retries });
   const provider = function (modelId?: string) {
     if (new.target) throw new Error('createMAIL(...) returns a function: call it without `new`.');

@@ -6,6 +6,7 @@ import {
   mailTokenDeltaSchema,
   type MailPendingCall,
 } from './mail-api-types';
+import { AgentTrace } from './agent-trace';
 import { callInput, mailUsage, obj, parsePendingCalls, str, type Json } from './mail-event-data';
 import type { MailSseEvent } from './mail-sse';
 import { mapMailFinishReason, type MailTaskStatus } from './map-finish-reason';
@@ -42,6 +43,7 @@ export class MailStreamMapper {
   private streamedReasoningAgents = new Set<string>();
   private storedErrors: string[] = [];
   private reasoningCount = 0;
+  private readonly trace = new AgentTrace();
 
   constructor(private readonly options: MailStreamOptions) {}
 
@@ -104,6 +106,7 @@ export class MailStreamMapper {
     if (this.closed || event.event === 'ping') return out;
     if (this.options.includeRawChunks) out.push({ type: 'raw', rawValue: event });
     if (event.id !== undefined) this.lastSeq = event.id;
+    this.trace.note(event.event, event.data);
     const data = obj(event.data);
     const extra = obj(data.extra_data);
     const isClosing = event.id === undefined && (event.event === 'task_complete' || event.event === 'task_error');
@@ -227,7 +230,7 @@ export class MailStreamMapper {
     const response = data.response ?? '';
     const status: MailTaskStatus =
       data.status ?? (kind === 'task_error' ? 'failed' : this.sawBreakpoint ? 'waiting_breakpoint' : 'completed');
-    const extra: Json = {};
+    const extra: Json = this.trace.metadata();
     if (status === 'waiting_breakpoint') {
       const calls = this.pendingFromEvent?.length ? this.pendingFromEvent : parsePendingCalls(response);
       if (this.textOpen) out.push({ type: 'text-end', id: this.textId, providerMetadata: this.meta({}, status) });
@@ -270,7 +273,10 @@ export class MailStreamMapper {
       type: 'finish',
       finishReason: { unified: 'error', raw: undefined },
       usage: mailUsage(undefined),
-      providerMetadata: this.meta({ error: error instanceof Error ? error.message : String(error) }),
+      providerMetadata: this.meta({
+        error: error instanceof Error ? error.message : String(error),
+        ...this.trace.metadata(),
+      }),
     });
     return out;
   }

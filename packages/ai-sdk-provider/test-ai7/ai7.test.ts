@@ -39,7 +39,7 @@ test('the run is Node 22, ai 7 and the built provider', () => {
 });
 
 test('generateText answers "what is 6*7?" with 42', async () => {
-  const result = await generateText({ model: mail('offline'), prompt: 'what is 6*7?' });
+  const result = await generateText({ model: mail('offline-breakpoint'), prompt: 'what is 6*7?' });
   assert.match(result.text, /42/);
   assert.equal(result.finishReason, 'stop');
   const taskId = taskIdOf(result.providerMetadata);
@@ -49,7 +49,7 @@ test('generateText answers "what is 6*7?" with 42', async () => {
 });
 
 test('streamText streams text deltas and one finish with the task id', async () => {
-  const result = streamText({ model: mail('offline'), prompt: 'What is 12 * (3 + 4)?' });
+  const result = streamText({ model: mail('offline-breakpoint'), prompt: 'What is 12 * (3 + 4)?' });
   const parts: { type: string; text?: string; providerMetadata?: unknown }[] = [];
   for await (const part of result.fullStream) parts.push(part as (typeof parts)[number]);
   const kinds = parts.map((p) => p.type);
@@ -69,7 +69,7 @@ test('streamText streams text deltas and one finish with the task id', async () 
 test('a breakpoint round trip: tool call out, tool result in, the task completes', async () => {
   const calls: unknown[] = [];
   const result = await generateText({
-    model: mail('offline'),
+    model: mail('offline-breakpoint'),
     prompt: 'What is the weather in Paris tomorrow?',
     tools: {
       get_weather_forecast: tool({
@@ -95,7 +95,7 @@ test('a breakpoint round trip: tool call out, tool result in, the task completes
 
 test('a bad key is a 401 APICallError with the server\'s detail', async () => {
   const bad = createMAIL({ baseUrl: server.url, authToken: 'not-a-key' });
-  const error = await generateText({ model: bad('offline'), prompt: 'hi', maxRetries: 0 }).catch((e: unknown) => e);
+  const error = await generateText({ model: bad('offline-breakpoint'), prompt: 'hi', maxRetries: 0 }).catch((e: unknown) => e);
   assert.ok(APICallError.isInstance(error), String(error));
   assert.equal(error.statusCode, 401);
   assert.equal(error.message, 'invalid API key');

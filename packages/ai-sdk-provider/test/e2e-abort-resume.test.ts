@@ -113,7 +113,7 @@ describe('a stream cut mid-body', () => {
 
   test('resumes from the last event seen and still ends with the answer', async () => {
     const mail = createMAIL({ baseUrl: proxy.url, authToken: server.userKey });
-    const result = streamText({ model: mail('offline'), prompt: 'what is 6*7?', maxRetries: 0 });
+    const result = streamText({ model: mail('offline-breakpoint'), prompt: 'what is 6*7?', maxRetries: 0 });
     assert.match(await result.text, /42/);
     assert.equal(await result.finishReason, 'stop');
     const resumes = proxy.requests.filter((r) => r.method === 'GET' && r.path.includes('/events'));
@@ -128,7 +128,7 @@ describe('a stream cut mid-body', () => {
     try {
       const errors: unknown[] = [];
       const mail = createMAIL({ baseUrl: refusing.url, authToken: server.userKey, maxRetries: 2, retryDelayMs: 10 });
-      const result = streamText({ model: mail('offline'), prompt: 'what is 6*7?', maxRetries: 0, onError: () => {} });
+      const result = streamText({ model: mail('offline-breakpoint'), prompt: 'what is 6*7?', maxRetries: 0, onError: () => {} });
       for await (const part of result.fullStream) if (part.type === 'error') errors.push(part.error);
       assert.equal(errors.length, 1, `errors: ${errors.map(String).join('; ')}; requests: ${JSON.stringify(refusing.requests)}`);
       assert.ok(APICallError.isInstance(errors[0]), String(errors[0]));

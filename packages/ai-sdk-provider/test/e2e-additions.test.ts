@@ -13,7 +13,7 @@ import { join } from 'node:path';
 type Raw = { event: string; id?: number; data: Record<string, unknown> };
 
 async function rawEvents(mail: MAILProvider, prompt: string): Promise<Raw[]> {
-  const result = streamText({ model: mail('offline'), prompt, includeRawChunks: true });
+  const result = streamText({ model: mail('offline-breakpoint'), prompt, includeRawChunks: true });
   const raws: Raw[] = [];
   for await (const part of result.fullStream) if (part.type === 'raw') raws.push(part.rawValue as Raw);
   return raws;
@@ -53,7 +53,7 @@ describe('server additions on the offline swarm', needsAiAdditions, () => {
 
   test('S4: tools that are not breakpoint tools are warned about', async () => {
     const result = await generateText({
-      model: mail('offline'),
+      model: mail('offline-breakpoint'),
       prompt: 'what is 6*7?',
       tools: {
         get_weather_forecast: tool({ inputSchema: jsonSchema({ type: 'object' }) }),

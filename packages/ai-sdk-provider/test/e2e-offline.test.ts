@@ -33,7 +33,7 @@ describe('the server URL', () => {
   // issue 41: `baseURL`, the AI SDK's spelling, was ignored and the call went to localhost:8000
   test('createMAIL({ baseURL }) reaches that server', async () => {
     const provider = createMAIL({ baseURL: server.url, authToken: server.userKey });
-    const result = await generateText({ model: provider('offline'), prompt: 'what is 6*7?' });
+    const result = await generateText({ model: provider('offline-breakpoint'), prompt: 'what is 6*7?' });
     assert.match(result.text, /42/);
     const taskId = taskIdOf(result.providerMetadata);
     assert.ok(taskId, 'providerMetadata.mail.taskId');
@@ -42,25 +42,25 @@ describe('the server URL', () => {
 
   test('baseUrl, its alias, reaches it too', async () => {
     const provider = createMAIL({ baseUrl: server.url, authToken: server.userKey });
-    const result = await generateText({ model: provider('offline'), prompt: 'what is 6*7?' });
+    const result = await generateText({ model: provider('offline-breakpoint'), prompt: 'what is 6*7?' });
     assert.match(result.text, /42/);
   });
 });
 
 describe('text answers', () => {
   test('generateText answers "what is 6*7?" with 42', async () => {
-    const result = await generateText({ model: mail('offline'), prompt: 'what is 6*7?' });
+    const result = await generateText({ model: mail('offline-breakpoint'), prompt: 'what is 6*7?' });
     assert.match(result.text, /42/);
     assert.equal(result.finishReason, 'stop');
     const taskId = taskIdOf(result.providerMetadata);
     assert.ok(taskId, 'providerMetadata.mail.taskId');
     assert.equal(result.response.id, taskId);
-    assert.equal(result.response.modelId, 'offline');
+    assert.equal(result.response.modelId, 'offline-breakpoint');
     assert.equal((await getTask(server, taskId))?.state, 'completed');
   });
 
   test('streamText streams the answer: deltas in order, one finish, task id on the parts', async () => {
-    const result = streamText({ model: mail('offline'), prompt: 'What is 12 * (3 + 4)?' });
+    const result = streamText({ model: mail('offline-breakpoint'), prompt: 'What is 12 * (3 + 4)?' });
     const chunks: { type: string; text?: string; providerMetadata?: unknown }[] = [];
     for await (const part of result.fullStream) chunks.push(part as (typeof chunks)[number]);
     const kinds = chunks.map((c) => c.type);
@@ -79,7 +79,7 @@ describe('text answers', () => {
   });
 
   test('usage is undefined for a scripted swarm', async () => {
-    const result = await generateText({ model: mail('offline'), prompt: 'what is 1+1?' });
+    const result = await generateText({ model: mail('offline-breakpoint'), prompt: 'what is 1+1?' });
     assert.equal(result.usage.inputTokens, undefined);
     assert.equal(result.usage.outputTokens, undefined);
   });
@@ -87,13 +87,13 @@ describe('text answers', () => {
 
 describe('continuity', () => {
   test('a follow-up with the earlier messages continues the same task', async () => {
-    const first = await generateText({ model: mail('offline'), prompt: 'what is 6*7?' });
+    const first = await generateText({ model: mail('offline-breakpoint'), prompt: 'what is 6*7?' });
     const messages: ModelMessage[] = [
       { role: 'user', content: 'what is 6*7?' },
       ...first.response.messages,
       { role: 'user', content: 'and what is 2+2?' },
     ];
-    const second = streamText({ model: mail('offline'), messages });
+    const second = streamText({ model: mail('offline-breakpoint'), messages });
     assert.match(await second.text, /4/);
     const firstId = taskIdOf(first.providerMetadata);
     assert.equal(taskIdOf(await second.providerMetadata), firstId);
@@ -109,7 +109,7 @@ describe('breakpoint tools', () => {
   test('generateText: tool call out, tool result in, the task completes', async () => {
     const calls: unknown[] = [];
     const result = await generateText({
-      model: mail('offline'),
+      model: mail('offline-breakpoint'),
       prompt: 'What is the weather in Paris tomorrow?',
       tools: { get_weather_forecast: weatherTool(calls) },
       stopWhen: stepCountIs(3),
@@ -129,7 +129,7 @@ describe('breakpoint tools', () => {
   test('streamText: the same round trip streamed', async () => {
     const calls: unknown[] = [];
     const result = streamText({
-      model: mail('offline'),
+      model: mail('offline-breakpoint'),
       prompt: 'Weather in Lisbon tomorrow?',
       tools: { get_weather_forecast: weatherTool(calls) },
       stopWhen: stepCountIs(3),
@@ -145,7 +145,7 @@ describe('breakpoint tools', () => {
 describe('errors and warnings', () => {
   test('a bad key is a 401 APICallError with the detail', async () => {
     const bad = createMAIL({ baseUrl: server.url, authToken: 'not-a-key' });
-    const error = await generateText({ model: bad('offline'), prompt: 'hi', maxRetries: 0 }).catch((e: unknown) => e);
+    const error = await generateText({ model: bad('offline-breakpoint'), prompt: 'hi', maxRetries: 0 }).catch((e: unknown) => e);
     assert.ok(APICallError.isInstance(error), String(error));
     assert.equal(error.statusCode, 401);
     assert.equal(error.message, 'invalid API key');
@@ -154,7 +154,7 @@ describe('errors and warnings', () => {
 
   test('the entrypoint is forwarded (an unknown one is the server\'s 400 with its detail)', async () => {
     const error = await generateText({
-      model: mail('offline'),
+      model: mail('offline-breakpoint'),
       prompt: 'hi',
       maxRetries: 0,
       providerOptions: { mail: { entrypoint: 'nobody' } },
@@ -167,7 +167,7 @@ describe('errors and warnings', () => {
   test('streamText reports a failed request as an error part', async () => {
     const errors: unknown[] = [];
     const result = streamText({
-      model: mail('offline'),
+      model: mail('offline-breakpoint'),
       prompt: 'x',
       maxRetries: 0,
       providerOptions: { mail: { taskId: 'no-such-task' } },
@@ -183,7 +183,7 @@ describe('errors and warnings', () => {
 
   test('unsupported settings are warnings and the call still answers', async () => {
     const result = await generateText({
-      model: mail('offline'),
+      model: mail('offline-breakpoint'),
       system: 'Be brief.',
       prompt: 'what is 6*7?',
       temperature: 0.3,
@@ -197,7 +197,7 @@ describe('errors and warnings', () => {
 
   test('chatter is shown as reasoning when asked', async () => {
     const result = await generateText({
-      model: mail('offline'),
+      model: mail('offline-breakpoint'),
       prompt: 'what is 6*7?',
       providerOptions: { mail: { includeAgentChatter: true } },
     });

@@ -10,6 +10,21 @@ import { fixtureBytes, readAll, sse, textOf } from './helpers/fixtures';
 
 interface Captured { url: string; headers: Headers; body: unknown }
 
+/**
+ * `fetch` behind a server root: `GET /` (the provider asks it once per model, for the swarm
+ * the server serves) answers `{swarm: {name: swarm}}` (`{}` without `swarm`) and is not
+ * passed on; every other request goes to `fetch`.
+ */
+function servingRoot(fetch: typeof globalThis.fetch, swarm?: string): typeof globalThis.fetch {
+  return (async (input: RequestInfo | URL, init?: RequestInit) => {
+    if (new URL(String(input)).pathname === '/' && (init?.method ?? 'GET') === 'GET') {
+      const root = swarm === undefined ? {} : { name: 'mail', swarm: { name: swarm } };
+      return new Response(JSON.stringify(root), { status: 200, headers: { 'content-type': 'application/json' } });
+    }
+    return fetch(input, init);
+  }) as typeof globalThis.fetch;
+}
+
 /** A fetch that records each request and answers `status` with `body` (recorded bytes). */
 function recordingFetch(body: Uint8Array | string, status = 200, contentType = 'application/json') {
   const calls: Captured[] = [];
@@ -21,7 +36,7 @@ function recordingFetch(body: Uint8Array | string, status = 200, contentType = '
     });
     return new Response(body as BodyInit, { status, headers: { 'content-type': contentType } });
   };
-  return { calls, fetch: fetch as typeof globalThis.fetch };
+  return { calls, fetch: servingRoot(fetch as typeof globalThis.fetch) };
 }
 
 const userPrompt = (text: string): LanguageModelV3Prompt => [{ role: 'user', content: [{ type: 'text', text }] }];
@@ -62,6 +77,35 @@ describe('createMAIL', () => {
     assert.equal(mail('y').modelId, 'y');
   });
 
+  test('a model id naming a swarm the server does not serve gets a warning (GET / asked once)', async () => {
+    const { calls, fetch } = recordingFetch(fixtureBytes('math.json'));
+    const urls: string[] = [];
+    const served = servingRoot((async (input: RequestInfo | URL, init?: RequestInit) => fetch(input, init)) as typeof globalThis.fetch, 'offline');
+    const watching = (async (input: RequestInfo | URL, init?: RequestInit) => {
+      urls.push(String(input));
+      return served(input, init);
+    }) as typeof globalThis.fetch;
+    const wrong = createMAIL({ fetch: watching })('no-such-swarm');
+    const first = await wrong.doGenerate({ prompt: userPrompt('hi') });
+    assert.deepEqual(first.warnings, [
+      {
+        type: 'other',
+        message:
+          "model 'no-such-swarm' names a swarm the MAIL server at http://localhost:8000 does not serve: " +
+          "it serves 'offline', which answers this call (use mail('offline'), or the server of 'no-such-swarm')",
+      },
+    ]);
+    await wrong.doGenerate({ prompt: userPrompt('again') });
+    assert.deepEqual(urls.filter((u) => u.endsWith(':8000/')), ['http://localhost:8000/'], 'GET / once per model');
+    const right = await createMAIL({ fetch: watching })('offline').doGenerate({ prompt: userPrompt('hi') });
+    assert.deepEqual(right.warnings, []);
+    urls.length = 0;
+    const unnamed = await createMAIL({ fetch: watching })().doGenerate({ prompt: userPrompt('hi') });
+    assert.deepEqual(unnamed.warnings, []);
+    assert.deepEqual(urls, ['http://localhost:8000/message'], 'the default id names no swarm: nothing to check');
+    assert.equal(calls.length, 4);
+  });
+
   test('embeddingModel and imageModel throw NoSuchModelError', () => {
     assert.throws(() => mail.embeddingModel('e'), NoSuchModelError);
     assert.throws(() => mail.imageModel('i'), NoSuchModelError);
@@ -78,7 +122,7 @@ describe('createMAIL', () => {
     assert.equal(body.entrypoint, 'math');
     assert.equal(body.subject, 'S');
     assert.equal(body.stream, false);
-    assert.equal(body.show_events, false);
+    assert.equal(body.show_events, true); // the JSON answer's events give the agent trace
     assert.equal(body.resume_from, undefined);
     assert.match(String(body.task_id), /^[0-9a-f-]{36}$/);
     assert.deepEqual(body.kwargs, { max_steps: 5, timeout: 30 });
@@ -145,10 +189,10 @@ describe('createMAIL', () => {
       }),
       new Response(fixtureBytes('math.json') as BodyInit, { status: 200, headers: { 'content-type': 'application/json' } }),
     ];
-    const fetch = (async (input: RequestInfo | URL, init?: RequestInit) => {
+    const fetch = servingRoot((async (input: RequestInfo | URL, init?: RequestInit) => {
       calls.push({ url: String(input), headers: new Headers(init?.headers), body: JSON.parse(String(init?.body)) });
       return answers.shift()!;
-    }) as typeof globalThis.fetch;
+    }) as typeof globalThis.fetch);
     const model = createMAIL({ fetch, retryDelayMs: 0 })('m');
     const started = Date.now();
     const result = await model.doGenerate({ prompt: userPrompt('more'), providerOptions: { mail: { taskId: 't9' } } });
@@ -269,7 +313,7 @@ describe('a closing event held back (storage_error without an id)', () => {
       const bytes = url.endsWith('/message') ? first : then.shift() ?? then.at(-1) ?? first;
       return new Response(bytes as BodyInit, { status: 200, headers: { 'content-type': 'text/event-stream' } });
     }) as typeof globalThis.fetch;
-    return { calls, fetch };
+    return { calls, fetch: servingRoot(fetch) };
   }
 
   test('the provider asks again after the last stored event and ends with the answer', async () => {

@@ -47,6 +47,8 @@ describe('events without server additions', () => {
       taskStatus: 'failed',
       error: 'agent math failed',
       storedErrors: ['agent math failed past its retries'],
+      currentAgent: null, // no tool call in these events
+      agentTrace: [],
     });
     assert.equal(textOf(parts), '');
   });

@@ -31,7 +31,19 @@ describe('a completed turn', () => {
     const finish = parts.at(-1)!;
     assert.ok(finish.type === 'finish');
     assert.deepEqual(finish.finishReason, { unified: 'stop', raw: 'completed' });
-    assert.deepEqual(finish.providerMetadata, { mail: { taskId: 'fx-math', taskStatus: 'completed' } });
+    assert.deepEqual(finish.providerMetadata, {
+      mail: {
+        taskId: 'fx-math',
+        taskStatus: 'completed',
+        // who worked on the turn: the supervisor asked math, math answered, the supervisor completed
+        currentAgent: 'supervisor',
+        agentTrace: [
+          { agent: 'supervisor', tools: ['send_request'] },
+          { agent: 'math', tools: ['calculate_expression', 'send_response'] },
+          { agent: 'supervisor', tools: ['task_complete'] },
+        ],
+      },
+    });
     assert.equal(finish.usage.inputTokens.total, undefined);
     assert.equal(finish.usage.outputTokens.total, undefined);
     const delta = parts.find((p) => p.type === 'text-delta')!;

@@ -126,6 +126,15 @@ def _add_server_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         default=None,
         help="keep tasks and events in memory only (sets [database] persist = false)",
     )
+    server.add_argument(
+        "--skip-llm-check",
+        dest="llm_check",
+        action="store_const",
+        const=False,
+        default=None,
+        help="start even when an LLM agent's proxy URL or API key is not set "
+        "(sets [server] llm_check = false)",
+    )
     server.set_defaults(handler=_run_server)
 
 
@@ -428,6 +437,7 @@ _SERVER_FLAGS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("swarm_registry", ("server", "swarm", "registry")),
     ("print_llm_streams", ("server", "settings", "print_llm_streams")),
     ("persist", ("database", "persist")),
+    ("llm_check", ("server", "llm_check")),
 )
 
 
@@ -477,6 +487,9 @@ def _run_server(args: argparse.Namespace) -> int:
 
     try:
         config = load_config(args.config, overrides=server_overrides(args))
+        if config.server.llm_check and (missing := _missing_llm_settings(config)):
+            print(f"mail server: {missing}", file=sys.stderr)
+            return EXIT_USAGE
         try:
             from mail.server import run_server  # noqa: PLC0415  # fastapi, uvicorn, ...
         except ModuleNotFoundError as e:
@@ -494,6 +507,12 @@ def _run_server(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return 130
     return 0
+
+
+def _missing_llm_settings(config: Any) -> str | None:
+    from mail.cli._doctor import missing_llm_settings  # noqa: PLC0415  # keep `mail --help` fast
+
+    return missing_llm_settings(config, os.environ)
 
 
 def _run_doctor(args: argparse.Namespace) -> int:

@@ -33,6 +33,8 @@ __all__ = [
     "run_checks",
     "render",
     "check_interswarm_targets",
+    "check_llm_keys",
+    "missing_llm_settings",
     "PROVIDER_KEYS",
     "HTTP_TIMEOUT",
 ]
@@ -301,6 +303,18 @@ def check_llm_keys(config: MAILConfig, env: Mapping[str, str]) -> list[Check]:
             )
         )
     return checks or [Check("llm keys", "ok", f"{llm_agents} LLM agent(s) have a proxy or key")]
+
+
+def missing_llm_settings(config: MAILConfig, env: Mapping[str, str]) -> str | None:
+    """What ``mail server`` says before it listens when an LLM agent lacks its proxy URL or
+    key (the failures of :func:`check_llm_keys`, on one line), else ``None``."""
+    failed = [check.message for check in check_llm_keys(config, env) if check.status == "fail"]
+    if not failed:
+        return None
+    return (
+        f"{'; '.join(failed)}. Set it, or run `mail doctor` to see what to fix "
+        "(--skip-llm-check starts anyway)"
+    )
 
 
 def check_auth(auth: AuthConfig) -> Check:

@@ -198,7 +198,8 @@ def run_tasks(args: argparse.Namespace) -> int:
     elif not tasks:
         _say("no tasks")
     else:
-        Console(highlight=False).print(render.tasks_table(tasks))
+        console = Console(highlight=False)
+        console.print(render.tasks_table(tasks, console.width))
         if more:
             _say(f"older tasks: mail tasks --cursor {more}")
     return 0

@@ -399,22 +399,35 @@ async def _raw_stream(console: Console, stream: AsyncIterable[SSEvent]) -> bool:
     return final == "task_complete"
 
 
-def tasks_table(tasks: Mapping[str, Mapping[str, Any]]) -> Table:
-    """The caller's tasks (``GET /tasks``), oldest first: id, state, title, started, and
-    the number of events when the records have them."""
+#: Below this many columns ``mail tasks`` shows start times without their year.
+WIDE_TABLE = 100
+
+
+def tasks_table(tasks: Mapping[str, Mapping[str, Any]], width: int | None = None) -> Table:
+    """The caller's tasks (``GET /tasks``), oldest first: id, state, title, started (UTC),
+    and the number of events when the records have them.
+
+    The id, the state and the start time are never cut: the title takes what is left of
+    ``width`` columns. Narrower than :data:`WIDE_TABLE` columns (a terminal of 80), the start time loses
+    its year (``11-25 23:16``); wider, the title gets the extra room."""
     table = Table(box=None, header_style="bold", pad_edge=False, collapse_padding=True)
     rows = sorted(tasks.values(), key=lambda t: str(t.get("start_time", "")))
+    states = [_task_state(t) for t in rows]
+    compact = width is not None and width < WIDE_TABLE
     id_width = max((len(str(t.get("task_id", ""))) for t in rows), default=2)
     # one row per task; the id is for copying, so it is never cut
-    table.add_column("id", no_wrap=True, min_width=id_width)
-    table.add_column("state", no_wrap=True, overflow="ellipsis", min_width=5)
-    table.add_column("title", no_wrap=True, overflow="ellipsis", min_width=5)
-    table.add_column("started", no_wrap=True, overflow="ellipsis", min_width=7)
+    state_width = max(map(len, states), default=5)
+    started_width = 11 if compact else 16
     counted = any("events" in t for t in rows)  # pages of GET /tasks leave events out
+    others = id_width + state_width + started_width + (7 if counted else 0) + 3
+    title_width = max(5, width - others) if width is not None else None
+    table.add_column("id", no_wrap=True, min_width=id_width)
+    table.add_column("state", no_wrap=True, min_width=state_width)
+    table.add_column("title", no_wrap=True, overflow="ellipsis", max_width=title_width)
+    table.add_column("started", no_wrap=True, min_width=started_width)
     if counted:
         table.add_column("events", no_wrap=True, justify="right", min_width=6)
-    for task in rows:
-        state = str(task.get("state") or ("completed" if task.get("completed") else "running"))
+    for task, state in zip(rows, states, strict=True):
         style = (
             "green"
             if state == "completed"
@@ -427,9 +440,13 @@ def tasks_table(tasks: Mapping[str, Mapping[str, Any]]) -> Table:
             str(task.get("task_id", "")),
             Text(state, style=style),
             str(task.get("title") or ""),
-            started,
+            started[5:] if compact else started,
         ]
         if counted:
             cells.append(str(len(task.get("events") or ())))
         table.add_row(*cells)
     return table
+
+
+def _task_state(task: Mapping[str, Any]) -> str:
+    return str(task.get("state") or ("completed" if task.get("completed") else "running"))

@@ -270,7 +270,7 @@ class _Commands:
         if not tasks:
             self.say("no tasks yet")
         else:
-            self.console.print(render.tasks_table(tasks))
+            self.console.print(render.tasks_table(tasks, self.console.width))
         return None
 
     async def task_get(self, a: argparse.Namespace) -> None:

@@ -189,18 +189,21 @@ def _resolve_paths(merged: Merged, file_dir: Path | None) -> None:
 
 
 def _default_registry(merged: Merged, base: Path) -> str:
-    """``registries/<swarm>.json`` next to the config file (else in the working directory).
+    """``<data_dir>/registries/<swarm>.json``: each data directory has its own registry, so
+    two servers of one swarm with different data directories do not share it.
 
-    A deployment of an earlier release keeps its file: when only
-    ``<data_dir>/registries/<swarm>.json`` exists, that one is used, with a warning.
+    A deployment of the previous release keeps its file: when only ``registries/<swarm>.json``
+    next to the config file (else in the working directory) exists, that one is used, with
+    a warning saying that every server of this config shares it.
     """
     name = merged.values.get(("server", "swarm", "name"), SwarmConfig.model_fields["name"].default)
-    new = (base / "registries" / f"{name}.json").resolve()
-    old = Path(merged.values[("server", "data_dir")]) / "registries" / f"{name}.json"
+    new = Path(merged.values[("server", "data_dir")]) / "registries" / f"{name}.json"
+    old = (base / "registries" / f"{name}.json").resolve()
     if old.is_file() and not new.exists():
         merged.warnings.append(
-            f"registry file {old} is in the old default place; using it (move it to {new}, "
-            "the default since 1.3.6, or set server.swarm.registry)"
+            f"registry file {old} is in the old default place, shared by every server of "
+            f"swarm {name!r} started with this config; using it (move it to {new}, the "
+            "default, or set server.swarm.registry to keep sharing it)"
         )
         return str(old)
     return str(new)

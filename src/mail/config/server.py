@@ -214,6 +214,10 @@ class MapConfig(ConfigModel):
 class ServerConfig(ConfigModel):
     """``[server]``: how the HTTP server listens, what it advertises, where it keeps state.
 
+    ``llm_check``: before it listens, ``mail server`` refuses to start when an LLM agent of
+    the swarm lacks its proxy URL or API key (``mail doctor``'s "llm keys" check); ``false``
+    (or ``--skip-llm-check``) starts anyway, for deployments that set them later.
+
     Bad values (a port outside 0-65535, a ``base_url`` that is not http(s)) raise
     ``pydantic.ValidationError``.
     """
@@ -232,6 +236,7 @@ class ServerConfig(ConfigModel):
     max_body_bytes: int = Field(default=1_048_576, gt=0)
     idle_runtime_seconds: float = Field(default=1800.0, gt=0)
     access_log: bool = True
+    llm_check: bool = True
     cors_origins: list[str] = Field(
         default_factory=lambda: list(DEFAULT_CORS_ORIGINS),
         description="Browser origins allowed to call the server (CORS); [] allows none",

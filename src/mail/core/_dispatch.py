@@ -37,7 +37,7 @@ from mail.core.tools import (
     convert_manual_step_call_to_mail_message,
     normalize_breakpoint_tool_call,
 )
-from mail.errors import InvalidMessageError, MAILError, TaskStateError
+from mail.errors import InvalidMessageError, MAILError, TaskStateError, UnreachableError
 
 __all__ = ["HANDLERS", "MAX_AGENT_RETRIES", "SwarmDirectory", "TurnContext", "TurnRunner"]
 
@@ -175,7 +175,8 @@ class TurnRunner:
         except Exception as e:  # noqa: BLE001  # an agent's failure is reported, never fatal to the loop
             logger.warning("agent %s failed in task %s: %s", agent, task.task_id, e)
             reason = clean_text(f"agent {agent} raised {type(e).__name__}: {e}")
-            self._agent_failed(task, agent, message, turn, reason)
+            retry = not isinstance(e, UnreachableError)  # another turn will not reach it either
+            self._agent_failed(task, agent, message, turn, reason, retry=retry)
             return
         if not calls:
             self._agent_failed(task, agent, message, turn, f"agent {agent} returned no tool calls")
@@ -249,7 +250,14 @@ class TurnRunner:
     # --- failures ----------------------------------------------------------------------
 
     def _agent_failed(
-        self, task: MAILTask, agent: str, trigger: MAILMessage, turn: int, error: str
+        self,
+        task: MAILTask,
+        agent: str,
+        trigger: MAILMessage,
+        turn: int,
+        error: str,
+        *,
+        retry: bool = True,
     ) -> None:
         task.log.emit(EventName.AGENT_ERROR, error)
         if not task.is_running or turn != task.turn_number:
@@ -265,7 +273,7 @@ class TurnRunner:
             self.scheduler.put(self.system.agent_error(task.task_id, sender["address"], body))
             return
         failures = task.agent_failures[agent] = task.agent_failures.get(agent, 0) + 1
-        if failures <= MAX_AGENT_RETRIES:
+        if retry and failures <= MAX_AGENT_RETRIES:
             body = f"Your previous turn failed: {error}. Continue the task using your tools."
             self.scheduler.put(self.system.agent_error(task.task_id, agent, body))
             return

@@ -14,11 +14,12 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import socket
 from typing import Any
 
 from mail.errors import ConfigurationError
 
-__all__ = ["import_litellm", "connection_url"]
+__all__ = ["import_litellm", "connection_url", "unreachable"]
 
 _LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")
 _configured = False
@@ -81,3 +82,17 @@ def connection_url(error: BaseException) -> str | None:
             found = found or _request_url(current)
         current = current.__cause__ or current.__context__
     return found if connection else None
+
+
+def unreachable(error: BaseException) -> bool:
+    """Whether ``error`` says the address cannot be reached at all: its cause chain holds a
+    refused connection or a host name that does not resolve (not a timeout, a reset or an
+    HTTP status, which may pass)."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ConnectionRefusedError | socket.gaierror):
+            return True
+        current = current.__cause__ or current.__context__
+    return False

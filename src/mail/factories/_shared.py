@@ -15,12 +15,13 @@ from typing import Any
 from pydantic import BaseModel
 
 from mail.core.tools import ToolFormat, pydantic_model_to_tool, tool_name
-from mail.errors import MAILError, SwarmDefinitionError
-from mail.factories._litellm import connection_url
+from mail.errors import MAILError, SwarmDefinitionError, UnreachableError
+from mail.factories._litellm import connection_url, unreachable
 
 __all__ = [
     "AgentOutputError",
     "LLMCallError",
+    "LLMUnreachableError",
     "plain",
     "parse_arguments",
     "new_call_id",
@@ -82,15 +83,27 @@ class LLMCallError(MAILError):
 
     @classmethod
     def after(
-        cls, error: BaseException, *, agent: str, model: str, attempts: int, retryable: bool
+        cls,
+        error: BaseException,
+        *,
+        agent: str,
+        model: str,
+        attempts: int,
+        retryable: bool,
+        setting: str = "",
     ) -> LLMCallError:
         """The error for a call to ``model`` that last failed with ``error``: its message
-        names the agent, the attempts, the failure and, for a connection failure, the URL;
-        ``status`` is ``error.status_code`` when it has one."""
+        names the agent, the attempts, the failure and, for a connection failure, the URL
+        tried and ``setting``, what sets it (``LITELLM_PROXY_API_BASE``...); ``status`` is
+        ``error.status_code`` when it has one. An address that cannot be reached at all
+        gives an :class:`LLMUnreachableError`."""
         status = getattr(error, "status_code", None)
         url = connection_url(error)
-        where = f" (could not connect to {url})" if url else ""
-        return cls(
+        where = ""
+        if url:
+            where = f" (could not connect to {url}{f', set by {setting}' if setting else ''})"
+        kind = LLMUnreachableError if unreachable(error) else cls
+        return kind(
             f"agent '{agent}': LLM call to '{model}' failed after {attempts} "
             f"attempt{'s' if attempts > 1 else ''}: {type(error).__name__}: {error}{where}",
             agent=agent,
@@ -99,6 +112,11 @@ class LLMCallError(MAILError):
             status=status if isinstance(status, int) else None,
             retryable=retryable,
         )
+
+
+class LLMUnreachableError(LLMCallError, UnreachableError):
+    """The LLM's address cannot be reached at all (connection refused, unknown host): the
+    runtime does not give the agent another turn for it."""
 
 
 def plain(obj: Any) -> Any:

@@ -12,6 +12,8 @@ Errors::
     MAILError
     ├── AgentOutputError   the answer has malformed tool arguments, or nothing at all
     ├── LLMCallError       the LLM call failed (after retries for transient failures)
+    │   └── LLMUnreachableError  its address refused the connection or does not resolve (also
+    │                            a mail.errors.UnreachableError: the agent gets no second turn)
     └── ConfigurationError litellm is not installed
 """
 
@@ -420,8 +422,21 @@ class LiteLLMAgentFunction(MAILAgentFunction):
 
     def _call_error(self, error: Exception, tries: int, retryable: bool) -> LLMCallError:
         return LLMCallError.after(
-            error, agent=self.name, model=self.model, attempts=tries, retryable=retryable
+            error,
+            agent=self.name,
+            model=self.model,
+            attempts=tries,
+            retryable=retryable,
+            setting=self._url_setting(),
         )
+
+    def _url_setting(self) -> str:
+        """What sets the URL this agent's calls go to, for error messages."""
+        if self.api_base:
+            return f"the api_base of agent '{self.name}'"
+        if self.use_proxy:
+            return "LITELLM_PROXY_API_BASE"
+        return f"the provider's default; an api_base on agent '{self.name}' changes it"
 
 
 #: Deprecated: ``base_agent_factory(comm_targets, tools, user_token, llm, system,

@@ -367,10 +367,11 @@ class OfflineWeatherFunction(_OfflineWorker):
 
     def describe(self, ok: bool, result: Any, args: dict[str, Any]) -> str:
         if ok and isinstance(result, dict):
-            return (
-                f"Forecast for {result.get('location')} on {result.get('date')}: "
-                f"{result.get('condition')}, {result.get('temperature')}°{result.get('units')}."
-            )
+            # a forecast a caller supplied (a breakpoint tool's result) may leave fields out
+            place = result.get("location") or args.get("location")
+            date = f" on {result['date']}" if result.get("date") else ""
+            degrees = f"{result.get('temperature')}°{result.get('units') or ''}"
+            return f"Forecast for {place}{date}: {result.get('condition')}, {degrees}."
         error = str(result).removeprefix("Error: ")
         return f"Sorry, I could not get a forecast for {args.get('location')}: {error}"
 
