@@ -4,12 +4,13 @@ as far as it reads them; and counts are made when read, never stored."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from tests.conversations.conftest import KEY, actor
 
 from mail.conversations import Actor, ConversationService, EventBus, Reader
-from mail.db import CallerKey
+from mail.db import CallerKey, SQLiteStore
 
 OWNER = actor()
 U2 = CallerKey(swarm="demo", role="user", id="u2")
@@ -151,3 +152,23 @@ async def test_counts_are_not_stored(service: ConversationService) -> None:
     )
     assert got["conversation"]["participantCount"] == 2
     assert (thread["turnCount"], got["threads"][0]["turnCount"]) == (0, 0)
+
+
+async def test_sqlite_finds_a_guests_conversations_through_the_principal_index(
+    tmp_path: Path,
+) -> None:
+    from mail.conversations._sql_store import _SQLITE_SHARED
+
+    tasks = SQLiteStore(tmp_path / "mail.db")
+    await tasks.open()
+    try:
+        plan = await tasks.run(
+            "plan",
+            lambda conn: conn.execute(
+                f"EXPLAIN QUERY PLAN {_SQLITE_SHARED}", ("demo", "user:u2")
+            ).fetchall(),
+        )
+    finally:
+        await tasks.close()
+    steps = " / ".join(str(row[-1]) for row in plan)
+    assert "SEARCH p USING INDEX idx_conversation_records_principal" in steps, steps

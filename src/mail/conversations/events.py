@@ -191,13 +191,8 @@ class Subscription:
     arrival: asyncio.Event = field(default_factory=asyncio.Event)
 
     def reaches(self, key: CallerKey, event: MailEvent) -> bool:
-        """Whether an event of ``key``'s conversations is this subscription's (one it is a
-        guest of makes ``key`` one of its :attr:`hosts`)."""
-        if not self.reader.reaches(self.filter, key, event):
-            return False
-        if key != self.key and self.reader.guest_of(event):
-            self.hosts.add(key)
-        return True
+        """Whether an event of ``key``'s conversations is this subscription's."""
+        return self.reader.reaches(self.filter, key, event)
 
     def append(self, event: MailEvent) -> None:
         """Add an event as the next one (its sequence number is the next) and wake the
@@ -336,6 +331,8 @@ class EventBus:
         for sub in list(self._subscriptions.values()):
             if sub.reaches(key, event):
                 sub.append(event)
+                if key != sub.key:  # (a guest's: its host's events may be its from now on)
+                    sub.hosts.add(key)
 
     async def replay(self, replay: Replay) -> tuple[list[MailEvent], bool]:
         """The events ``replay`` asks for, oldest first, and whether more follow. Raises

@@ -249,14 +249,7 @@ class ConversationService(TurnMethods, SummaryMethods, LifecycleMethods):
             if task_id is not None:
                 rows = [(k, r) for k, r in rows if r.task_id == task_id]
         else:
-            if task_id is not None:
-                own = await self.store.bound_to(actor.key, task_id)
-            else:
-                own = await self.store.list_records(actor.key, "conversation")
-            shared = await self._shared_with(actor, task_id)
-            guests = {conv.record_id: member for _, conv, member in shared}
-            rows = [(actor.key, r) for r in own] + [(k, conv) for k, conv, _ in shared]
-            rows.sort(key=lambda kr: (kr[1].seq, kr[1].record_id))
+            rows, guests = await self._reachable(actor, task_id)
         if after is not None:
             rows = [(k, r) for k, r in rows if [r.seq, r.record_id] > after]
         picked: list[Record] = []
@@ -278,6 +271,21 @@ class ConversationService(TurnMethods, SummaryMethods, LifecycleMethods):
                     "leftAt": member.data["leftAt"],
                 }
         return {"conversations": shown, "hasMore": more, "nextCursor": cursor}
+
+    async def _reachable(
+        self, actor: Actor, task_id: Any
+    ) -> tuple[list[tuple[CallerKey, Record]], dict[str, Record]]:
+        """The caller's conversations and those shared with it (bound to ``task_id`` when
+        given), with their callers, oldest first; and the caller's participant row in
+        each shared one, by conversation id."""
+        if task_id is not None:
+            own = await self.store.bound_to(actor.key, task_id)
+        else:
+            own = await self.store.list_records(actor.key, "conversation")
+        shared = await self._shared_with(actor, task_id)
+        rows = [(actor.key, r) for r in own] + [(key, conv) for key, conv, _ in shared]
+        rows.sort(key=lambda owned: (owned[1].seq, owned[1].record_id))
+        return rows, {conv.record_id: member for _, conv, member in shared}
 
     async def hosts_of(self, actor: Actor) -> set[CallerKey]:
         """The callers whose conversations are shared with the actor (for its
