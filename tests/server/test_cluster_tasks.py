@@ -521,6 +521,57 @@ def test_a_conversation_shared_on_a_is_read_and_written_by_the_guest_on_b_and_c(
     assert [t["id"] for t in turns] == [said["id"]]
 
 
+def test_a_guest_lists_and_follows_on_b_a_conversation_shared_on_a_and_c(
+    cluster: Cluster,
+) -> None:
+    a, b, c = cluster.replicas
+    made = call(a.url, cluster.admin_key, "POST", "/keys", json={"role": "user", "id": "erin"})
+    assert made.status_code == 201, made.text
+    guest = made.json()["key"]
+
+    def say(replica: Replica, cid: str, text: str, **extra: Any) -> str:
+        turn = {"conversationId": cid, "contentType": "text", "content": {"text": text}}
+        return str(_rpc(replica, cluster.key, "mail/turn", {**turn, **extra})["turn"]["id"])
+
+    async def scenario() -> tuple[list[tuple[str, Any]], str, str, str]:
+        async def call_on(ws: Any, request_id: int, method: str, params: Any) -> Any:
+            request = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+            await ws.send(json.dumps(request))
+            return json.loads(await asyncio.wait_for(ws.recv(), 10))
+
+        url = b.url.replace("http://", "ws://") + "/map"
+        async with connect(url, proxy=None, open_timeout=10) as ws:
+            auth = {"method": "api-key", "credential": guest}
+            await call_on(ws, 1, "map/connect", {"auth": auth})
+            await call_on(ws, 2, "map/subscribe", {"filter": {}})
+            created = await asyncio.to_thread(_rpc, a, cluster.key, "mail/create", {})
+            cid = created["conversation"]["id"]
+            invite = {"conversationId": cid, "participant": {"id": "user:erin"}}
+            await asyncio.to_thread(_rpc, c, cluster.key, "mail/invite", invite)
+            public = await asyncio.to_thread(say, a, cid, "to all")
+            only = {"type": "participants", "ids": ["user:carol"]}
+            await asyncio.to_thread(say, c, cid, "to carol", visibility=only)
+            last = await asyncio.to_thread(say, a, cid, "to all again")
+            got: list[tuple[str, Any]] = []
+            while not got or got[-1][1] != last:
+                note = json.loads(await asyncio.wait_for(ws.recv(), 10))
+                event = note["params"]["event"]
+                got.append((event["type"], (event["data"].get("turn") or {}).get("id")))
+        return got, cid, public, last
+
+    got, cid, public, last = asyncio.run(scenario())
+    assert got == [
+        ("mail.participant.joined", None),
+        ("mail.turn.added", public),
+        ("mail.turn.added", last),
+    ]
+    listed = _rpc(c, guest, "mail/list", {})["conversations"]
+    assert [(x["id"], x["x-guest"]["role"]) for x in listed] == [(cid, "worker")]
+    mail = {"filter": {"mail": {"conversationId": cid}, "eventTypes": ["mail.turn.added"]}}
+    replayed = _rpc(a, guest, "map/replay", mail)["events"]
+    assert [e["event"]["data"]["turn"]["id"] for e in replayed] == [public, last]
+
+
 # --- fail-over ------------------------------------------------------------------------------
 
 

@@ -137,6 +137,52 @@ test('two clients with different keys share one conversation by invitation', asy
   }
 });
 
+test('a guest lists the shared conversation and gets its turns live, not those hidden from it', async () => {
+  const owner = await client(userKey, 'owner');
+  const guest = await client(user2Key, 'guest');
+  try {
+    const { conversation, participant: me } = await owner.createConversation({ subject: 'live' });
+    const cid = conversation.id;
+    const guestId = (await guest.createConversation({})).participant.id;
+    await owner.inviteToConversation({ conversationId: cid, participant: { id: guestId } });
+
+    // mail/list: the owner's conversation, marked with the guest's participant there
+    const { conversations } = await guest.listConversations({ limit: 1000 });
+    const shared = conversations.find((c) => c.id === cid);
+    assert.ok(shared, 'the shared conversation is listed');
+    assert.equal(shared.createdBy, me.id);
+    assert.equal(shared.participantCount, 2);
+    assert.deepEqual(shared['x-guest'], { participantId: guestId, role: 'worker', leftAt: null });
+
+    const subscription = await guest.subscribe({ eventTypes: ['mail.turn.added'] });
+    const texts = [];
+    const two = new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`got ${texts.join()}`)), 10_000);
+      subscription.on('event', (event) => {
+        texts.push(event.data.turn.content.text);
+        if (texts.length === 2) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+    });
+    await owner.recordTurn({ conversationId: cid, ...hello('for everyone') });
+    await owner.recordTurn({
+      conversationId: cid,
+      ...hello('for the owner only'),
+      visibility: { type: 'participants', ids: [me.id] },
+    });
+    await owner.recordTurn({ conversationId: cid, ...hello('for everyone again') });
+    await two;
+    // the events come in order: the hidden turn, recorded between the two, never came
+    assert.deepEqual(texts, ['for everyone', 'for everyone again']);
+    assert.equal(subscription.lastSequenceNumber, 2);
+  } finally {
+    await owner.disconnect();
+    await guest.disconnect();
+  }
+});
+
 test('bad input gets clear errors', async () => {
   const user = await client(userKey, 'checks');
   const agent = await AgentConnection.connect(url, {

@@ -42,6 +42,7 @@ from mail.conversations.events import (
     EventBus,
     EventsNotRetainedError,
     MailEvent,
+    Reader,
     Replay,
     Subscription,
 )
@@ -69,6 +70,7 @@ __all__ = [
     "MemoryConversationStore",
     "Params",
     "PostgresConversationStore",
+    "Reader",
     "Record",
     "Replay",
     "SQLiteConversationStore",

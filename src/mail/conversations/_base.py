@@ -44,6 +44,7 @@ __all__ = [
     "Actor",
     "ServiceBase",
     "admits",
+    "guests_of",
     "new_id",
     "new_ids",
     "ordered_id",
@@ -142,8 +143,26 @@ class ServiceBase:
 
     # --- loading and checks ---------------------------------------------------------------
 
-    def _emit(self, actor: Actor, event_type: str, data: dict[str, Any]) -> None:
-        self.bus.publish(actor.key, event_type, data, now_ms())
+    async def _emit(
+        self, actor: Actor, event_type: str, data: dict[str, Any], turn: Record | None = None
+    ) -> None:
+        """Publish an event of the conversation ``data["conversationId"]`` (of a ``turn``:
+        its row), with the guests it reaches."""
+        guests = await self._guests(actor.key, data["conversationId"], event_type, data, turn)
+        self.bus.publish(actor.key, event_type, data, now_ms(), guests)
+
+    async def _guests(
+        self,
+        key: CallerKey,
+        conversation_id: str,
+        event_type: str,
+        data: dict[str, Any],
+        turn: Record | None = None,
+    ) -> dict[str, str]:
+        """The participants an event reaches beside the caller ``key`` (see
+        :func:`guests_of`), kept with it for the subscriptions and ``map/replay`` to come."""
+        rows = await self.store.list_records(key, "participant", conversation_id)
+        return guests_of(rows, event_type, data, turn)
 
     async def _conversation(self, actor: Actor, params: dict[str, Any]) -> Record:
         """The conversation ``params`` names, its intercepted turns caught up first (when
@@ -241,7 +260,7 @@ class ServiceBase:
         )
         await self.store.put(actor.key, record)
         participant = participant_of(record)
-        self._emit(
+        await self._emit(
             actor,
             "mail.participant.joined",
             {"conversationId": conv.conversation_id, "participant": participant},
@@ -315,10 +334,12 @@ class ServiceBase:
             if ref is not None:
                 await self._lookup(actor, conv, cast(RecordKind, kind), ref)
         turn = self._new_turn(conv.conversation_id, actor.participant_id, params, source)
-        written = await self.store.append_turns(actor.key, {conv.conversation_id: [dict(turn)]})
-        if conv.conversation_id not in written:  # closed since it was read
-            self._open(await self._conversation(actor, {"conversationId": conv.conversation_id}))
-        self._emit(actor, "mail.turn.added", {"conversationId": conv.conversation_id, "turn": turn})
+        cid = conv.conversation_id
+        written = await self.store.append_turns(actor.key, {cid: [dict(turn)]})
+        if cid not in written:  # closed since it was read
+            self._open(await self._conversation(actor, {"conversationId": cid}))
+        row = next(r for r in written[cid] if r.kind == "turn")
+        await self._emit(actor, "mail.turn.added", {"conversationId": cid, "turn": turn}, row)
         return turn
 
     @staticmethod
@@ -380,6 +401,35 @@ def admits(record: Record | None, actor: Actor) -> bool:
     if record is None or record.data.get("removedBy"):
         return False
     return bool(record.data.get("principal", record.record_id) == actor.holder)
+
+
+def guests_of(
+    people: list[Record], event_type: str, data: dict[str, Any], turn: Record | None = None
+) -> dict[str, str]:
+    """The participants (of ``people``, a conversation's rows) an event reaches, with the
+    principal each was invited for: those present (not gone, not removed) that read what
+    it tells as ``mail/*`` shows it them (a ``turn``'s event: the participants that see the
+    turn in ``mail/turns/list``; a summary: those that observe); and the participant an
+    event of its leaving names."""
+    gone = data.get("participantId") if event_type == "mail.participant.left" else None
+    found: dict[str, str] = {}
+    for row in people:
+        principal = row.data.get("principal")
+        if principal is not None and (row.record_id == gone or _reads(row, event_type, turn)):
+            found[row.record_id] = str(principal)
+    return found
+
+
+def _reads(member: Record, event_type: str, turn: Record | None) -> bool:
+    if member.data["leftAt"] is not None or member.data.get("removedBy"):
+        return False
+    if turn is None and event_type != "mail.summary.generated":
+        return True
+    viewer = participant_of(member)
+    if not viewer["permissions"].get("canObserve"):
+        return False
+    joined = int(member.data.get("joinedAfterTurn", 0))
+    return turn is None or access.visible(turn_of(turn), turn.seq, viewer, joined)
 
 
 def turn_of(record: Record) -> Turn:

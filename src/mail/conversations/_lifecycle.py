@@ -84,7 +84,7 @@ class LifecycleMethods(ServiceBase):
         if reason is not None:
             conv.data["closeReason"] = reason
         await self._touch(actor, conv)
-        self._emit(
+        await self._emit(
             actor,
             "mail.closed",
             {
@@ -122,7 +122,7 @@ class LifecycleMethods(ServiceBase):
                 return target
             conv.data["status"] = target
             await self._touch(actor, conv)
-        self._emit(
+        await self._emit(
             actor,
             STATUS_CHANGED,
             {

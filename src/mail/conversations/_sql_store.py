@@ -15,6 +15,7 @@ from mail.conversations.store import (
     Mark,
     Record,
     RecordKind,
+    Shared,
     plan_append,
 )
 from mail.db.store import CallerKey, dumps, loads
@@ -47,6 +48,23 @@ _SQLITE = {
     "list_every": f"""SELECT caller_role, caller_id, {_COLUMNS} FROM conversation_records
         WHERE swarm_name = ? AND kind = ? ORDER BY seq, record_id""",
 }
+
+
+# a guest's conversations: each with the participant row invited for the principal (the
+# partial index on the principal of participant rows, then the conversation's row)
+_ROWS_OF = """c.caller_role, c.caller_id,
+    c.conversation_id, c.kind, c.record_id, c.seq, c.task_id, c.data,
+    p.conversation_id, p.kind, p.record_id, p.seq, p.task_id, p.data"""
+_JOINED = """FROM conversation_records AS p JOIN conversation_records AS c
+    ON c.swarm_name = p.swarm_name AND c.caller_role = p.caller_role
+    AND c.caller_id = p.caller_id AND c.conversation_id = p.conversation_id
+    AND c.kind = 'conversation' AND c.record_id = p.conversation_id"""
+_SQLITE_SHARED = f"""SELECT {_ROWS_OF} {_JOINED}
+    WHERE p.swarm_name = ? AND p.kind = 'participant'
+    AND json_extract(p.data, '$.principal') = ? ORDER BY c.seq, c.record_id"""
+_POSTGRES_SHARED = f"""SELECT {_ROWS_OF.replace(".data", ".data::text")} {_JOINED}
+    WHERE p.swarm_name = $1 AND p.kind = 'participant'
+    AND (p.data->>'principal') = $2 ORDER BY c.seq, c.record_id"""
 
 
 def _numbered(sql: str) -> str:
@@ -152,6 +170,10 @@ def _plan(
 
 def _owned(swarm: str, row: Any) -> tuple[CallerKey, Record]:
     return CallerKey(swarm=swarm, role=row[0], id=row[1]), _record(row[2:])
+
+
+def _shared(swarm: str, row: Any) -> Shared:
+    return CallerKey(swarm=swarm, role=row[0], id=row[1]), _record(row[2:8]), _record(row[8:])
 
 
 def _record(row: Any) -> Record:
@@ -274,6 +296,10 @@ class SQLiteConversationStore(ConversationStore):
         rows = await self._rows("list_every", _SQLITE["list_every"], (swarm, kind))
         return [_owned(swarm, row) for row in rows]
 
+    async def shared_with(self, swarm: str, principal: str) -> list[Shared]:
+        rows = await self._rows("shared_with", _SQLITE_SHARED, (swarm, principal))
+        return [_shared(swarm, row) for row in rows]
+
 
 class PostgresConversationStore(ConversationStore):
     """Conversation records in the database of a :class:`~mail.db.PostgresStore` (open
@@ -360,6 +386,10 @@ class PostgresConversationStore(ConversationStore):
     async def list_every(self, swarm: str, kind: RecordKind) -> list[tuple[CallerKey, Record]]:
         rows = await self._fetch("list_every", _POSTGRES["list_every"], swarm, kind)
         return [_owned(swarm, row) for row in rows]
+
+    async def shared_with(self, swarm: str, principal: str) -> list[Shared]:
+        rows = await self._fetch("shared_with", _POSTGRES_SHARED, swarm, principal)
+        return [_shared(swarm, row) for row in rows]
 
 
 def conversation_store_for(tasks: object | None) -> ConversationStore:

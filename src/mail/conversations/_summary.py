@@ -109,7 +109,7 @@ class SummaryMethods(ServiceBase):
         )
         if span is None:
             await self._put(actor, conv, "summary", thread or "*", summary, 0)
-        self._emit(
+        await self._emit(
             actor,
             "mail.summary.generated",
             {**summary, "generated": True},

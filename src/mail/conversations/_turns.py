@@ -16,6 +16,7 @@ from mail.conversations._base import (
     MAX_LIMIT,
     Actor,
     ServiceBase,
+    guests_of,
     new_id,
     new_ids,
     participant_of,
@@ -80,7 +81,7 @@ class TurnMethods(ServiceBase):
             cached.data = {"stale": True}  # it may quote the redacted content
             await self.store.put(actor.key, cached)
         turn_of(turn)
-        self._emit(
+        await self._emit(
             actor,
             "mail.turn.updated",
             {
@@ -88,6 +89,7 @@ class TurnMethods(ServiceBase):
                 "turnId": turn.record_id,
                 "status": "redacted",
             },
+            turn,
         )
         return {"turn": turn.data}
 
@@ -123,25 +125,28 @@ class TurnMethods(ServiceBase):
             cid: [cast(Turn, r.data) for r in rows if r.kind == "turn"]
             for cid, rows in written.items()
         }
-        self._publish_written(key, written)
+        await self._publish_written(key, written)
         return recorded
 
-    def _publish_written(self, key: CallerKey, written: dict[str, list[Record]]) -> None:
+    async def _publish_written(self, key: CallerKey, written: dict[str, list[Record]]) -> None:
         """``mail.participant.joined`` and ``mail.turn.added`` for the rows ``written``, each
-        built only when a subscription may take its type."""
+        built only when a subscription may take its type (the participants of each
+        conversation read once: its guests)."""
         joins = self.bus.listening_to(key, "mail.participant.joined")
         adds = self.bus.listening_to(key, "mail.turn.added")
         if not (joins or adds):
             return
         now = now_ms()
         for cid, rows in written.items():
+            people = await self.store.list_records(key, "participant", cid)
             for r in rows:
                 if r.kind == "participant" and joins:
+                    kind = "mail.participant.joined"
                     data = {"conversationId": cid, "participant": participant_of(r)}
-                    self.bus.publish(key, "mail.participant.joined", data, now)
+                    self.bus.publish(key, kind, data, now, guests_of(people, kind, data))
                 elif r.kind == "turn" and adds:
-                    data = {"conversationId": cid, "turn": r.data}
-                    self.bus.publish(key, "mail.turn.added", data, now)
+                    kind, data = "mail.turn.added", {"conversationId": cid, "turn": r.data}
+                    self.bus.publish(key, kind, data, now, guests_of(people, kind, data, r))
 
     @classmethod
     def _joined(cls, conv: Record, author: str, seq: int, turns: int) -> Record:
@@ -256,8 +261,9 @@ class TurnMethods(ServiceBase):
             updatedAt=now,
         )
         seq = await self._next_seq(actor, conv, "thread")
-        await self._put(actor, conv, "thread", thread["id"], thread, seq)
-        self._emit(
+        stored = {k: v for k, v in thread.items() if k not in _COUNTED}
+        await self._put(actor, conv, "thread", thread["id"], stored, seq)
+        await self._emit(
             actor, "mail.thread.created", {"conversationId": conv.conversation_id, "thread": thread}
         )
         return {"thread": thread}
@@ -321,6 +327,10 @@ def _page(rows: list[Record], limit: int | None, name: str) -> dict[str, Any]:
 def _turns_page(rows: list[Record], limit: int | None) -> dict[str, Any]:
     page = _page(rows, limit, "turns")
     return {**page, "turns": [r.data for r in page["turns"]]}
+
+
+#: a thread's fields counted when it is read (:func:`threads_shown`), never stored
+_COUNTED = frozenset({"turnCount", "participantCount", "updatedAt"})
 
 
 def threads_shown(threads: Sequence[Record], turns: Sequence[Record]) -> list[dict[str, Any]]:

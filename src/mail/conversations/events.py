@@ -1,10 +1,14 @@
 """The per-server bus of ``mail.*`` events and the subscriptions that read it.
 
 A subscription belongs to a caller (:class:`~mail.db.CallerKey`) and sees only the
-events of that caller's conversations that match its filter: ``eventTypes`` (any of
-them), and the ``mail`` filter (``conversationId``, ``threadId``, ``participantId``,
-``contentType``, combined with AND; only ``mail.*`` events, and our ``x-mail.*`` ones,
-match it).
+events of that caller's conversations, and of the conversations shared with it, that
+match its filter: ``eventTypes`` (any of them), and the ``mail`` filter
+(``conversationId``, ``threadId``, ``participantId``, ``contentType``, combined with
+AND; only ``mail.*`` events, and our ``x-mail.*`` ones, match it). An event of a shared
+conversation names its *guests* (:attr:`MailEvent.guests`: the participants of other
+callers it may reach, with the principal each was invited for), as the conversation
+service decides from their rows and the turn's visibility; a subscription reaches it when
+the participant it was made for is one of them, for the same principal.
 
 Every event has an id (``eventId`` on the wire, and the SSE ``id:``): a number that grows
 with each event of the server (of the swarm's Redis stream in cluster mode) and starts
@@ -24,7 +28,7 @@ import itertools
 import secrets
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +43,7 @@ __all__ = [
     "EventBus",
     "EventsNotRetainedError",
     "MailEvent",
+    "Reader",
     "Replay",
     "Subscription",
     "matches",
@@ -71,6 +76,9 @@ class MailEvent:
     type: str
     data: dict[str, Any]
     timestamp: int
+    #: the participants of other callers the event reaches: participant id -> the
+    #: principal its invitation is for (not on the wire)
+    guests: dict[str, str] = field(default_factory=dict)
 
     def body(self) -> dict[str, Any]:
         """The event as notifications and ``map/replay`` carry it."""
@@ -122,19 +130,28 @@ def _fields(data: dict[str, Any]) -> dict[str, set[str]]:
 ALL_CALLERS = "x-allCallers"
 
 
-def reaches(
-    reader: CallerKey,
-    filter_: dict[str, Any],
-    key: CallerKey,
-    event_type: str,
-    data: dict[str, Any],
-) -> bool:
-    """Whether an event of ``key``'s conversations goes to ``reader`` with ``filter_``:
-    its own (or, with ``filter["x-allCallers"]``, an admin's, any caller's), passing the
-    filter."""
-    if reader != key and not filter_.get(ALL_CALLERS):
-        return False
-    return matches(filter_, event_type, data)
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reader:
+    """Who reads events: the caller ``key``, as the participant ``participant_id``
+    holding ``principal`` (what a guest's invitation is checked against; ``None``: the
+    caller's own events only)."""
+
+    key: CallerKey
+    participant_id: str | None = None
+    principal: str | None = None
+
+    def reaches(self, filter_: dict[str, Any], key: CallerKey, event: MailEvent) -> bool:
+        """Whether ``event`` of ``key``'s conversations goes to this reader with
+        ``filter_``: its own, one it is a guest of (or, with ``filter["x-allCallers"]``,
+        an admin's, any caller's), passing the filter."""
+        if self.key != key and not filter_.get(ALL_CALLERS) and not self.guest_of(event):
+            return False
+        return matches(filter_, event.type, event.data)
+
+    def guest_of(self, event: MailEvent) -> bool:
+        """Whether the event reaches this reader as one of its guests."""
+        pid, principal = self.participant_id, self.principal
+        return pid is not None and principal is not None and event.guests.get(pid) == principal
 
 
 def matches(filter_: dict[str, Any], event_type: str, data: dict[str, Any]) -> bool:
@@ -159,6 +176,11 @@ class Subscription:
     id: str
     key: CallerKey
     filter: dict[str, Any]
+    #: who reads it: its caller as a participant (the conversations shared with it)
+    reader: Reader
+    #: the callers whose conversations shared with it it has had events of (or had when
+    #: it was made): their events may be its
+    hosts: set[CallerKey] = field(default_factory=set)
     log: deque[tuple[int, MailEvent]] = field(default_factory=lambda: deque(maxlen=RETAINED))
     #: the sequence number of the newest event (0: none yet)
     last: int = 0
@@ -168,9 +190,9 @@ class Subscription:
     #: set (and replaced) when an event is appended
     arrival: asyncio.Event = field(default_factory=asyncio.Event)
 
-    def reaches(self, key: CallerKey, event_type: str, data: dict[str, Any]) -> bool:
+    def reaches(self, key: CallerKey, event: MailEvent) -> bool:
         """Whether an event of ``key``'s conversations is this subscription's."""
-        return reaches(self.key, self.filter, key, event_type, data)
+        return self.reader.reaches(self.filter, key, event)
 
     def append(self, event: MailEvent) -> None:
         """Add an event as the next one (its sequence number is the next) and wake the
@@ -206,12 +228,12 @@ class Subscription:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Replay:
-    """What ``map/replay`` asks: the caller's events (its own; every caller's with
-    ``filter["x-allCallers"]``) passing ``filter``, after the event ``after`` or from the
-    time ``since`` (ms, inclusive), up to the time ``until`` (inclusive), at most
-    ``limit``."""
+    """What ``map/replay`` asks: the reader's events (its own and those of conversations
+    shared with it; every caller's with ``filter["x-allCallers"]``) passing ``filter``,
+    after the event ``after`` or from the time ``since`` (ms, inclusive), up to the time
+    ``until`` (inclusive), at most ``limit``."""
 
-    key: CallerKey
+    reader: Reader
     filter: dict[str, Any]
     after: int | None = None
     since: int | None = None
@@ -221,7 +243,7 @@ class Replay:
     def wants(self, key: CallerKey, event: MailEvent) -> bool:
         if self.until is not None and event.timestamp > self.until:
             return False
-        return reaches(self.key, self.filter, key, event.type, event.data)
+        return self.reader.reaches(self.filter, key, event)
 
 
 def _first_id() -> int:
@@ -242,9 +264,23 @@ class EventBus:
         #: or dropped
         self._floor, self._floor_time = first, first // ID_SCALE
 
-    def subscribe(self, key: CallerKey, filter_: dict[str, Any]) -> Subscription:
-        """A new subscription of ``key``'s events that pass ``filter_``."""
-        sub = Subscription(id=f"sub-{secrets.token_hex(8)}", key=key, filter=filter_)
+    def subscribe(
+        self,
+        key: CallerKey,
+        filter_: dict[str, Any],
+        reader: Reader | None = None,
+        hosts: Iterable[CallerKey] = (),
+    ) -> Subscription:
+        """A new subscription of ``key``'s events that pass ``filter_``; with ``reader``
+        (of ``key``), of the conversations shared with its participant too (``hosts``:
+        the callers whose conversations they are)."""
+        sub = Subscription(
+            id=f"sub-{secrets.token_hex(8)}",
+            key=key,
+            filter=filter_,
+            reader=reader or Reader(key=key),
+            hosts=set(hosts),
+        )
         self._subscriptions[sub.id] = sub
         return sub
 
@@ -263,27 +299,40 @@ class EventBus:
         return True
 
     def listening_to(self, key: CallerKey, *event_types: str) -> bool:
-        """Whether a subscription may take events of ``key``'s conversations (its own, or
-        an admin's of every caller) of one of ``event_types`` (of any type when none)."""
+        """Whether a subscription may take events of ``key``'s conversations (its own, a
+        guest's of them, or an admin's of every caller) of one of ``event_types`` (of any
+        type when none)."""
         for sub in self._subscriptions.values():
-            if sub.key != key and not sub.filter.get(ALL_CALLERS):
+            if sub.key != key and key not in sub.hosts and not sub.filter.get(ALL_CALLERS):
                 continue
             types = sub.filter.get("eventTypes")
             if not types or not event_types or any(t in types for t in event_types):
                 return True
         return False
 
-    def publish(self, key: CallerKey, event_type: str, data: dict[str, Any], now: int) -> None:
-        """Deliver an event of ``key``'s conversations to the matching subscriptions and
-        keep it for ``map/replay`` (never blocks: full logs drop their oldest event)."""
-        event = MailEvent(id=next(self._ids), type=event_type, data=data, timestamp=now)
+    def publish(
+        self,
+        key: CallerKey,
+        event_type: str,
+        data: dict[str, Any],
+        now: int,
+        guests: dict[str, str] | None = None,
+    ) -> None:
+        """Deliver an event of ``key``'s conversations to the matching subscriptions (its
+        ``guests``' too: participant id -> principal) and keep it for ``map/replay``
+        (never blocks: full logs drop their oldest event)."""
+        event = MailEvent(
+            id=next(self._ids), type=event_type, data=data, timestamp=now, guests=guests or {}
+        )
         if len(self._log) == self._log.maxlen:
             dropped = self._log[0][1]
             self._floor, self._floor_time = dropped.id, dropped.timestamp
         self._log.append((key, event))
         for sub in list(self._subscriptions.values()):
-            if sub.reaches(key, event_type, data):
+            if sub.reaches(key, event):
                 sub.append(event)
+                if key != sub.key:  # (a guest's: its host's events may be its from now on)
+                    sub.hosts.add(key)
 
     async def replay(self, replay: Replay) -> tuple[list[MailEvent], bool]:
         """The events ``replay`` asks for, oldest first, and whether more follow. Raises

@@ -42,10 +42,14 @@ from mail.conversations.models import (
     default_permissions,
     now_ms,
 )
-from mail.conversations.store import Record
+from mail.conversations.store import Record, Shared
 from mail.db.store import CallerKey
 
-__all__ = ["METHODS", "Actor", "ConversationService"]
+__all__ = ["GUEST", "METHODS", "Actor", "ConversationService"]
+
+#: the field of a conversation ``mail/list`` shows a guest (our extension): its
+#: participant there, ``{participantId, role, leftAt}``
+GUEST = "x-guest"
 #: the ``mail/*`` methods, by JSON-RPC name: the :class:`ConversationService` method
 METHODS: dict[str, str] = {
     "mail/create": "create",
@@ -64,7 +68,6 @@ METHODS: dict[str, str] = {
     # our extension (R7): redaction, the one change that emits mail.turn.updated
     "x-mail/turn/redact": "redact",
 }
-#: the ``mail/list`` filter with which an admin lists every caller's conversations
 
 
 class ConversationService(TurnMethods, SummaryMethods, LifecycleMethods):
@@ -130,7 +133,7 @@ class ConversationService(TurnMethods, SummaryMethods, LifecycleMethods):
             parentTurnId=opt_str(params, "parentTurnId"),
             taskId=opt_str(params, "taskId"),
             metadata=metadata,
-            participantCount=0,  # counted when read (shown)
+            participantCount=0,  # not stored: counted when read (shown)
             createdBy=actor.participant_id,
             createdAt=now,
             updatedAt=now,
@@ -145,13 +148,13 @@ class ConversationService(TurnMethods, SummaryMethods, LifecycleMethods):
             record_id=cid,
             seq=now,
             task_id=data["taskId"],
-            data=dict(data),
+            data={k: v for k, v in data.items() if k != "participantCount"},
         )
         people = self._initial_people(actor, conv, params.get("initialParticipants"))
         await self.store.put_many(actor.key, [conv, *people])  # all or nothing
         if data["taskId"] is not None and self.binder is not None:
             self.binder(actor.key, data["taskId"], cid)
-        self._emit(
+        await self._emit(
             actor,
             "mail.created",
             {
@@ -163,7 +166,7 @@ class ConversationService(TurnMethods, SummaryMethods, LifecycleMethods):
         )
         joined = [participant_of(p) for p in people]
         for participant in joined:
-            self._emit(
+            await self._emit(
                 actor,
                 "mail.participant.joined",
                 {"conversationId": cid, "participant": participant},
@@ -228,13 +231,15 @@ class ConversationService(TurnMethods, SummaryMethods, LifecycleMethods):
         return [participant_of(r) for r in rows if r.data["leftAt"] is None]
 
     async def list_conversations(self, actor: Actor, params: dict[str, Any]) -> dict[str, Any]:
-        """``mail/list``: the caller's conversations, oldest first, ``limit`` per page;
-        with ``filter.taskId`` (our extension) only those bound to that task; with
+        """``mail/list``: the caller's conversations and those shared with it (each marked
+        ``x-guest``: its participant there), oldest first, ``limit`` per page; with
+        ``filter.taskId`` (our extension) only those bound to that task; with
         ``filter["x-allCallers"]`` (admins only, else 10003) every caller's."""
         filter_ = params.get("filter") or {}
         task_id = filter_.get("taskId")  # our extension: the conversations bound to a task
         limit = min(opt_int(params, "limit", minimum=1) or DEFAULT_LIMIT, MAX_LIMIT)
         after = access.decode_cursor(params.get("cursor"), int, str)
+        guests: dict[str, Record] = {}  # conversation id -> the caller's participant row
         if filter_.get(ALL_CALLERS):
             if not actor.admin:
                 raise MailPermissionDeniedError(
@@ -243,12 +248,8 @@ class ConversationService(TurnMethods, SummaryMethods, LifecycleMethods):
             rows = await self.store.list_every(actor.key.swarm, "conversation")
             if task_id is not None:
                 rows = [(k, r) for k, r in rows if r.task_id == task_id]
-        elif task_id is not None:
-            rows = [(actor.key, r) for r in await self.store.bound_to(actor.key, task_id)]
         else:
-            rows = [
-                (actor.key, r) for r in await self.store.list_records(actor.key, "conversation")
-            ]
+            rows, guests = await self._reachable(actor, task_id)
         if after is not None:
             rows = [(k, r) for k, r in rows if [r.seq, r.record_id] > after]
         picked: list[Record] = []
@@ -261,7 +262,50 @@ class ConversationService(TurnMethods, SummaryMethods, LifecycleMethods):
         cursor = access.encode_cursor([page[-1].seq, page[-1].record_id]) if more else None
         owners = {row.record_id: key for key, row in rows}
         shown = [await self.shown(owners[r.record_id], r) for r in page]
+        for conversation in shown:
+            member = guests.get(conversation["id"])
+            if member is not None:
+                conversation[GUEST] = {
+                    "participantId": member.record_id,
+                    "role": member.data["role"],
+                    "leftAt": member.data["leftAt"],
+                }
         return {"conversations": shown, "hasMore": more, "nextCursor": cursor}
+
+    async def _reachable(
+        self, actor: Actor, task_id: Any
+    ) -> tuple[list[tuple[CallerKey, Record]], dict[str, Record]]:
+        """The caller's conversations and those shared with it (bound to ``task_id`` when
+        given), with their callers, oldest first; and the caller's participant row in
+        each shared one, by conversation id."""
+        if task_id is not None:
+            own = await self.store.bound_to(actor.key, task_id)
+        else:
+            own = await self.store.list_records(actor.key, "conversation")
+        shared = await self._shared_with(actor, task_id)
+        rows = [(actor.key, r) for r in own] + [(key, conv) for key, conv, _ in shared]
+        rows.sort(key=lambda owned: (owned[1].seq, owned[1].record_id))
+        return rows, {conv.record_id: member for _, conv, member in shared}
+
+    async def hosts_of(self, actor: Actor) -> set[CallerKey]:
+        """The callers whose conversations are shared with the actor (for its
+        subscriptions); none when mail is off."""
+        if not self.enabled:
+            return set()
+        return {key for key, _, _ in await self._shared_with(actor, None)}
+
+    async def _shared_with(self, actor: Actor, task_id: Any) -> list[Shared]:
+        """The other callers' conversations shared with the actor (bound to ``task_id``
+        when given): those with a participant row of the actor that admits it."""
+        found = await self.store.shared_with(actor.key.swarm, actor.holder)
+        return [
+            (key, conv, member)
+            for key, conv, member in found
+            if key != actor.key
+            and member.record_id == actor.participant_id
+            and admits(member, actor)
+            and (task_id is None or conv.task_id == task_id)
+        ]
 
     async def _listed(self, key: CallerKey, row: Record, filter_: dict[str, Any]) -> bool:
         if filter_.get("type") and row.data["type"] not in filter_["type"]:
@@ -385,7 +429,7 @@ class ConversationService(TurnMethods, SummaryMethods, LifecycleMethods):
         reason = opt_str(params, "reason")
         member.data["leftAt"] = now_ms()
         await self.store.put(actor.key, member)
-        self._emit(
+        await self._emit(
             actor,
             "mail.participant.left",
             {"conversationId": conv.conversation_id, "participantId": pid, "reason": reason},

@@ -28,6 +28,7 @@ __all__ = [
     "MemoryConversationStore",
     "Record",
     "RecordKind",
+    "Shared",
     "plan_append",
 ]
 
@@ -49,6 +50,9 @@ class Record:
     task_id: str | None = None
 
 
+#: a conversation shared with a principal: ``(its caller, its record, the participant
+#: record invited for the principal)``
+Shared = tuple[CallerKey, Record, Record]
 #: builds the row of an author who is not a participant yet: ``(conversation, author,
 #: participant seq, how many turns the conversation has)`` -> the participant record
 Joiner = Callable[[Record, str, int, int], Record]
@@ -205,6 +209,13 @@ class ConversationStore(ABC):
         """The records of ``kind`` of every caller of ``swarm`` with their caller, ordered
         by ``seq`` then id (an admin's ``mail/list`` of every caller's conversations)."""
 
+    @abstractmethod
+    async def shared_with(self, swarm: str, principal: str) -> list[Shared]:
+        """The conversations of ``swarm`` having a participant row invited for
+        ``principal`` (its ``principal``), whoever's they are: ``(their caller, the
+        conversation record, the participant record)``, ordered by the conversation's
+        ``seq`` then id (a guest's ``mail/list``; removed participants are in it too)."""
+
 
 class MemoryConversationStore(ConversationStore):
     """A :class:`ConversationStore` in dictionaries, one per conversation (JSON text, so
@@ -279,3 +290,20 @@ class MemoryConversationStore(ConversationStore):
         ]
         found.sort(key=lambda f: (f[0], f[1]))
         return [(key, self._record(cid, kind, rid, row)) for _, rid, key, cid, row in found]
+
+    async def shared_with(self, swarm: str, principal: str) -> list[Shared]:
+        found: list[tuple[int, str, Shared]] = []
+        for (key, cid), rows in self._rows.items():
+            conv = rows.get(("conversation", cid))
+            if key.swarm != swarm or conv is None:
+                continue
+            for (k, record_id), row in rows.items():
+                if k == "participant" and loads(row[2]).get("principal") == principal:
+                    shared = (
+                        key,
+                        self._record(cid, "conversation", cid, conv),
+                        self._record(cid, "participant", record_id, row),
+                    )
+                    found.append((conv[0], cid, shared))
+        found.sort(key=lambda f: (f[0], f[1]))
+        return [shared for _, _, shared in found]

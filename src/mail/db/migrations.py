@@ -212,6 +212,14 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
         "what opened each task's current turn (a retried request is told from a new one)",
         ("ALTER TABLE tasks ADD COLUMN request TEXT",),
     ),
+    Migration(
+        6,
+        "MAP Mail participants by the principal they were invited for (shared conversations)",
+        (
+            """CREATE INDEX idx_conversation_records_principal ON conversation_records
+                (swarm_name, json_extract(data, '$.principal')) WHERE kind = 'participant'""",
+        ),
+    ),
 )
 
 #: PostgreSQL tables of ours alone (v1.3.6 has none of them): created by version 2, and by
@@ -456,6 +464,16 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
         (
             # a nullable column v1.3.6 neither writes nor reads: a shared database takes it
             "ALTER TABLE tasks ADD COLUMN IF NOT EXISTS request JSONB",
+        ),
+    ),
+    Migration(
+        10,
+        "MAP Mail participants by the principal they were invited for (shared conversations)",
+        (
+            # an index of our own table only: a database shared with v1.3.6 takes it
+            """CREATE INDEX IF NOT EXISTS idx_conversation_records_principal
+                ON conversation_records (swarm_name, (data->>'principal'))
+                WHERE kind = 'participant'""",
         ),
     ),
 )

@@ -4,7 +4,8 @@ A client may ``map/subscribe`` on one replica and read ``GET /map/events`` from 
 while the events come from a third. So every replica appends each event to one Redis
 stream per swarm (``mail:map:<swarm>``, trimmed to about :data:`STREAM_MAXLEN` entries)
 instead of handing it to its own subscriptions, and a subscription is a Redis key
-(``mail:map:sub:<id>``: the caller, the filter and the stream entry it starts after, kept
+(``mail:map:sub:<id>``: the caller, the participant and principal it reads as, the filter and the stream entry it
+starts after, kept
 a day after its last use). An event's id is its stream entry's (``<ms>-<n>`` as the
 number ``ms * 10000 + n``): the same on every replica.
 
@@ -31,6 +32,7 @@ from mail.conversations.events import (
     EventBus,
     EventsNotRetainedError,
     MailEvent,
+    Reader,
     Replay,
     Subscription,
 )
@@ -97,9 +99,19 @@ class SharedEventBus(EventBus):
         """Always: a subscriber may listen on any replica."""
         return True
 
-    def publish(self, key: CallerKey, event_type: str, data: dict[str, Any], now: int) -> None:
-        """Queue the event for the stream (:meth:`publish_forever` appends it)."""
+    def publish(
+        self,
+        key: CallerKey,
+        event_type: str,
+        data: dict[str, Any],
+        now: int,
+        guests: dict[str, str] | None = None,
+    ) -> None:
+        """Queue the event, with its guests, for the stream (:meth:`publish_forever`
+        appends it)."""
         item = {"key": [key.swarm, key.role, key.id], "type": event_type, "data": data, "now": now}
+        if guests:
+            item["guests"] = guests
         self._outbox.put_nowait(json.dumps(item, separators=(",", ":")))
 
     async def publish_forever(self) -> None:
@@ -120,7 +132,8 @@ class SharedEventBus(EventBus):
         newest = await self._redis.xrevrange(self.stream, count=1)
         self._marks[sub.id] = newest[0][0] if newest else "0-0"
         key = [sub.key.swarm, sub.key.role, sub.key.id]
-        record = {"key": key, "filter": sub.filter, "start": self._marks[sub.id]}
+        reader = [sub.reader.participant_id, sub.reader.principal]
+        record = {"key": key, "reader": reader, "filter": sub.filter, "start": self._marks[sub.id]}
         await self._redis.set(_sub_key(sub.id), json.dumps(record), ex=_SUB_TTL)
 
     async def find(self, key: CallerKey, subscription_id: str) -> Subscription | None:
@@ -134,7 +147,9 @@ class SharedEventBus(EventBus):
         record = json.loads(raw)
         if _key(record["key"]) != key:
             return None  # another caller's: as unknown
-        sub = Subscription(id=subscription_id, key=key, filter=record["filter"])
+        participant_id, principal = record.get("reader") or (None, None)
+        reader = Reader(key=key, participant_id=participant_id, principal=principal)
+        sub = Subscription(id=subscription_id, key=key, filter=record["filter"], reader=reader)
         self._subscriptions[sub.id] = sub
         self._marks[sub.id] = record["start"]  # numbered from its start, as everywhere
         return sub
@@ -236,10 +251,15 @@ class SharedEventBus(EventBus):
 
 def _event(entry_id: str, item: dict[str, Any]) -> MailEvent:
     return MailEvent(
-        id=_event_id(entry_id), type=item["type"], data=item["data"], timestamp=item["now"]
+        id=_event_id(entry_id),
+        type=item["type"],
+        data=item["data"],
+        timestamp=item["now"],
+        guests=item.get("guests") or {},
     )
 
 
 def _offer(sub: Subscription, entry_id: str, item: dict[str, Any]) -> None:
-    if sub.reaches(_key(item["key"]), item["type"], item["data"]):
-        sub.append(_event(entry_id, item))
+    event = _event(entry_id, item)
+    if sub.reaches(_key(item["key"]), event):
+        sub.append(event)

@@ -38,6 +38,7 @@ from mail.conversations import (
     MapReplay,
     MapSubscribe,
     MapUnsubscribe,
+    Reader,
     Replay,
     Subscription,
     check_params,
@@ -308,12 +309,20 @@ class MapCalls:
     async def _subscribe(self, actor: Actor, params: Any) -> dict[str, Any]:
         checked = check_params(MapSubscribe, params)
         filter_ = _filter_of(actor, checked.filter, "subscribe")
-        sub = self.state.map_events.subscribe(actor.key, filter_)
+        service = self.state.conversations
+        hosts = await service.hosts_of(actor) if service is not None else set()
+        sub = self.state.map_events.subscribe(actor.key, filter_, _reader(actor), hosts)
         await self.state.map_events.register(sub)
         self.subscribed.append(sub)
         if self.session.transport == "websocket":  # its events come on the socket
             return {"subscriptionId": sub.id}
         return {"subscriptionId": sub.id, "events": f"/map/events?subscription={sub.id}"}
+
+
+def _reader(actor: Actor) -> Reader:
+    """Who reads events: the caller, as its participant (the conversations shared with
+    it: see :mod:`mail.conversations.events`)."""
+    return Reader(key=actor.key, participant_id=actor.participant_id, principal=actor.holder)
 
 
 def _filter_of(actor: Actor, checked: Any, doing: str) -> dict[str, Any]:
@@ -331,7 +340,7 @@ async def _replay(state: ServerState, actor: Actor, params: Any) -> dict[str, An
     checked = check_params(MapReplay, params)
     after = checked.afterEventId
     replay = Replay(
-        key=actor.key,
+        reader=_reader(actor),
         filter=_filter_of(actor, checked.filter, "replay"),
         after=int(after) if after is not None else None,
         since=checked.fromTimestamp,
