@@ -1,0 +1,227 @@
+"""The A2A façade's ``AgentExecutor``: each A2A message is a turn of a MAIL task, run
+through the server's :class:`~mail.server._task_service.TaskService`.
+
+The A2A ``contextId`` is the MAIL task id: the first message of a context starts the
+task, later ones continue it (``resume_from: user_response``), and a message to a task
+paused on breakpoint tools answers the first pending call (``breakpoint_tool_call``).
+The turn's events become A2A events (see docs/a2a.md for the table):
+
+- a delivered message and a tool call: a ``working`` status update whose message says
+  who does what, the MAIL event in its ``metadata.mail``;
+- the ``answer`` token deltas of a streaming model: chunks of the ``answer`` artifact;
+- the turn's end: the answer as the ``answer`` artifact and ``completed``; a pause on
+  breakpoint tools ``input-required`` (the pending calls in the status message); a
+  failure ``failed``, a cancellation ``canceled``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import TYPE_CHECKING, Any
+
+from a2a.helpers import new_task
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.tasks import TaskUpdater
+from a2a.types import Part, TaskState
+
+from mail._limits import task_id_problem
+from mail.core.events import EventName
+from mail.core.tasks import TaskState as MAILState
+from mail.errors import MAILError, TaskNotFoundError, TaskStateError
+from mail.server._a2a_routes import message_metadata, message_text
+from mail.server._a2a_store import caller_of
+from mail.server._routes_message import new_turn
+from mail.server._task_service import Stream
+from mail.server.models import MessageRequest
+
+if TYPE_CHECKING:
+    from a2a.server.events import EventQueue
+
+    from mail.core.events import MAILEvent
+    from mail.core.tasks import MAILTask
+    from mail.server._state import ServerState
+    from mail.server.auth import Caller
+
+__all__ = ["SwarmExecutor"]
+
+logger = logging.getLogger("mail.server")
+
+#: the id of the artifact that holds a turn's answer (its live chunks too)
+ANSWER = "answer"
+_FINAL_STATES = {
+    "completed": TaskState.TASK_STATE_COMPLETED,
+    "waiting_breakpoint": TaskState.TASK_STATE_INPUT_REQUIRED,
+    "failed": TaskState.TASK_STATE_FAILED,
+    "cancelled": TaskState.TASK_STATE_CANCELED,
+}
+_SHOWN = frozenset({EventName.NEW_MESSAGE, EventName.TOOL_CALL})
+_SUMMARY = 200
+
+
+class SwarmExecutor(AgentExecutor):
+    """Runs A2A messages as turns of the caller's MAIL tasks on ``state``'s task service."""
+
+    def __init__(self, state: ServerState) -> None:
+        self.state = state
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        assert context.task_id is not None and context.context_id is not None  # noqa: S101  # the SDK sets both
+        assert context.message is not None  # noqa: S101  # a SendMessage always has one
+        updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+        caller = caller_of(context.call_context)
+        if context.current_task is None:  # a new A2A task: the SDK wants it first
+            await event_queue.enqueue_event(
+                new_task(
+                    context.task_id,
+                    context.context_id,
+                    TaskState.TASK_STATE_SUBMITTED,
+                    history=[context.message],
+                )
+            )
+        try:
+            turn = await self._turn(caller, context)
+            answer = await self.state.tasks.send(caller, turn)
+        except MAILError as e:
+            await updater.failed(updater.new_agent_message([Part(text=str(e))]))
+            return
+        if not isinstance(answer, Stream):  # pragma: no cover  # a streamed turn asked
+            raise TypeError("the task service answered a streamed turn with JSON")
+        await updater.start_work()
+        first = [answer.first] if answer.first is not None else []
+        for event in first:
+            if await _relay(updater, event):
+                return
+        async for event in answer.events:
+            if await _relay(updater, event):
+                return
+        await updater.failed(
+            updater.new_agent_message([Part(text="the turn's events ended early")])
+        )
+
+    async def _turn(self, caller: Caller, context: RequestContext) -> Any:
+        message = context.message
+        assert message is not None and context.context_id is not None  # noqa: S101
+        task_id, text = context.context_id, message_text(message)
+        payload: dict[str, Any] = {
+            "body": text,
+            "task_id": task_id,
+            "entrypoint": message_metadata(message).get("entrypoint"),
+            "stream": True,
+        }
+        task = await self._existing(caller, task_id)
+        if task is not None and task.state is MAILState.WAITING_BREAKPOINT:
+            first = next(iter(task.pending_breakpoints), None)
+            result = text if first is None else [{"call_id": first, "content": text}]
+            payload |= {
+                "resume_from": "breakpoint_tool_call",
+                "kwargs": {"breakpoint_tool_call_result": result},
+            }
+        elif task is not None:
+            payload["resume_from"] = "user_response"
+        request = MessageRequest.model_validate(payload)
+        return new_turn(self.state, request, idempotency_key=_key(message.message_id))
+
+    async def _existing(self, caller: Caller, task_id: str) -> MAILTask | None:
+        try:
+            return await self.state.tasks.task(caller, task_id)
+        except TaskNotFoundError:
+            return None
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """Cancel the MAIL task (its cascade as ``POST /tasks/{id}/cancel``); the SDK
+        then marks the A2A task ``canceled``."""
+        del event_queue
+        assert context.context_id is not None  # noqa: S101  # a stored task has one
+        try:
+            await self.state.tasks.cancel(caller_of(context.call_context), context.context_id)
+        except (TaskNotFoundError, TaskStateError) as e:  # ended meanwhile: nothing to stop
+            logger.info("A2A cancel of task %s: %s", context.context_id, e)
+
+
+def _key(message_id: str) -> str | None:
+    """The A2A message id as the turn's idempotency key (a repeat is answered once)."""
+    return message_id if message_id and task_id_problem(message_id) is None else None
+
+
+async def _relay(updater: TaskUpdater, event: MAILEvent) -> bool:
+    """Pass ``event`` on; ``True`` when it ended the turn."""
+    name = event.event
+    if event.seq is None and name in (EventName.TASK_COMPLETE, EventName.TASK_ERROR):
+        await _finish(updater, event.data())
+        return True
+    if event.seq is None and name == EventName.STORAGE_ERROR:
+        text = f"the turn ended but is not stored yet: {event.description or event.data()}"
+        await updater.failed(updater.new_agent_message([Part(text=text)]))
+        return True
+    if name == EventName.TOKEN_DELTA:
+        data = event.data()
+        if data.get("kind") == "answer" and data.get("delta"):
+            await updater.add_artifact(
+                [Part(text=str(data["delta"]))], artifact_id=ANSWER, name=ANSWER, append=True
+            )
+        return False
+    if name in _SHOWN:
+        summary = updater.new_agent_message([Part(text=_summary(event))])
+        mail = {"event": name, "seq": event.seq, "extra_data": event.extra_data}
+        await updater.update_status(
+            TaskState.TASK_STATE_WORKING, summary, metadata={"mail": _jsonable(mail)}
+        )
+    return False
+
+
+async def _finish(updater: TaskUpdater, data: dict[str, Any]) -> None:
+    status = str(data.get("status") or "completed")
+    response = str(data.get("response") or "")
+    state = _FINAL_STATES.get(status, TaskState.TASK_STATE_FAILED)
+    meta = {"mail": {"status": status, "usage": data.get("usage")}}
+    if state == TaskState.TASK_STATE_COMPLETED:
+        await updater.add_artifact(
+            [Part(text=response)], artifact_id=ANSWER, name=ANSWER, last_chunk=True
+        )
+        await updater.update_status(state, metadata=_jsonable(meta))
+        return
+    if state == TaskState.TASK_STATE_INPUT_REQUIRED:
+        calls = json.loads(response) if response.startswith("[") else []
+        meta["mail"]["calls"] = calls
+        response = _pending(calls) or response
+    await updater.update_status(
+        state, updater.new_agent_message([Part(text=response)]), metadata=_jsonable(meta)
+    )
+
+
+def _pending(calls: list[dict[str, Any]]) -> str:
+    """What the swarm waits for, one line per breakpoint call; the next message answers
+    the first."""
+    lines = [f"{c.get('name')}({c.get('arguments')})" for c in calls if isinstance(c, dict)]
+    if not lines:
+        return ""
+    return "The swarm waits for the result of " + "; ".join(lines) + ": reply with it."
+
+
+def _summary(event: MAILEvent) -> str:
+    if event.event == EventName.NEW_MESSAGE:
+        full = event.extra_data.get("full_message")
+        inner = full.get("message") if isinstance(full, dict) else None
+        if isinstance(inner, dict):
+            return _message_summary(inner)
+    return event.description[:_SUMMARY]
+
+
+def _message_summary(message: dict[str, Any]) -> str:
+    def address(value: Any) -> str:
+        return str(value.get("address")) if isinstance(value, dict) else "?"
+
+    recipients = message.get("recipients")
+    to = (
+        ", ".join(address(r) for r in recipients)
+        if isinstance(recipients, list)
+        else address(message.get("recipient"))
+    )
+    subject = str(message.get("subject") or "")[:_SUMMARY]
+    return f"{address(message.get('sender'))} -> {to}: {subject}"
+
+
+def _jsonable(value: Any) -> Any:
+    """``value`` as plain JSON (a status's metadata is a protobuf ``Struct``)."""
+    return json.loads(json.dumps(value, default=str))
