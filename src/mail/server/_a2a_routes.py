@@ -27,7 +27,14 @@ if TYPE_CHECKING:
 
     from mail.server.auth import Caller
 
-__all__ = ["CallerContext", "CheckedParts", "Endpoint", "guarded", "message_metadata", "message_text"]
+__all__ = [
+    "CallerContext",
+    "CheckedParts",
+    "Endpoint",
+    "guarded",
+    "message_metadata",
+    "message_text",
+]
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 Authorize = Callable[[Request], Awaitable["Caller"]]

@@ -48,6 +48,7 @@ from mail.server import (
     _routes_responses,
     _routes_tasks,
 )
+from mail.server._a2a_setup import close_a2a, open_a2a
 from mail.server._cluster import Cluster, preflight
 from mail.server._cluster_setup import (
     authenticator_for,
@@ -57,7 +58,6 @@ from mail.server._cluster_setup import (
     store_pool,
     task_service,
 )
-from mail.server._a2a_setup import close_a2a, open_a2a
 from mail.server._cors import ConfiguredCORS
 from mail.server._deps import check_gates
 from mail.server._listen import check_port, recorded
