@@ -18,6 +18,7 @@ from a2a.types import (
     Part,
     SendMessageConfiguration,
     SendMessageRequest,
+    SubscribeToTaskRequest,
     TaskState,
 )
 from a2a.utils.errors import InvalidParamsError, TaskNotFoundError
@@ -174,6 +175,27 @@ async def test_cancel_task_cancels_the_mail_task(a2a_start: Start) -> None:
     assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
     assert read.status.state == TaskState.TASK_STATE_CANCELED
     assert mail_task["state"] == "cancelled"
+
+
+async def test_subscribe_to_task_follows_a_running_task_to_its_end(a2a_start: Start) -> None:
+    gate = asyncio.Event()
+    template, _worker = gated_swarm(gate)
+    url = await a2a_start(template=template)
+    request = SendMessageRequest(
+        message=text_message("job", message_id="m-subscribe"),
+        configuration=SendMessageConfiguration(return_immediately=True),
+    )
+    async with connect(url) as client, connect(url, streaming=True) as watcher:
+        [started] = [r async for r in client.send_message(request)]
+        events = watcher.subscribe(SubscribeToTaskRequest(id=started.task.id))
+        first = await asyncio.wait_for(anext(events), WAIT)
+        gate.set()
+        rest = [e async for e in events]
+
+    assert first.task.id == started.task.id
+    assert rest[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
+    answers = [e.artifact_update.artifact for e in rest if e.HasField("artifact_update")]
+    assert answers[-1].parts[0].text == "done: worked"
 
 
 async def test_a_breakpoint_is_input_required_and_the_next_message_answers_it(

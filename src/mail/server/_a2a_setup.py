@@ -68,12 +68,12 @@ async def close_a2a(app: FastAPI) -> None:
 def _mount(app: FastAPI, state: ServerState) -> object:
     from a2a.server.request_handlers import DefaultRequestHandler  # noqa: PLC0415
     from a2a.server.routes import (  # noqa: PLC0415
-        add_a2a_routes_to_fastapi,
         create_agent_card_routes,
         create_jsonrpc_routes,
         create_rest_routes,
     )
     from a2a.types import AgentCard  # noqa: PLC0415
+    from starlette.routing import Route  # noqa: PLC0415
 
     from mail.server._a2a_card import JSONRPC_PATH, REST_PATH, agent_card  # noqa: PLC0415
     from mail.server._a2a_executor import SwarmExecutor  # noqa: PLC0415
@@ -100,20 +100,24 @@ def _mount(app: FastAPI, state: ServerState) -> object:
 
     authorize = caller_with("admin", "user")
     context = CallerContext()
-    card_routes = create_agent_card_routes(card, card_modifier=card_for_request)
-    for route in card_routes:
-        route.endpoint = _with_base(route.endpoint)
-    add_a2a_routes_to_fastapi(
-        app,
-        agent_card_routes=card_routes,
-        jsonrpc_routes=guarded(
-            create_jsonrpc_routes(handler, rpc_url=JSONRPC_PATH, context_builder=context),
-            authorize,
-        ),
-        rest_routes=guarded(
-            create_rest_routes(handler, context_builder=context, path_prefix=REST_PATH),
-            authorize,
-        ),
+    card_routes = [
+        Route(r.path, _with_base(r.endpoint), methods=sorted(r.methods or ()))
+        for r in create_agent_card_routes(card, card_modifier=card_for_request)
+    ]
+    # The SDK's routes as they are, not re-registered as FastAPI routes: the OpenAPI
+    # document stays the MAIL API's (spec/openapi.yaml); the card describes these.
+    app.router.routes.extend(
+        [
+            *card_routes,
+            *guarded(
+                create_jsonrpc_routes(handler, rpc_url=JSONRPC_PATH, context_builder=context),
+                authorize,
+            ),
+            *guarded(
+                create_rest_routes(handler, context_builder=context, path_prefix=REST_PATH),
+                authorize,
+            ),
+        ]
     )
     return handler
 
