@@ -22,20 +22,22 @@ from typing import TYPE_CHECKING, Any
 
 from a2a.helpers import new_task
 from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.tasks import TaskUpdater
-from a2a.types import Part, TaskState
+from a2a.types import CancelTaskRequest, Part, Task, TaskState
 
 from mail._limits import task_id_problem
 from mail.core.events import EventName
 from mail.core.tasks import TaskState as MAILState
 from mail.errors import MAILError, TaskNotFoundError, TaskStateError
 from mail.server._a2a_routes import message_metadata, message_text
-from mail.server._a2a_store import caller_of
+from mail.server._a2a_store import RecordTaskStore, caller_of
 from mail.server._routes_message import new_turn
 from mail.server._task_service import Stream
 from mail.server.models import MessageRequest
 
 if TYPE_CHECKING:
+    from a2a.server.context import ServerCallContext
     from a2a.server.events import EventQueue
 
     from mail.core.events import MAILEvent
@@ -43,7 +45,7 @@ if TYPE_CHECKING:
     from mail.server._state import ServerState
     from mail.server.auth import Caller
 
-__all__ = ["SwarmExecutor"]
+__all__ = ["SwarmExecutor", "SwarmRequestHandler"]
 
 logger = logging.getLogger("mail.server")
 
@@ -55,6 +57,13 @@ _FINAL_STATES = {
     "failed": TaskState.TASK_STATE_FAILED,
     "cancelled": TaskState.TASK_STATE_CANCELED,
 }
+_CANCELLABLE = frozenset(
+    {
+        TaskState.TASK_STATE_SUBMITTED,
+        TaskState.TASK_STATE_WORKING,
+        TaskState.TASK_STATE_INPUT_REQUIRED,
+    }
+)
 _SHOWN = frozenset({EventName.NEW_MESSAGE, EventName.TOOL_CALL})
 _SUMMARY = 200
 
@@ -129,14 +138,30 @@ class SwarmExecutor(AgentExecutor):
             return None
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-        """Cancel the MAIL task (its cascade as ``POST /tasks/{id}/cancel``); the SDK
-        then marks the A2A task ``canceled``."""
-        del event_queue
-        assert context.context_id is not None  # noqa: S101  # a stored task has one
-        try:
-            await self.state.tasks.cancel(caller_of(context.call_context), context.context_id)
-        except (TaskNotFoundError, TaskStateError) as e:  # ended meanwhile: nothing to stop
-            logger.info("A2A cancel of task %s: %s", context.context_id, e)
+        """Nothing more to do: :class:`SwarmRequestHandler` cancelled the MAIL task before
+        the SDK stops this turn and marks the A2A task ``canceled``."""
+        del context, event_queue
+
+
+class SwarmRequestHandler(DefaultRequestHandler):
+    """The SDK's request handler; ``CancelTask`` cancels the MAIL task first (its cascade
+    as ``POST /tasks/{id}/cancel``, on whichever replica runs it, and for a task paused
+    on a breakpoint that no request runs), then lets the SDK end the A2A task."""
+
+    def __init__(self, state: ServerState, task_store: RecordTaskStore, **options: Any) -> None:
+        super().__init__(agent_executor=SwarmExecutor(state), task_store=task_store, **options)
+        self.state = state
+        self.a2a_tasks = task_store
+
+    async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task:
+        task = await self.a2a_tasks.get(params.id, context)
+        if task is not None and task.status.state in _CANCELLABLE:
+            try:
+                await self.state.tasks.cancel(caller_of(context), task.context_id)
+            except (TaskNotFoundError, TaskStateError) as e:  # ended meanwhile
+                logger.info("A2A cancel of task %s: %s", task.context_id, e)
+        cancelled: Task = await super().on_cancel_task(params, context)
+        return cancelled
 
 
 def _key(message_id: str) -> str | None:

@@ -66,7 +66,6 @@ async def close_a2a(app: FastAPI) -> None:
 
 
 def _mount(app: FastAPI, state: ServerState) -> object:
-    from a2a.server.request_handlers import DefaultRequestHandler  # noqa: PLC0415
     from a2a.server.routes import (  # noqa: PLC0415
         create_agent_card_routes,
         create_jsonrpc_routes,
@@ -76,7 +75,7 @@ def _mount(app: FastAPI, state: ServerState) -> object:
     from starlette.routing import Route  # noqa: PLC0415
 
     from mail.server._a2a_card import JSONRPC_PATH, REST_PATH, agent_card  # noqa: PLC0415
-    from mail.server._a2a_executor import SwarmExecutor  # noqa: PLC0415
+    from mail.server._a2a_executor import SwarmRequestHandler  # noqa: PLC0415
     from mail.server._a2a_routes import CallerContext, CheckedParts, guarded  # noqa: PLC0415
     from mail.server._a2a_store import RecordTaskStore  # noqa: PLC0415
     from mail.server._deps import caller_with  # noqa: PLC0415
@@ -87,9 +86,9 @@ def _mount(app: FastAPI, state: ServerState) -> object:
         return conversations.store
 
     card = agent_card(state.template, state.base_url)
-    handler = DefaultRequestHandler(
-        agent_executor=SwarmExecutor(state),
-        task_store=RecordTaskStore(records, state.template.name),
+    handler = SwarmRequestHandler(
+        state,
+        RecordTaskStore(records, state.template.name),
         agent_card=card,
         request_context_builder=CheckedParts(),
     )
