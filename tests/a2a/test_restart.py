@@ -4,12 +4,24 @@ the MAIL task."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
-from a2a.types import GetTaskRequest, ListTasksRequest, TaskState
-from tests._servers import clean_env, start_server
+from a2a.types import (
+    GetTaskRequest,
+    ListTasksRequest,
+    SendMessageConfiguration,
+    SendMessageRequest,
+    TaskState,
+)
+from fastapi import FastAPI
+from tests._servers import clean_env, serve, start_server
 from tests.a2a.conftest import connect, send, text_message
+from tests.server.conftest import KEYS, gated_swarm, make_config
+
+from mail.server import create_app
+from mail.testing import StaticAuth
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -36,3 +48,24 @@ async def test_a2a_tasks_survive_a_restart(tmp_path: Path) -> None:
     assert follow_up.task.status.state == TaskState.TASK_STATE_COMPLETED
     assert "2+2 = 4" in follow_up.task.artifacts[0].parts[0].text
     assert {t.id for t in listed.tasks} == {task_id, follow_up.task.id}
+
+
+async def test_a_turn_cut_by_the_server_stopping_ends_failed(tmp_path: Path) -> None:
+    gate = asyncio.Event()  # never set: the turn runs until the server stops
+    template, _worker = gated_swarm(gate)
+    request = SendMessageRequest(
+        message=text_message("job", message_id="m-stop"),
+        configuration=SendMessageConfiguration(return_immediately=True),
+    )
+    config = make_config(tmp_path)
+
+    def app() -> FastAPI:
+        return create_app(config, template=template, authenticator=StaticAuth(KEYS))
+
+    async with serve(app()) as url, connect(url) as client:
+        [started] = [r async for r in client.send_message(request)]
+    # stopped while the worker waits; started again on the same store
+    async with serve(app()) as url, connect(url) as client:
+        read = await client.get_task(GetTaskRequest(id=started.task.id))
+
+    assert read.status.state == TaskState.TASK_STATE_FAILED

@@ -198,6 +198,27 @@ async def test_subscribe_to_task_follows_a_running_task_to_its_end(a2a_start: St
     assert answers[-1].parts[0].text == "done: worked"
 
 
+async def test_a_mail_cancel_ends_the_running_a2a_task_canceled(a2a_start: Start) -> None:
+    template, _worker = gated_swarm(asyncio.Event())  # the worker waits until cancelled
+    url = await a2a_start(template=template)
+    request = SendMessageRequest(
+        message=text_message("work", message_id="m-mail-cancel"),
+        configuration=SendMessageConfiguration(return_immediately=True),
+    )
+    async with connect(url) as client, connect(url, streaming=True) as watcher:
+        [started] = [r async for r in client.send_message(request)]
+        events = watcher.subscribe(SubscribeToTaskRequest(id=started.task.id))
+        await asyncio.wait_for(anext(events), WAIT)
+        async with httpx.AsyncClient(
+            headers={"Authorization": f"Bearer {USER_KEY}"}, timeout=WAIT
+        ) as http:
+            cancel = await http.post(f"{url}/tasks/{started.task.context_id}/cancel")
+        rest = [e async for e in events]
+
+    assert cancel.status_code == 200
+    assert rest[-1].status_update.status.state == TaskState.TASK_STATE_CANCELED
+
+
 async def test_a_breakpoint_is_input_required_and_the_next_message_answers_it(
     a2a_start: Start,
 ) -> None:

@@ -16,31 +16,35 @@ The turn's events become A2A events (see docs/a2a.md for the table):
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 from typing import TYPE_CHECKING, Any
 
 from a2a.helpers import new_task
 from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.tasks import TaskUpdater
-from a2a.types import CancelTaskRequest, Part, Task, TaskState
+from a2a.types import CancelTaskRequest, Part, SubscribeToTaskRequest, Task, TaskState
 
 from mail._limits import task_id_problem
-from mail.core.events import EventName
+from mail.core.events import EventName, MAILEvent
 from mail.core.tasks import TaskState as MAILState
 from mail.errors import MAILError, TaskNotFoundError, TaskStateError
 from mail.server._a2a_routes import message_metadata, message_text
 from mail.server._a2a_store import RecordTaskStore, caller_of
 from mail.server._routes_message import new_turn
+from mail.server._shutdown import shutting_down_detail, unless_closing
 from mail.server._task_service import Stream
 from mail.server.models import MessageRequest
 
 if TYPE_CHECKING:
-    from a2a.server.context import ServerCallContext
+    from collections.abc import AsyncIterator
+
     from a2a.server.events import EventQueue
 
-    from mail.core.events import MAILEvent
     from mail.core.tasks import MAILTask
     from mail.server._state import ServerState
     from mail.server.auth import Caller
@@ -66,6 +70,8 @@ _CANCELLABLE = frozenset(
 )
 _SHOWN = frozenset({EventName.NEW_MESSAGE, EventName.TOOL_CALL})
 _SUMMARY = 200
+#: seconds the server's stop waits for the A2A tasks of running turns to be stored
+_DRAIN = 5.0
 
 
 class SwarmExecutor(AgentExecutor):
@@ -73,9 +79,19 @@ class SwarmExecutor(AgentExecutor):
 
     def __init__(self, state: ServerState) -> None:
         self.state = state
+        #: the A2A tasks whose turn runs, with their call context
+        self.running: dict[str, ServerCallContext] = {}
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         assert context.task_id is not None and context.context_id is not None  # noqa: S101  # the SDK sets both
+        self.running[context.task_id] = context.call_context
+        try:
+            await self._execute(context, event_queue)
+        finally:
+            self.running.pop(context.task_id, None)
+
+    async def _execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        assert context.task_id is not None and context.context_id is not None  # noqa: S101
         assert context.message is not None  # noqa: S101  # a SendMessage always has one
         updater = TaskUpdater(event_queue, context.task_id, context.context_id)
         caller = caller_of(context.call_context)
@@ -97,16 +113,34 @@ class SwarmExecutor(AgentExecutor):
         if not isinstance(answer, Stream):  # pragma: no cover  # a streamed turn asked
             raise TypeError("the task service answered a streamed turn with JSON")
         await updater.start_work()
-        first = [answer.first] if answer.first is not None else []
-        for event in first:
-            if await _relay(updater, event):
-                return
-        async for event in answer.events:
+        async for event in self._until_stop(answer):
             if await _relay(updater, event):
                 return
         await updater.failed(
             updater.new_agent_message([Part(text="the turn's events ended early")])
         )
+
+    async def _until_stop(self, answer: Stream) -> AsyncIterator[MAILEvent]:
+        """The turn's events; when the server stops first, the closing ``task_error`` its
+        streams end with (none in cluster mode: the task goes on on another replica)."""
+        if answer.first is not None:
+            yield answer.first
+        events = answer.events
+        try:
+            while True:
+                done, event = await unless_closing(anext(events, None), self.state.closing)
+                if not done and answer.final_on_stop and answer.task_id is not None:
+                    detail = shutting_down_detail(answer.task_id)
+                    yield MAILEvent.stream_final(
+                        EventName.TASK_ERROR, answer.task_id, detail, status="failed"
+                    )
+                if event is None:
+                    return
+                yield event
+        finally:
+            close = getattr(events, "aclose", None)
+            if close is not None:
+                await close()
 
     async def _turn(self, caller: Caller, context: RequestContext) -> Any:
         message = context.message
@@ -149,9 +183,26 @@ class SwarmRequestHandler(DefaultRequestHandler):
     on a breakpoint that no request runs), then lets the SDK end the A2A task."""
 
     def __init__(self, state: ServerState, task_store: RecordTaskStore, **options: Any) -> None:
-        super().__init__(agent_executor=SwarmExecutor(state), task_store=task_store, **options)
+        self.executor = SwarmExecutor(state)
+        super().__init__(agent_executor=self.executor, task_store=task_store, **options)
         self.state = state
         self.a2a_tasks = task_store
+
+    async def aclose(self) -> None:
+        """Stop: the turns under way end as the server's streams do when it stops
+        (``failed``), and their A2A tasks are stored so, within ``_DRAIN`` seconds; then
+        the SDK's own close."""
+        self.state.begin_shutdown()
+        running = list(self.executor.running.items())
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(_DRAIN):
+                await asyncio.gather(*(self._stored(*r) for r in running), return_exceptions=True)
+        await super().aclose()
+
+    async def _stored(self, task_id: str, context: ServerCallContext) -> None:
+        """Follow the A2A task until its last event is stored."""
+        async for _ in self.on_subscribe_to_task(SubscribeToTaskRequest(id=task_id), context):
+            pass
 
     async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task:
         task = await self.a2a_tasks.get(params.id, context)
