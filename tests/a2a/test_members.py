@@ -5,6 +5,7 @@ is slow and cancelled, or dies; a wrong token and the definitions' checks."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import sys
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from tests.persistence.conftest import eventually
 from tests.server.conftest import SWARMS_JSON, WAIT
 
 from mail.api import MAILAgentTemplate, MAILSwarmTemplate
+from mail.cli._doctor import run_checks
 from mail.config import load_config
 from mail.errors import SwarmDefinitionError
 from mail.testing import Incoming, ScriptedAgent, ScriptedCall, tc
@@ -98,13 +100,16 @@ def swarm(url: str, **remote: Any) -> MAILSwarmTemplate:
     return template
 
 
-async def start_swarm(a2a_start: Start, tmp_path: Path, url: str, **remote: Any) -> str:
+async def start_swarm(
+    a2a_start: Start, tmp_path: Path, url: str, *, loopback: bool = True, **remote: Any
+) -> str:
     overrides = {
         "server": {
             "swarm": {"name": "a2a-members", "source": str(SWARMS_JSON)},
             "settings": {"print_llm_streams": False},
         },
-        "stdlib": {"http": {"allow_loopback": True}},  # the remote agent is on loopback
+        # the remote agent is on loopback, which the outbound guard refuses by default
+        "stdlib": {"http": {"allow_loopback": loopback}},
     }
     config = load_config(
         None,
@@ -186,6 +191,17 @@ async def test_a_wrong_token_is_a_clear_error(
     assert "401" in answer["response"]
 
 
+async def test_the_outbound_guard_refuses_an_address_it_does_not_allow(
+    a2a_start: Start, tmp_path: Path, remote: tuple[Server, Path], token: dict[str, Any]
+) -> None:
+    url = await start_swarm(a2a_start, tmp_path, remote[0].url, loopback=False, **token)
+
+    answer = await ask(url, "hello")
+
+    assert answer["response"].startswith("remote answered: error: A2A agent remote failed:")
+    assert "[stdlib.http]" in answer["response"]
+
+
 async def test_a_slow_a2a_task_is_cancelled_with_the_mail_task(
     a2a_start: Start, tmp_path: Path, remote: tuple[Server, Path], token: dict[str, Any]
 ) -> None:
@@ -250,3 +266,40 @@ def test_a2a_agent_definitions_are_checked(entry: dict[str, Any], says: str) -> 
                 "a2a_agents": [entry],
             }
         )
+
+
+def test_mail_doctor_reads_each_a2a_agents_card(
+    tmp_path: Path, remote: tuple[Server, Path]
+) -> None:
+    down = f"http://127.0.0.1:{free_port()}"
+    swarms = tmp_path / "swarms.json"
+    swarm = {
+        "name": "doctored",
+        "version": "1.0.0",
+        "entrypoint": "supervisor",
+        "agents": [
+            {
+                "name": "supervisor",
+                "factory": "python::mail.testing:scripted_agent",
+                "comm_targets": ["remote", "gone"],
+                "agent_params": {},
+                "enable_entrypoint": True,
+                "can_complete_tasks": True,
+            }
+        ],
+        "actions": [],
+        "a2a_agents": [{"name": "remote", "url": remote[0].url}, {"name": "gone", "url": down}],
+    }
+    swarms.write_text(json.dumps([swarm]), encoding="utf-8")
+    overrides = {
+        "server": {"data_dir": str(tmp_path), "swarm": {"name": "doctored", "source": str(swarms)}},
+        "database": {"persist": False},
+        "stdlib": {"http": {"allow_loopback": True}},
+    }
+
+    checks = {c.name: c for c in run_checks(None, {}, search=False, overrides=overrides)}
+
+    assert checks["a2a agent remote"].status == "ok"
+    assert checks["a2a agent remote"].message == "remote 1.0.0: 0 skill(s), streams"
+    assert checks["a2a agent gone"].status == "fail"
+    assert checks["a2a agent gone"].message.startswith(f"cannot read its card at {down}")

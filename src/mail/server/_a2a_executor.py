@@ -95,21 +95,16 @@ class SwarmExecutor(AgentExecutor):
         assert context.message is not None  # noqa: S101  # a SendMessage always has one
         updater = TaskUpdater(event_queue, context.task_id, context.context_id)
         caller = caller_of(context.call_context)
-        if context.current_task is None:  # a new A2A task: the SDK wants it first
-            await event_queue.enqueue_event(
-                new_task(
-                    context.task_id,
-                    context.context_id,
-                    TaskState.TASK_STATE_SUBMITTED,
-                    history=[context.message],
-                )
-            )
+        # The A2A task is told only once the MAIL turn is under way (or refused): a
+        # CancelTask that follows then finds the MAIL task to cancel.
         try:
             turn = await self._turn(caller, context)
             answer = await self.state.tasks.send(caller, turn)
         except MAILError as e:
+            await _created(context, event_queue)
             await updater.failed(updater.new_agent_message([Part(text=str(e))]))
             return
+        await _created(context, event_queue)
         if not isinstance(answer, Stream):  # pragma: no cover  # a streamed turn asked
             raise TypeError("the task service answered a streamed turn with JSON")
         await updater.start_work()
@@ -213,6 +208,19 @@ class SwarmRequestHandler(DefaultRequestHandler):
                 logger.info("A2A cancel of task %s: %s", task.context_id, e)
         cancelled: Task = await super().on_cancel_task(params, context)
         return cancelled
+
+
+async def _created(context: RequestContext, event_queue: EventQueue) -> None:
+    """Enqueue a new A2A task, ``submitted`` (the SDK wants it before any update)."""
+    if context.current_task is None:
+        assert context.task_id and context.context_id and context.message  # noqa: S101
+        task = new_task(
+            context.task_id,
+            context.context_id,
+            TaskState.TASK_STATE_SUBMITTED,
+            history=[context.message],
+        )
+        await event_queue.enqueue_event(task)
 
 
 def _key(message_id: str) -> str | None:

@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mail.errors import ConfigurationError
+from mail.stdlib._settings import policy
 from mail.stdlib.a2a._agent import A2AAgentFunction, Outcome
 
-__all__ = ["A2AAgentFunction", "Outcome", "a2a_agent", "require_sdk"]
+if TYPE_CHECKING:
+    from mail.config import StdlibConfig
+    from mail.net import AddressPolicy
+
+__all__ = ["A2AAgentFunction", "Outcome", "a2a_agent", "outbound_policy", "require_sdk"]
 
 _MISSING = "A2A agents need the a2a-sdk package: pip install 'mail-swarms[a2a]'"
 _REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
@@ -27,6 +32,11 @@ def require_sdk() -> None:
         import a2a.client  # noqa: F401, PLC0415  # the optional SDK
     except ImportError as e:
         raise ConfigurationError(_MISSING) from e
+
+
+def outbound_policy(settings: StdlibConfig) -> AddressPolicy:
+    """The address guard A2A agents' calls go through: ``[stdlib.http]``'s."""
+    return policy(settings.http)
 
 
 def a2a_agent(
