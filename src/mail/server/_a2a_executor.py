@@ -37,7 +37,7 @@ from mail.server._a2a_routes import message_metadata, message_text
 from mail.server._a2a_store import RecordTaskStore, caller_of
 from mail.server._routes_message import new_turn
 from mail.server._shutdown import shutting_down_detail, unless_closing
-from mail.server._task_service import Stream
+from mail.server._task_service import Stream, Turn
 from mail.server.models import MessageRequest
 
 if TYPE_CHECKING:
@@ -137,7 +137,7 @@ class SwarmExecutor(AgentExecutor):
             if close is not None:
                 await close()
 
-    async def _turn(self, caller: Caller, context: RequestContext) -> Any:
+    async def _turn(self, caller: Caller, context: RequestContext) -> Turn:
         message = context.message
         assert message is not None and context.context_id is not None  # noqa: S101
         task_id, text = context.context_id, message_text(message)
