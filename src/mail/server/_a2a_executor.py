@@ -33,7 +33,7 @@ from mail._limits import task_id_problem
 from mail.core.events import EventName, MAILEvent
 from mail.core.tasks import TaskState as MAILState
 from mail.errors import MAILError, TaskNotFoundError, TaskStateError
-from mail.server._a2a_routes import message_metadata, message_text
+from mail.server._a2a_routes import STREAMING, message_metadata, message_text
 from mail.server._a2a_store import RecordTaskStore, caller_of
 from mail.server._routes_message import new_turn
 from mail.server._shutdown import shutting_down_detail, unless_closing
@@ -108,8 +108,10 @@ class SwarmExecutor(AgentExecutor):
         if not isinstance(answer, Stream):  # pragma: no cover  # a streamed turn asked
             raise TypeError("the task service answered a streamed turn with JSON")
         await updater.start_work()
+        # each update is stored by the SDK: the steps only for a client that streams
+        steps = context.call_context.state.get("method") == STREAMING
         async for event in self._until_stop(answer):
-            if await _relay(updater, event):
+            if await _relay(updater, event, steps=steps):
                 return
         await updater.failed(
             updater.new_agent_message([Part(text="the turn's events ended early")])
@@ -228,8 +230,9 @@ def _key(message_id: str) -> str | None:
     return message_id if message_id and task_id_problem(message_id) is None else None
 
 
-async def _relay(updater: TaskUpdater, event: MAILEvent) -> bool:
-    """Pass ``event`` on; ``True`` when it ended the turn."""
+async def _relay(updater: TaskUpdater, event: MAILEvent, *, steps: bool) -> bool:
+    """Pass ``event`` on (the agents' steps and live tokens only with ``steps``); ``True``
+    when it ended the turn."""
     name = event.event
     if event.seq is None and name in (EventName.TASK_COMPLETE, EventName.TASK_ERROR):
         await _finish(updater, event.data())
@@ -238,6 +241,8 @@ async def _relay(updater: TaskUpdater, event: MAILEvent) -> bool:
         text = f"the turn ended but is not stored yet: {event.description or event.data()}"
         await updater.failed(updater.new_agent_message([Part(text=text)]))
         return True
+    if not steps:
+        return False
     if name == EventName.TOKEN_DELTA:
         data = event.data()
         if data.get("kind") == "answer" and data.get("delta"):

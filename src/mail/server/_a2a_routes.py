@@ -37,6 +37,8 @@ __all__ = [
 ]
 
 Endpoint = Callable[[Request], Awaitable[Response]]
+#: the call context's ``method`` of a streamed send (the SDK's JSON-RPC dispatcher sets it)
+STREAMING = "SendStreamingMessage"
 Authorize = Callable[[Request], Awaitable["Caller"]]
 
 
@@ -71,6 +73,8 @@ class CallerContext(DefaultServerCallContextBuilder):
     def build(self, request: Request) -> ServerCallContext:
         context = super().build(request)
         context.state[CALLER] = request.scope[CALLER]
+        if request.url.path.endswith("/message:stream"):  # the JSON-RPC binding sets its own
+            context.state["method"] = STREAMING
         return context
 
 
