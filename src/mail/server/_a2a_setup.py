@@ -5,9 +5,14 @@ Mounted by the lifespan when the ``a2a`` extra is installed (else one log line n
 - ``GET /.well-known/agent-card.json``: the card (:mod:`mail.server._a2a_card`), public;
 - ``POST /a2a``: the JSON-RPC binding; ``/a2a/message:send``, ``/a2a/tasks/{id}``, ...:
   the HTTP+JSON binding; both behind our API keys (:mod:`mail.server._a2a_routes`);
-- the SDK's ``DefaultRequestHandler`` over :class:`~mail.server._a2a_executor.SwarmExecutor`
-  (turns of MAIL tasks through the task service) and
-  :class:`~mail.server._a2a_store.RecordTaskStore` (A2A tasks in our store).
+- the SDK's ``DefaultRequestHandler`` (as
+  :class:`~mail.server._a2a_executor.SwarmRequestHandler`, whose ``CancelTask`` cancels
+  the MAIL task first) over :class:`~mail.server._a2a_executor.SwarmExecutor` (turns of
+  MAIL tasks through the task service) and :class:`~mail.server._a2a_store.RecordTaskStore`
+  (A2A tasks in our store).
+
+The routes are mounted once per app, bound to the state of the lifespan that mounted them
+(an app is served once).
 """
 
 from __future__ import annotations
