@@ -28,6 +28,8 @@ HEAVY_MODULES = (
     "openai",
     "anthropic",
     "redis",
+    "a2a",
+    "google.protobuf",
 )
 # Layers above core, and third-party I/O libraries core must not import.
 CORE_FORBIDDEN_OURS = (

@@ -26,7 +26,14 @@ from mail.core.message import utc_timestamp
 if TYPE_CHECKING:
     from mail.core.tasks import MAILTask
 
-__all__ = ["USAGE_KEYS", "DeltaKind", "emit_delta", "live_turn", "report_usage"]
+__all__ = [
+    "USAGE_KEYS",
+    "DeltaKind",
+    "current_task_id",
+    "emit_delta",
+    "live_turn",
+    "report_usage",
+]
 
 #: What a delta is: assistant text, reasoning, or the growing ``finish_message`` of a
 #: ``task_complete`` call.
@@ -54,6 +61,13 @@ def live_turn(task: MAILTask, agent: str) -> Iterator[None]:
         yield
     finally:
         _CURRENT.reset(token)
+
+
+def current_task_id() -> str | None:
+    """The id of the task whose agent turn runs (``None`` outside a turn of the runtime):
+    an agent function that calls another service keeps its state per task with it."""
+    turn = _CURRENT.get()
+    return None if turn is None else turn.task.task_id
 
 
 def emit_delta(kind: DeltaKind, delta: str, *, call_id: str | None = None) -> None:

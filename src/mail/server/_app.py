@@ -48,6 +48,7 @@ from mail.server import (
     _routes_responses,
     _routes_tasks,
 )
+from mail.server._a2a_setup import close_a2a, open_a2a
 from mail.server._cluster import Cluster, preflight
 from mail.server._cluster_setup import (
     authenticator_for,
@@ -324,6 +325,7 @@ def create_app(
         try:
             await _open_store(state)
             open_conversations(state)
+            open_a2a(app, state)  # the swarm as an A2A agent, with the a2a extra
             # the MCP servers' sessions, shared by every caller (already open under
             # `mail server`, which reports a failure as one line: see _serve)
             await state.template.start_mcp()
@@ -349,6 +351,7 @@ def create_app(
         try:
             yield
         finally:
+            await close_a2a(app)
             await state.close()
 
     app = FastAPI(
