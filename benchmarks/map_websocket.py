@@ -19,8 +19,10 @@ request to the last answer (turns/s), and each subscriber notes when each turn's
 ``map/event`` arrives: the latency from the turn's ``mail/turn`` request handed to its
 socket to the event delivered to the subscriber (so it includes the recording). A round
 runs every phase on every server, in an order that rotates from round to round. With
-``--against PATH``, the ``mail server`` of another checkout (its ``.venv``) runs as a
-third server, ``against``, for a before/after comparison.
+``--memory``, ``mail server --no-persist`` runs too, as ``memory`` (its conversations
+in memory, as the reference's are: the store's share of the difference); with
+``--against PATH``, the ``mail server`` of another checkout (its ``.venv``), as
+``against`` (a before/after comparison).
 
 Prints per phase and server: turns/s and the ratio to the reference (median of the
 rounds' ratios, with their range), the subscriber's latency p50 / p99 (all rounds'
@@ -31,7 +33,8 @@ Needs Node 20+ with npm (``npm ci`` runs in packages/map-sdk-tests when its
 ``node_modules`` is missing).
 
     uv run python benchmarks/map_websocket.py [--rounds 7] [--turns 1000]
-        [--connections 1,20] [--subscribers 1] [--client sdk|raw] [--against PATH]
+        [--connections 1,20] [--subscribers 1] [--client sdk|raw] [--memory]
+        [--against PATH]
 """
 
 from __future__ import annotations
@@ -117,9 +120,12 @@ def _failed(name: str, log: Path) -> SystemExit:
     return SystemExit(f"map_websocket.py: {name} did not start:\n{log.read_text()[-2000:]}")
 
 
-def start_mail(root: Path, name: str = "mail", checkout: Path = ROOT) -> Server:
+def start_mail(
+    root: Path, name: str = "mail", checkout: Path = ROOT, *, persist: bool = True
+) -> Server:
     """``mail server`` of ``checkout`` (its ``.venv``) with its data (SQLite) in
-    ``root/name``; a user key of it."""
+    ``root/name`` (``persist=False``: its tasks and conversations in memory); a user key
+    of it."""
     data = root / name
     data.mkdir()
     config = root / "mail.toml"
@@ -134,6 +140,7 @@ def start_mail(root: Path, name: str = "mail", checkout: Path = ROOT) -> Server:
     python = sys.executable if checkout == ROOT else str(checkout / ".venv" / "bin" / "python")
     command = [python, "-m", "mail.cli", "server", "-n", "offline"]
     command += ["-s", str(ROOT / "swarms.json"), "-p", str(port), "-H", "127.0.0.1"]
+    command += [] if persist else ["--no-persist"]
     log = root / f"{name}.log"
     process = _launch(command, env, data, log)
     http = f"http://127.0.0.1:{port}"
@@ -176,16 +183,19 @@ def start_reference(root: Path, node: str) -> Server:
 
 
 @contextmanager
-def servers(node: str, against: Path | None) -> Iterator[dict[str, Server]]:
-    """``mail``, ``reference`` and, with ``against``, ``against``: that checkout's server."""
+def servers(node: str, args: argparse.Namespace) -> Iterator[dict[str, Server]]:
+    """``mail``, ``reference``, with ``--memory`` ``memory`` (``mail server
+    --no-persist``), with ``--against`` ``against`` (that checkout's server)."""
     with tempfile.TemporaryDirectory(prefix="mail-bench-map-ws-") as tmp, ExitStack() as stack:
         root = Path(tmp)
         starts: dict[str, Callable[[], Server]] = {
             "mail": lambda: start_mail(root),
             "reference": lambda: start_reference(root, node),
         }
-        if against is not None:
-            starts["against"] = lambda: start_mail(root, "against", against)
+        if args.memory:
+            starts["memory"] = lambda: start_mail(root, "memory", persist=False)
+        if args.against is not None:
+            starts["against"] = lambda: start_mail(root, "against", args.against)
         started: dict[str, Server] = {}
         try:
             for name, start in starts.items():
@@ -279,7 +289,7 @@ def main(args: argparse.Namespace) -> None:
     if not (PACKAGE / "node_modules").is_dir():
         subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=PACKAGE, check=True)  # noqa: S603
     counts = [int(c) for c in args.connections.split(",")]
-    with servers(node, args.against) as started:
+    with servers(node, args) as started:
         results = {c: {name: Phase() for name in started} for c in counts}
         for server in started.values():  # warm-up, untimed
             run_phase(node, server, max(counts), args)
@@ -309,6 +319,11 @@ if __name__ == "__main__":
         choices=("sdk", "raw"),
         default="sdk",
         help="sdk: the SDK's ClientConnection; raw: plain JSON-RPC on a `ws` socket",
+    )
+    parser.add_argument(
+        "--memory",
+        action="store_true",
+        help="also run `mail server --no-persist` (turns in memory, as the reference's)",
     )
     parser.add_argument(
         "--against", metavar="PATH", help="also run the `mail server` of another checkout"
