@@ -8,8 +8,9 @@ Each request is one task of the ``runtime.py`` swarm (user -> supervisor ``send_
 the MAIL server, which keeps no store (``--store sqlite``: it keeps tasks, and the A2A
 tasks, in SQLite). The three targets are driven in turns, in chunks of ``--chunk``
 sequential requests over one keep-alive ``httpx`` client each (the machine's speed drifts:
-alternating keeps the comparison fair); the figure is the median latency of each, and the
-ratios.
+alternating keeps the comparison fair); the figures are the median latency of each, and
+the median CPU time of the process (servers and client: one event loop) per request, with
+the ratios. On a machine other work loads, the CPU time moves less than the latency.
 
     uv run python benchmarks/a2a.py [--rounds 8] [--chunk 50] [--store sqlite]
 """
@@ -157,13 +158,17 @@ async def send_message(http: httpx.AsyncClient, url: str) -> None:
     assert task["artifacts"][0]["parts"][0]["text"] == "answer:q", answer
 
 
-async def chunk(send: Send, http: httpx.AsyncClient, url: str, size: int) -> list[float]:
+async def chunk(
+    send: Send, http: httpx.AsyncClient, url: str, size: int
+) -> tuple[list[float], float]:
+    """The latency of each of ``size`` requests, and the process's CPU time per request."""
     times = []
+    cpu = time.process_time()
     for _ in range(size):
         start = time.perf_counter()
         await send(http, url)
         times.append(time.perf_counter() - start)
-    return times
+    return times, (time.process_time() - cpu) / size
 
 
 async def main(rounds: int, size: int, store: str) -> None:
@@ -193,16 +198,24 @@ async def main(rounds: int, size: int, store: str) -> None:
             for send, url in targets.values():  # warm up
                 await chunk(send, http, url, 20)
             times: dict[str, list[float]] = {name: [] for name in targets}
+            cpus: dict[str, list[float]] = {name: [] for name in targets}
             order = list(targets)
             for r in range(rounds):
                 for name in order[r % 3 :] + order[: r % 3]:  # a rotating order
                     send, url = targets[name]
-                    times[name] += await chunk(send, http, url, size)
-    medians = {name: statistics.median(t) * 1000 for name, t in times.items()}
-    base = medians["POST /message"]
+                    latencies, cpu = await chunk(send, http, url, size)
+                    times[name] += latencies
+                    cpus[name].append(cpu)
     print(f"{rounds} rounds of {size} sequential requests each, store: {store}")
+    report("latency", {name: statistics.median(t) * 1000 for name, t in times.items()})
+    report("CPU per request", {name: statistics.median(c) * 1000 for name, c in cpus.items()})
+
+
+def report(what: str, medians: dict[str, float]) -> None:
+    base = medians["POST /message"]
+    print(f" {what} (median):")
     for name, ms in medians.items():
-        print(f"  {name:30} median {ms:6.2f} ms   x{ms / base:.2f} of POST /message")
+        print(f"  {name:30} {ms:6.2f} ms   x{ms / base:.2f} of POST /message")
     facade, minimal_ms = medians["A2A façade SendMessage"], medians["minimal a2a-sdk SendMessage"]
     print(f"  façade / minimal a2a-sdk server: x{facade / minimal_ms:.2f}")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 from a2a.types import (
@@ -18,10 +19,11 @@ from a2a.types import (
 from fastapi import FastAPI
 from tests._servers import clean_env, serve, start_server
 from tests.a2a.conftest import connect, send, text_message
-from tests.server.conftest import KEYS, gated_swarm, make_config
+from tests.server.conftest import KEYS, WAIT, gated_swarm, make_config, scripted_template
 
+from mail.core.tools import AgentToolCall
 from mail.server import create_app
-from mail.testing import StaticAuth
+from mail.testing import Incoming, ScriptedAgent, ScriptedCall, StaticAuth, tc
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -69,3 +71,46 @@ async def test_a_turn_cut_by_the_server_stopping_ends_failed(tmp_path: Path) -> 
         read = await client.get_task(GetTaskRequest(id=started.task.id))
 
     assert read.status.state == TaskState.TASK_STATE_FAILED
+
+
+class Entering(ScriptedAgent):
+    """A scripted agent that tells when a turn of it began."""
+
+    def __init__(self, entered: asyncio.Event, **options: Any) -> None:
+        super().__init__(**options)
+        self.entered = entered
+
+    async def __call__(
+        self, messages: list[dict[str, Any]], tool_choice: str | dict[str, Any] = "required"
+    ) -> tuple[str | None, list[AgentToolCall]]:
+        self.entered.set()
+        return await super().__call__(messages, tool_choice)
+
+
+async def test_a_send_not_streamed_cut_by_the_server_stopping_ends_failed(
+    tmp_path: Path,
+) -> None:
+    entered = asyncio.Event()
+
+    def supervise(incoming: Incoming) -> ScriptedCall:
+        return tc("send_request", target="worker", subject="job", body=incoming.body)
+
+    # the worker waits for a gate never set: the turn runs until the server stops
+    worker = Entering(entered, gate=asyncio.Event())
+    template = scripted_template({"supervisor": ScriptedAgent(rule=supervise), "worker": worker})
+    config = make_config(tmp_path)
+    context = "t-blocking-stop"
+
+    def app() -> FastAPI:
+        return create_app(config, template=template, authenticator=StaticAuth(KEYS))
+
+    async with serve(app()) as url, connect(url) as client:
+        sending = asyncio.create_task(send(client, text_message("job", context_id=context)))
+        await asyncio.wait_for(entered.wait(), WAIT)
+    await asyncio.gather(sending, return_exceptions=True)  # the connection went with the server
+    async with serve(app()) as url, connect(url) as client:
+        listed = await client.list_tasks(ListTasksRequest(context_id=context))
+
+    [task] = listed.tasks
+    assert task.status.state == TaskState.TASK_STATE_FAILED
+    assert "shutting down" in task.status.message.parts[0].text

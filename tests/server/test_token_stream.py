@@ -148,6 +148,16 @@ async def test_unstreamed_model_reports_usage_without_deltas(
     assert answer["usage"] == USAGE_OF_TWO_CALLS
 
 
+async def test_the_json_answer_carries_usage(start: Start, llm: StubLLMServer) -> None:
+    server = await llm_swarm(start, llm, tool_format="completions", stream=False)
+    payload = {"body": "answer please", "task_id": "t-json"}
+
+    answer = (await (await server.user()).post("/message", json=payload)).json()
+
+    assert answer["response"] == ANSWER
+    assert answer["usage"] == USAGE_OF_TWO_CALLS
+
+
 async def test_scripted_swarm_streams_no_deltas_and_no_usage(start: Start) -> None:
     agent = ScriptedAgent([tc("task_complete", finish_message="ok")])
     server = await start(template=scripted_template({"supervisor": agent}))

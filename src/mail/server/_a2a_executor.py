@@ -27,7 +27,7 @@ from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.tasks import TaskUpdater
-from a2a.types import CancelTaskRequest, Part, SubscribeToTaskRequest, Task, TaskState
+from a2a.types import Artifact, CancelTaskRequest, Part, Task, TaskState
 
 from mail._limits import task_id_problem
 from mail.core.events import EventName, MAILEvent
@@ -79,37 +79,41 @@ class SwarmExecutor(AgentExecutor):
 
     def __init__(self, state: ServerState) -> None:
         self.state = state
-        #: the A2A tasks whose turn runs, with their call context
-        self.running: dict[str, ServerCallContext] = {}
+        #: the A2A tasks whose turn runs
+        self.running: set[str] = set()
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         assert context.task_id is not None and context.context_id is not None  # noqa: S101  # the SDK sets both
-        self.running[context.task_id] = context.call_context
+        self.running.add(context.task_id)
         try:
             await self._execute(context, event_queue)
         finally:
-            self.running.pop(context.task_id, None)
+            self.running.discard(context.task_id)
 
     async def _execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         assert context.task_id is not None and context.context_id is not None  # noqa: S101
         assert context.message is not None  # noqa: S101  # a SendMessage always has one
         updater = TaskUpdater(event_queue, context.task_id, context.context_id)
         caller = caller_of(context.call_context)
-        # The A2A task is told only once the MAIL turn is under way (or refused): a
-        # CancelTask that follows then finds the MAIL task to cancel.
+        # Each A2A event is a store write of the task: the agents' steps go only to a
+        # client that streams, and a send that waits for the end (neither streamed nor
+        # returnImmediately) gets its turn as one JSON answer and its task made final at
+        # once. Otherwise the A2A task is told once the MAIL turn is under way (or
+        # refused): a CancelTask that follows then finds the MAIL task to cancel.
+        steps = context.call_context.state.get("method") == STREAMING
+        streamed = steps or _returns_at_once(context)
         try:
-            turn = await self._turn(caller, context)
+            turn = await self._turn(caller, context, stream=streamed)
             answer = await self.state.tasks.send(caller, turn)
         except MAILError as e:
             await _created(context, event_queue)
             await updater.failed(updater.new_agent_message([Part(text=str(e))]))
             return
+        if not isinstance(answer, Stream):
+            await _answered(context, event_queue, updater, answer)
+            return
         await _created(context, event_queue)
-        if not isinstance(answer, Stream):  # pragma: no cover  # a streamed turn asked
-            raise TypeError("the task service answered a streamed turn with JSON")
         await updater.start_work()
-        # each update is stored by the SDK: the steps only for a client that streams
-        steps = context.call_context.state.get("method") == STREAMING
         async for event in self._until_stop(answer):
             if await _relay(updater, event, steps=steps):
                 return
@@ -139,7 +143,7 @@ class SwarmExecutor(AgentExecutor):
             if close is not None:
                 await close()
 
-    async def _turn(self, caller: Caller, context: RequestContext) -> Turn:
+    async def _turn(self, caller: Caller, context: RequestContext, *, stream: bool) -> Turn:
         message = context.message
         assert message is not None and context.context_id is not None  # noqa: S101
         task_id, text = context.context_id, message_text(message)
@@ -147,9 +151,10 @@ class SwarmExecutor(AgentExecutor):
             "body": text,
             "task_id": task_id,
             "entrypoint": message_metadata(message).get("entrypoint"),
-            "stream": True,
+            "stream": stream,
         }
-        task = await self._existing(caller, task_id)
+        # a message without a contextId opens a new one (the SDK named it): nothing to read
+        task = await self._existing(caller, task_id) if message.context_id else None
         if task is not None and task.state is MAILState.WAITING_BREAKPOINT:
             first = next(iter(task.pending_breakpoints), None)
             result = text if first is None else [{"call_id": first, "content": text}]
@@ -190,16 +195,19 @@ class SwarmRequestHandler(DefaultRequestHandler):
         (``failed``), and their A2A tasks are stored so, within ``_DRAIN`` seconds; then
         the SDK's own close."""
         self.state.begin_shutdown()
-        running = list(self.executor.running.items())
+        running = list(self.executor.running)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(_DRAIN):
-                await asyncio.gather(*(self._stored(*r) for r in running), return_exceptions=True)
+                await asyncio.gather(*(self._stored(r) for r in running), return_exceptions=True)
         await super().aclose()
 
-    async def _stored(self, task_id: str, context: ServerCallContext) -> None:
-        """Follow the A2A task until its last event is stored."""
-        async for _ in self.on_subscribe_to_task(SubscribeToTaskRequest(id=task_id), context):
-            pass
+    async def _stored(self, task_id: str) -> None:
+        """Follow the A2A task's run until its last event is stored (made or not yet: a
+        turn not streamed makes its task when it ends)."""
+        active = await self._active_task_registry.get(task_id)
+        if active is not None:
+            async for _ in active.subscribe():
+                pass
 
     async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task:
         task = await self.a2a_tasks.get(params.id, context)
@@ -223,6 +231,32 @@ async def _created(context: RequestContext, event_queue: EventQueue) -> None:
             history=[context.message],
         )
         await event_queue.enqueue_event(task)
+
+
+def _returns_at_once(context: RequestContext) -> bool:
+    """The client asked for the task as soon as it is made (``returnImmediately``)."""
+    configuration = context.configuration
+    return configuration is not None and configuration.return_immediately
+
+
+async def _answered(
+    context: RequestContext, event_queue: EventQueue, updater: TaskUpdater, answer: dict[str, Any]
+) -> None:
+    """A turn answered as JSON: a new A2A task is enqueued in its final state at once
+    (one event, one store write); a task that waited for input ends as a streamed turn."""
+    if context.current_task is not None:
+        await _finish(updater, answer)
+        return
+    assert context.task_id and context.context_id and context.message  # noqa: S101
+    state, text, meta = _outcome(answer)
+    task = new_task(context.task_id, context.context_id, state, history=[context.message])
+    if state == TaskState.TASK_STATE_COMPLETED:
+        task.artifacts.append(Artifact(artifact_id=ANSWER, name=ANSWER, parts=[Part(text=text)]))
+    else:
+        task.status.message.CopyFrom(updater.new_agent_message([Part(text=text)]))
+    task.status.timestamp.GetCurrentTime()
+    task.metadata.update(meta)
+    await event_queue.enqueue_event(task)
 
 
 def _key(message_id: str) -> str | None:
@@ -260,23 +294,27 @@ async def _relay(updater: TaskUpdater, event: MAILEvent, *, steps: bool) -> bool
 
 
 async def _finish(updater: TaskUpdater, data: dict[str, Any]) -> None:
+    state, text, meta = _outcome(data)
+    if state == TaskState.TASK_STATE_COMPLETED:
+        await updater.add_artifact(
+            [Part(text=text)], artifact_id=ANSWER, name=ANSWER, last_chunk=True
+        )
+        await updater.update_status(state, metadata=meta)
+        return
+    await updater.update_status(state, updater.new_agent_message([Part(text=text)]), metadata=meta)
+
+
+def _outcome(data: dict[str, Any]) -> tuple[TaskState, str, dict[str, Any]]:
+    """The A2A state a turn ended in, the answer or status text, and the status's metadata."""
     status = str(data.get("status") or "completed")
     response = str(data.get("response") or "")
     state = _FINAL_STATES.get(status, TaskState.TASK_STATE_FAILED)
     meta = {"mail": {"status": status, "usage": data.get("usage")}}
-    if state == TaskState.TASK_STATE_COMPLETED:
-        await updater.add_artifact(
-            [Part(text=response)], artifact_id=ANSWER, name=ANSWER, last_chunk=True
-        )
-        await updater.update_status(state, metadata=_jsonable(meta))
-        return
     if state == TaskState.TASK_STATE_INPUT_REQUIRED:
         calls = json.loads(response) if response.startswith("[") else []
         meta["mail"]["calls"] = calls
         response = _pending(calls) or response
-    await updater.update_status(
-        state, updater.new_agent_message([Part(text=response)]), metadata=_jsonable(meta)
-    )
+    return state, response, _jsonable(meta)
 
 
 def _pending(calls: list[dict[str, Any]]) -> str:

@@ -109,20 +109,20 @@ def _mount(app: FastAPI, state: ServerState) -> object:
         for r in create_agent_card_routes(card, card_modifier=card_for_request)
     ]
     # The SDK's routes as they are, not re-registered as FastAPI routes: the OpenAPI
-    # document stays the MAIL API's (spec/openapi.yaml); the card describes these.
-    app.router.routes.extend(
-        [
-            *card_routes,
-            *guarded(
-                create_jsonrpc_routes(handler, rpc_url=JSONRPC_PATH, context_builder=context),
-                authorize,
-            ),
-            *guarded(
-                create_rest_routes(handler, context_builder=context, path_prefix=REST_PATH),
-                authorize,
-            ),
-        ]
-    )
+    # document stays the MAIL API's (spec/openapi.yaml); the card describes these. They
+    # go first: a path matched against FastAPI's included routers costs a quarter of a
+    # millisecond, a plain route's regular expression about a microsecond.
+    app.router.routes[:0] = [
+        *card_routes,
+        *guarded(
+            create_jsonrpc_routes(handler, rpc_url=JSONRPC_PATH, context_builder=context),
+            authorize,
+        ),
+        *guarded(
+            create_rest_routes(handler, context_builder=context, path_prefix=REST_PATH),
+            authorize,
+        ),
+    ]
     return handler
 
 

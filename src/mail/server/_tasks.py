@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mail.core.tasks import MAILTask, turn_status
 from mail.errors import TaskStateError
@@ -107,12 +107,8 @@ class Tasks:
             raise self._cut_short(task_id)
         final, log = result
         task = swarm.get_task_by_id(task_id)
-        return {
-            "response": final["message"]["body"],
-            "events": [sse_object(e) for e in log] if log is not None else None,
-            "task_id": task_id,
-            "status": turn_status(task) if task is not None else "completed",
-        }
+        events = [sse_object(e) for e in log] if log is not None else None
+        return _answer_json(task_id, final["message"]["body"], events, task)
 
     async def _replay(
         self, caller: Caller, swarm: MAILSwarm, found: tuple[MAILTask, bool], turn: Turn
@@ -132,12 +128,9 @@ class Tasks:
                 await task.wait_turn()
         await swarm.runtime.told(task)
         response = task.response
-        return {
-            "response": response["message"]["body"] if response is not None else "",
-            "events": [sse_object(e) for e in task.log.all()] if turn.show_events else None,
-            "task_id": task.task_id,
-            "status": turn_status(task),
-        }
+        body = response["message"]["body"] if response is not None else ""
+        events = [sse_object(e) for e in task.log.all()] if turn.show_events else None
+        return _answer_json(task.task_id, body, events, task)
 
     @staticmethod
     def _if_repeats(task: MAILTask | None, here: bool, turn: Turn) -> tuple[MAILTask, bool] | None:
@@ -185,3 +178,19 @@ class Tasks:
     def _cut_short(self, task_id: str) -> TurnCutShortError:
         """What a request whose turn the server's stop cut short is told."""
         return TurnCutShortError(shutting_down_detail(task_id))
+
+
+def _answer_json(
+    task_id: str, response: str, events: list[dict[str, Any]] | None, task: MAILTask | None
+) -> dict[str, Any]:
+    """A turn's JSON answer, with the task's token ``usage`` when models reported any (as
+    the closing event of its stream)."""
+    answer: dict[str, Any] = {
+        "response": response,
+        "events": events,
+        "task_id": task_id,
+        "status": turn_status(task) if task is not None else "completed",
+    }
+    if task is not None and task.usage is not None:
+        answer["usage"] = dict(task.usage)
+    return answer
