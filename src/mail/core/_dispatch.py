@@ -546,7 +546,7 @@ class TurnRunner:
         task.log.emit(
             EventName.ACTION_COMPLETE,
             f"action complete (caller = {ctx.agent}):\n{content}",
-            {**_call_data(call), "content": content},
+            {**_call_data(call), "content": content, "status": status},
         )
         ctx.action_ran = True
 
