@@ -45,6 +45,7 @@ from mail.server import (
     _routes_keys,
     _routes_map,
     _routes_message,
+    _routes_metrics,
     _routes_responses,
     _routes_tasks,
 )
@@ -61,6 +62,7 @@ from mail.server._cors import ConfiguredCORS
 from mail.server._deps import check_gates
 from mail.server._listen import check_port, recorded
 from mail.server._map_setup import open_conversations
+from mail.server._metrics import StreamCounter, check_metrics, open_metrics
 from mail.server._reload import APP, reload_environment, uvicorn_options, worker_config
 from mail.server._routes_ui_page import mount_ui
 from mail.server._shutdown import serve
@@ -73,6 +75,7 @@ from mail.version import PROTOCOL_VERSION, __version__
 
 if TYPE_CHECKING:
     from mail.config import MAILConfig
+    from mail.server._metrics import Metrics
     from mail.server.auth import Authenticator
 
 __all__ = ["create_app", "run_server"]
@@ -279,6 +282,7 @@ _ROUTES = (
     _routes_responses,
     _routes_interswarm,
     _routes_map,
+    _routes_metrics,
 )
 
 
@@ -323,6 +327,7 @@ def create_app(
             raise
         try:
             await _open_store(state)
+            open_metrics(state)
             open_conversations(state)
             # the MCP servers' sessions, shared by every caller (already open under
             # `mail server`, which reports a failure as one line: see _serve)
@@ -378,6 +383,12 @@ def create_app(
         return _DEFAULT_BODY_LIMIT if state is None else state.config.server.max_body_bytes
 
     app.add_middleware(_BodyLimit, limit=body_limit)
+
+    def metrics() -> Metrics | None:
+        state: ServerState | None = getattr(app.state, "mail", None)
+        return None if state is None else state.metrics
+
+    app.add_middleware(StreamCounter, metrics=metrics)
     return app
 
 
@@ -484,6 +495,7 @@ def run_server(config: MAILConfig) -> None:
     """
     server = config.server
     check_port(server.host, server.port)  # one line, before any start-up log
+    check_metrics(config)
     preflight(config)  # cluster mode: PostgreSQL store, Redis reachable (one line too)
     # Loaded here rather than in the lifespan, so a broken swarm is reported by the CLI
     # as one line instead of a failed startup.
@@ -541,6 +553,7 @@ def run_server_with_template(  # v1.3.6's positional signature
         }
     )
     check_port(host, port)
+    check_metrics(config)
     preflight(config)
     template.validate()
     _serve(config, template)
