@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from tests._servers import free_port
 from tests.server.conftest import (
     Running,
     Start,
@@ -20,7 +21,6 @@ from tests.server.conftest import (
     scripted_template,
     within,
 )
-from tests.server.test_provider_wire import double_action
 from tests.server.test_token_stream import USAGE_OF_TWO_CALLS, llm_swarm
 
 from mail.api import MAILAction
@@ -166,7 +166,10 @@ async def test_only_an_admin_reads_the_metrics(start: Start, tmp_path: Path) -> 
     anon = await (await server.anon()).get("/metrics")
 
     # a key of another role is a 401 too, as on every route (CONTRACT 1.4: never 403)
-    assert (user.status_code, user.json()["detail"]) == (401, "invalid role: this route needs admin")
+    assert (user.status_code, user.json()["detail"]) == (
+        401,
+        "invalid role: this route needs admin",
+    )
     assert anon.status_code == 401
     assert anon.json()["detail"]
 
@@ -179,9 +182,9 @@ async def test_metrics_off_is_a_404_that_says_how_to_turn_them_on(offline: Runni
     assert offline.state.metrics is None
 
 
-async def test_the_separate_listener_serves_them_without_a_key(start: Start, tmp_path: Path) -> None:
-    from tests._servers import free_port  # noqa: PLC0415
-
+async def test_the_separate_listener_serves_them_without_a_key(
+    start: Start, tmp_path: Path
+) -> None:
     port = free_port()
     config = make_config(tmp_path, metrics={"enabled": True, "port": port})
     server = await start(config)

@@ -35,6 +35,7 @@ __all__ = [
     "current_turn",
     "emit_delta",
     "live_turn",
+    "logged_turn",
     "report_usage",
 ]
 
@@ -55,6 +56,8 @@ class _Turn:
 
 
 _CURRENT: ContextVar[_Turn | None] = ContextVar("mail_live_turn", default=None)
+#: (task id, agent) of the agent turn being handled: its model call, actions and tool calls
+_LOGGED: ContextVar[tuple[str, str] | None] = ContextVar("mail_logged_turn", default=None)
 
 
 @contextmanager
@@ -74,8 +77,22 @@ def live_turn(task: MAILTask, agent: str) -> Iterator[None]:
                 _tell(task, observer.agent_turn, agent, seconds)
 
 
+@contextmanager
+def logged_turn(task_id: str, agent: str) -> Iterator[None]:
+    """Make ``(task_id, agent)`` what :func:`current_turn` answers until the block ends
+    (the runtime's handling of one agent turn: its model call, actions and tool calls)."""
+    token = _LOGGED.set((task_id, agent))
+    try:
+        yield
+    finally:
+        _LOGGED.reset(token)
+
+
 def current_turn() -> tuple[str, str] | None:
-    """The ``(task_id, agent)`` of the agent turn running here, if any (for log records)."""
+    """The ``(task_id, agent)`` of the agent turn handled here, if any (for log records)."""
+    logged = _LOGGED.get()
+    if logged is not None:
+        return logged
     turn = _CURRENT.get()
     return None if turn is None else (turn.task.task_id, turn.agent)
 

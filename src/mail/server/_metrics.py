@@ -77,7 +77,14 @@ def check_metrics(config: MAILConfig) -> None:
     if metrics.enabled:
         load_prometheus()
         if metrics.port is not None:
-            check_port(metrics.host, metrics.port)
+            try:
+                check_port(metrics.host, metrics.port)
+            except ConfigurationError as e:
+                raise ConfigurationError(
+                    f"[server.metrics] cannot listen on {metrics.host}:{metrics.port} (in use, "
+                    "or not an address of this machine): choose another port or host "
+                    "(MAIL_METRICS_PORT)"
+                ) from e
 
 
 def open_metrics(state: ServerState) -> None:
