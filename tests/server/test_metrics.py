@@ -197,3 +197,27 @@ async def test_the_separate_listener_serves_them_without_a_key(
     samples = parse(response.text)
     assert value(samples, "mail_tasks_started_total", swarm="offline") == 1
     assert ("mail_tasks_unsaved", frozenset()) in samples
+
+
+async def test_an_undelivered_interswarm_message_counts_by_peer_and_outcome(
+    start: Start, tmp_path: Path
+) -> None:
+    supervisor = ScriptedAgent(
+        [
+            tc("send_request", target="helper@nowhere", subject="q", body="hello?"),
+            tc("task_complete", finish_message="done without it"),
+        ]
+    )
+    template = scripted_template(
+        {"supervisor": supervisor}, targets={"supervisor": ["helper@nowhere"]}
+    )
+    template.enable_interswarm = True
+    server = await metered(start, tmp_path, template=template)
+
+    answer = await (await server.user()).post("/message", json={"body": "go"})
+    assert answer.status_code == 200, answer.text
+    after = await scrape(server)
+
+    # no registered swarm of that name: its name is no label value
+    unknown = {"peer": "(unknown)", "outcome": "unavailable"}
+    assert value(after, "mail_interswarm_deliveries_total", **unknown) == 1

@@ -28,6 +28,7 @@ HEAVY_MODULES = (
     "openai",
     "anthropic",
     "redis",
+    "prometheus_client",
 )
 # Layers above core, and third-party I/O libraries core must not import.
 CORE_FORBIDDEN_OURS = (
@@ -49,6 +50,7 @@ CORE_FORBIDDEN_THIRD_PARTY = (
     "httpx",
     "fastapi",
     "redis",
+    "prometheus_client",
 )
 
 

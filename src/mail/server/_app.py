@@ -62,7 +62,7 @@ from mail.server._cors import ConfiguredCORS
 from mail.server._deps import check_gates
 from mail.server._listen import check_port, recorded
 from mail.server._map_setup import open_conversations
-from mail.server._metrics import StreamCounter, check_metrics, open_metrics
+from mail.server._metrics import Metrics, StreamCounter, check_metrics
 from mail.server._reload import APP, reload_environment, uvicorn_options, worker_config
 from mail.server._routes_ui_page import mount_ui
 from mail.server._shutdown import serve
@@ -75,7 +75,6 @@ from mail.version import PROTOCOL_VERSION, __version__
 
 if TYPE_CHECKING:
     from mail.config import MAILConfig
-    from mail.server._metrics import Metrics
     from mail.server.auth import Authenticator
 
 __all__ = ["create_app", "run_server"]
@@ -327,7 +326,7 @@ def create_app(
             raise
         try:
             await _open_store(state)
-            open_metrics(state)
+            _open_metrics(state)
             open_conversations(state)
             # the MCP servers' sessions, shared by every caller (already open under
             # `mail server`, which reports a failure as one line: see _serve)
@@ -481,6 +480,21 @@ async def _open_store(state: ServerState) -> None:
             keep_last=database.retention_keep_last,
         )
         state.spawn(state.retention.run(), "mail-prune")
+
+
+def _open_metrics(state: ServerState) -> None:
+    """Start the server's metrics when ``[server.metrics]`` enables them."""
+    config = state.config.server.metrics
+    if not config.enabled:
+        return
+    metrics = Metrics(
+        state.template.name, unsaved=state.swarms.unsaved_tasks, loop=asyncio.get_running_loop()
+    )
+    if state.store is not None:
+        metrics.watch_store(state.store)
+    metrics.watch_router(state.router)
+    metrics.listen(config)
+    state.metrics = metrics
 
 
 def run_server(config: MAILConfig) -> None:

@@ -32,9 +32,8 @@ if TYPE_CHECKING:
     from mail.db import TaskStore
     from mail.db.store import CallerKey
     from mail.net import InterswarmRouter
-    from mail.server._state import ServerState
 
-__all__ = ["Metrics", "StreamCounter", "check_metrics", "load_prometheus", "open_metrics"]
+__all__ = ["Metrics", "StreamCounter", "check_metrics", "load_prometheus"]
 
 logger = logging.getLogger("mail.server")
 
@@ -85,21 +84,6 @@ def check_metrics(config: MAILConfig) -> None:
                     "or not an address of this machine): choose another port or host "
                     "(MAIL_METRICS_PORT)"
                 ) from e
-
-
-def open_metrics(state: ServerState) -> None:
-    """Start the server's metrics when ``[server.metrics]`` enables them (the lifespan)."""
-    config = state.config.server.metrics
-    if not config.enabled:
-        return
-    metrics = Metrics(
-        state.template.name, unsaved=state.swarms.unsaved_tasks, loop=asyncio.get_running_loop()
-    )
-    if state.store is not None:
-        metrics.watch_store(state.store)
-    metrics.watch_router(state.router)
-    metrics.listen(config)
-    state.metrics = metrics
 
 
 class Metrics:
@@ -196,7 +180,12 @@ class Metrics:
         store.on_write = self.store_seconds.observe
 
     def watch_router(self, router: InterswarmRouter) -> None:
-        router.on_delivery = lambda peer, outcome: self.deliveries.labels(peer, outcome).inc()
+        def delivered(peer: str, outcome: str) -> None:
+            # an address an agent wrote names no peer of its own unless it is registered
+            known = router.registry.get_swarm_endpoint(peer) is not None
+            self.deliveries.labels(peer if known else _UNKNOWN, outcome).inc()
+
+        router.on_delivery = delivered
 
     def exposition(self) -> bytes:
         """The metrics in the Prometheus text format."""
