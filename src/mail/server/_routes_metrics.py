@@ -6,10 +6,11 @@ from fastapi import APIRouter, HTTPException
 from fastapi.responses import Response
 
 from mail.server._deps import Admin, AppState
+from mail.server.models import ERROR_RESPONSES
 
 __all__ = ["router"]
 
-router = APIRouter()
+router = APIRouter(responses=ERROR_RESPONSES)
 
 _OFF = (
     "metrics are off: set [server.metrics] enabled = true in mail.toml "
@@ -21,7 +22,7 @@ _OFF = (
     "/metrics",
     response_class=Response,
     summary="Metrics in the Prometheus text format",
-    responses={200: {"content": {"text/plain": {}}}, 404: {"description": "metrics are off"}},
+    responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}},
 )
 async def get_metrics(state: AppState, _caller: Admin) -> Response:
     """This server's (replica's) metrics, for Prometheus to scrape with an admin key;
