@@ -165,7 +165,10 @@ class Metrics:
         )
         for kind in ("sse", "websocket"):
             self.streams.labels(kind)
-        self.running.labels(self.swarm)
+        # the children updated on every task and turn, looked up once (labels() takes a lock)
+        self._started_here = self.started.labels(self.swarm)
+        self._running_here = self.running.labels(self.swarm)
+        self._agent_turns: dict[str, Any] = {}
 
     # --- what the server hands over ---------------------------------------------------
 
@@ -203,13 +206,13 @@ class Metrics:
         if task.is_running:
             if started is None:
                 self._running[ident] = time.monotonic()
-                self.started.labels(self.swarm).inc()
-                self.running.labels(self.swarm).inc()
+                self._started_here.inc()
+                self._running_here.inc()
             return
         if started is None:
             return
         del self._running[ident]
-        self.running.labels(self.swarm).dec()
+        self._running_here.dec()
         if runtime.stopping:  # the server stops: the turn is not over, nor counted
             return
         status = turn_status(task)
@@ -227,7 +230,10 @@ class Metrics:
             self.action_errors.labels(self.swarm, _action(known, event.extra_data)).inc()
 
     def agent_turn(self, task: MAILTask, agent: str, seconds: float) -> None:
-        self.agent_seconds.labels(self.swarm, agent).observe(seconds)
+        child = self._agent_turns.get(agent)
+        if child is None:
+            child = self._agent_turns[agent] = self.agent_seconds.labels(self.swarm, agent)
+        child.observe(seconds)
 
     def model_call(
         self, task: MAILTask, agent: str, model: str | None, usage: Mapping[str, object]
