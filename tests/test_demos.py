@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "scripts"
 #: The scripts the tests below run (each as ``python scripts/NAME``, from a temporary directory).
-DEMOS = ("single_swarm_demo.py", "multi_swarm_demo.py", "demo_client.py")
+DEMOS = ("single_swarm_demo.py", "multi_swarm_demo.py", "demo_client.py", "a2a_demo.py")
 _MARKED_BLOCK = re.compile(
     r"^<!-- run by tests/test_demos\.py -->\n```bash\n(?P<body>.*?)^```$", re.M | re.S
 )
@@ -81,6 +81,17 @@ def test_demo_client(tmp_path: Path) -> None:
     assert "- 2 ** 10 = 1024" in out
     assert "Tasks of alice: 2" in out
     assert "Server stopped." in out
+    assert not list(tmp_path.iterdir())
+
+
+def test_a2a_demo(tmp_path: Path) -> None:
+    out = run("a2a_demo.py", tmp_path)
+    assert "remote A2A agent at http://127.0.0.1:" in out
+    assert "A2A client asks: What's the weather in Lisbon tomorrow?" in out
+    assert "  working: supervisor -> weather: Weather forecast" in out
+    assert "  working: weather -> supervisor: Re: Weather forecast" in out
+    assert "Answer: The remote A2A agent says: sunny and 24°C" in out
+    assert "Both servers stopped." in out
     assert not list(tmp_path.iterdir())
 
 

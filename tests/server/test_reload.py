@@ -47,6 +47,7 @@ def test_uvicorn_gets_reload_and_the_server_settings(tmp_path: Path) -> None:
         "timeout_graceful_shutdown": 10,
         "ws": "websockets-sansio",
         "ws_max_size": config.server.max_body_bytes,
+        "ws_per_message_deflate": False,
     }
     # the worker uvicorn spawns logs the mail loggers too (nothing else sets them up there)
     mail_logger = log_config["loggers"]["mail"]

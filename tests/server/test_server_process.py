@@ -175,3 +175,32 @@ def test_uvicorn_by_name_applies_the_configured_body_limit(dirs: tuple[Path, Pat
         )
         assert small.status_code == 401  # under the limit: on to authentication
         assert server.stop() == 0
+
+
+def test_the_map_websocket_takes_no_per_message_deflate(dirs: tuple[Path, Path]) -> None:
+    """A client offering permessage-deflate (the ``ws`` package behind the official SDK
+    does by default) gets uncompressed frames: MAP's frames are a few hundred bytes, and
+    compressing each cost both sides more CPU than the rest of a ``mail/turn``'s
+    transport (benchmarks/README.md, "MAP over WebSocket")."""
+    from websockets.sync.client import connect
+
+    cwd, data = dirs
+    port = free_port()
+    command = [sys.executable, "-m", "mail.cli", "server", "-c", str(MAIL_TOML)]
+    command += ["-p", str(port), "-H", "127.0.0.1"]
+    url = f"http://127.0.0.1:{port}"
+    with Server(command, env=server_env(data), cwd=cwd, log=cwd.parent / "server.log", url=url):
+        credentials = json.loads((data / "credentials.json").read_text(encoding="utf-8"))
+        user_key = next(k["key"] for k in credentials["keys"] if k["role"] == "user")
+        with connect(
+            f"ws://127.0.0.1:{port}/map",
+            additional_headers={"Authorization": f"Bearer {user_key}"},
+            compression="deflate",  # offered
+            proxy=None,
+            open_timeout=15,
+        ) as ws:
+            ws.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "mail/list", "params": {}}))
+            answer = json.loads(ws.recv(timeout=15))
+            extensions = ws.response.headers.get("Sec-WebSocket-Extensions")
+    assert "conversations" in answer["result"], answer
+    assert extensions is None

@@ -28,6 +28,8 @@ HEAVY_MODULES = (
     "openai",
     "anthropic",
     "redis",
+    "a2a",
+    "google.protobuf",
     "prometheus_client",
 )
 # Layers above core, and third-party I/O libraries core must not import.

@@ -102,6 +102,7 @@ def run_checks(
     top, as ``mail server``'s flags do (``{"server": {"swarm": {"name": ...}}}``). A
     configuration that does not load gives one failed ``config`` check; nothing is raised.
     """
+    from mail.cli._doctor_a2a import check_a2a_agents  # noqa: PLC0415  # the SDK, on use
     from mail.cli._doctor_cluster import check_cluster  # noqa: PLC0415  # redis, on use
     from mail.cli._doctor_mcp import check_mcp_servers  # noqa: PLC0415  # the SDK, on use
     from mail.config import load_config  # noqa: PLC0415
@@ -123,6 +124,7 @@ def run_checks(
     checks.extend(check_llm_keys(config, env))
     checks.extend(check_interswarm_targets(config))
     checks.extend(Check(*finding) for finding in check_mcp_servers(config, env))
+    checks.extend(Check(*finding) for finding in check_a2a_agents(config, _raw_a2a(config)))
     checks.append(check_auth(config.auth))
     checks.append(unmade_store(config.database) or asyncio.run(check_store(config.database)))
     checks.extend(check_registry(config, env))
@@ -183,6 +185,12 @@ def _raw_swarm(config: MAILConfig) -> Mapping[str, Any] | None:
     except (MAILError, OSError, ValueError):
         return None  # check_swarm reports it
     return spec
+
+
+def _raw_a2a(config: MAILConfig) -> list[Any]:
+    spec = _raw_swarm(config)
+    entries = spec.get("a2a_agents", []) if spec is not None else []
+    return entries if isinstance(entries, list) else []
 
 
 def _raw_agents(config: MAILConfig) -> list[Mapping[str, Any]] | None:

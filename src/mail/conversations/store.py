@@ -32,7 +32,9 @@ __all__ = [
     "plan_append",
 ]
 
-RecordKind = Literal["conversation", "participant", "turn", "thread", "summary", "mark"]
+#: ``a2a_task``: a task of the server's A2A façade (:mod:`mail.server._a2a_store`), kept in
+#: the same table, in the conversation ``a2a``
+RecordKind = Literal["conversation", "participant", "turn", "thread", "summary", "mark", "a2a_task"]
 
 
 @dataclass(slots=True, kw_only=True)

@@ -23,7 +23,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from mail.core._live import DeltaKind, current_turn, emit_delta, report_usage
+    from mail.core._live import DeltaKind, current_task_id, current_turn, emit_delta, report_usage
     from mail.core._recorder import restore, stored_events
     from mail.core._remote import Direction
     from mail.core._scheduler import Scheduler
@@ -109,6 +109,7 @@ _EXPORTS: dict[str, str] = {
     "create_task_complete_tool": "tools",
     "pydantic_model_to_tool": "tools",
     "emit_delta": "_live",
+    "current_task_id": "_live",
     "report_usage": "_live",
     "current_turn": "_live",
     "DeltaKind": "_live",
@@ -165,6 +166,7 @@ __all__ = [
     "create_system_address",
     "create_task_complete_tool",
     "create_user_address",
+    "current_task_id",
     "emit_delta",
     "format_agent_address",
     "full_protocol_text",

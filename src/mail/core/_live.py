@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 __all__ = [
     "USAGE_KEYS",
     "DeltaKind",
+    "current_task_id",
     "current_turn",
     "emit_delta",
     "live_turn",
@@ -107,6 +108,13 @@ def _tell(task: MAILTask, hook: Callable[..., None], *args: object) -> None:
         hook(task, *args)
     except Exception:
         logger.exception("a turn observer of task %s failed", task.task_id)
+
+
+def current_task_id() -> str | None:
+    """The id of the task whose agent turn runs (``None`` outside a turn of the runtime):
+    an agent function that calls another service keeps its state per task with it."""
+    turn = _CURRENT.get()
+    return None if turn is None else turn.task.task_id
 
 
 def emit_delta(kind: DeltaKind, delta: str, *, call_id: str | None = None) -> None:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -89,6 +90,9 @@ __all__ = [
     "make_interrupt",
     "make_broadcast_complete",
     "make_interswarm_message",
+    # an agent's history read back
+    "Incoming",
+    "parse_incoming",
     # helpers on messages
     "get_recipients",
     "single_recipient",
@@ -416,6 +420,63 @@ def build_mail_xml(message: MAILMessage, is_manual: bool = False) -> dict[str, s
         f"<body>{_xml_text(payload['body'])}</body>\n</incoming_message>\n"
     )
     return {"role": "user", "content": content}
+
+
+@dataclass(slots=True)
+class Incoming:
+    """The message that started a turn, read back from the agent's history.
+
+    ``sender``, ``subject`` and ``body`` are the message's own text (the XML escaping
+    undone); ``content`` is the history item as the runtime rendered it.
+    """
+
+    sender: str
+    sender_type: str
+    subject: str
+    body: str
+    content: str
+
+
+def _unescape(text: str) -> str:
+    # The inverse of the escaping in build_mail_xml (&amp; last).
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+def _parse(content: str) -> Incoming:
+    i = content.find('<from type="')
+    sender_type = sender = ""
+    if i >= 0:
+        i += 12
+        j = content.find('">', i)
+        if j >= i:
+            sender_type = content[i:j]
+            k = j + 2  # the sender follows the first <from type="..."> at once
+            end = content.find("</from>", k)
+            if end >= k:
+                sender = _unescape(content[k:end])
+    body = content
+    i = content.find("<body>")
+    if i >= 0:
+        j = content.rfind("</body>\n</incoming_message>")
+        if j >= i + 6:
+            body = _unescape(content[i + 6 : j])
+    subject_end = content.find("</subject>\n<body>")
+    start_subject = content.find("<subject>")
+    subject = (
+        _unescape(content[start_subject + 9 : subject_end])
+        if 0 <= start_subject < subject_end
+        else ""
+    )
+    return Incoming(sender, sender_type, subject, body, content)
+
+
+def parse_incoming(history: Sequence[dict[str, Any]]) -> Incoming:
+    """Read the newest incoming MAIL message of ``history`` (the XML the runtime renders)."""
+    for item in reversed(history):
+        content = item.get("content")
+        if item.get("role") == "user" and isinstance(content, str):
+            return _parse(content)
+    return Incoming("", "", "", "", "")
 
 
 def build_interswarm_mail_xml(message: MAILInterswarmMessage) -> dict[str, str]:

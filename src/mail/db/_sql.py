@@ -274,7 +274,8 @@ def prune_deletes(doomed_task: str) -> tuple[str, ...]:
     of the task, still finished) as its guard: a task resumed since it was picked no
     longer matches and keeps all its rows. MAP Mail's rows of the conversations bound to
     the task go too (found by their conversation row: only those are indexed by task),
-    before the task's record, which that statement reads."""
+    and the A2A tasks of its turns, before the task's record, which those statements
+    read."""
 
     def delete(table: str) -> str:
         return f"""DELETE FROM {table} WHERE (swarm_name, caller_role, caller_id, task_id) IN (
@@ -285,4 +286,8 @@ def prune_deletes(doomed_task: str) -> tuple[str, ...]:
         SELECT swarm_name, caller_role, caller_id, conversation_id FROM conversation_records
         WHERE kind = 'conversation' AND (swarm_name, caller_role, caller_id, task_id) IN (
             {doomed_task}))"""
-    return (*(delete(t) for t in _TASK_TABLES), conversations, delete("tasks"))
+    # the A2A façade's tasks of the task (mail.server._a2a_store)
+    a2a = f"""DELETE FROM conversation_records
+    WHERE conversation_id = 'a2a' AND kind = 'a2a_task'
+        AND (swarm_name, caller_role, caller_id, task_id) IN ({doomed_task})"""
+    return (*(delete(t) for t in _TASK_TABLES), conversations, a2a, delete("tasks"))

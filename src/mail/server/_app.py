@@ -49,6 +49,7 @@ from mail.server import (
     _routes_responses,
     _routes_tasks,
 )
+from mail.server._a2a_setup import close_a2a, open_a2a
 from mail.server._cluster import Cluster, preflight
 from mail.server._cluster_setup import (
     authenticator_for,
@@ -328,6 +329,7 @@ def create_app(
             await _open_store(state)
             _open_metrics(state)
             open_conversations(state)
+            open_a2a(app, state)  # the swarm as an A2A agent, with the a2a extra
             # the MCP servers' sessions, shared by every caller (already open under
             # `mail server`, which reports a failure as one line: see _serve)
             await state.template.start_mcp()
@@ -353,6 +355,7 @@ def create_app(
         try:
             yield
         finally:
+            await close_a2a(app)
             await state.close()
 
     app = FastAPI(
@@ -371,24 +374,35 @@ def create_app(
         app.include_router(module.router)
     mount_ui(app)
 
-    def cors_origins() -> list[str]:
+    _add_middleware(app)
+    return app
+
+
+def _add_middleware(app: FastAPI) -> None:
+    """CORS, the body limit and the stream counter, each reading the configuration the
+    lifespan loads (``app.state.mail``)."""
+
+    def server_state() -> ServerState | None:
         state: ServerState | None = getattr(app.state, "mail", None)
+        return state
+
+    def cors_origins() -> list[str]:
+        state = server_state()
         return list(DEFAULT_CORS_ORIGINS) if state is None else state.config.server.cors_origins
 
     app.add_middleware(ConfiguredCORS, origins=cors_origins)
 
     def body_limit() -> int:
-        state: ServerState | None = getattr(app.state, "mail", None)
+        state = server_state()
         return _DEFAULT_BODY_LIMIT if state is None else state.config.server.max_body_bytes
 
     app.add_middleware(_BodyLimit, limit=body_limit)
 
     def metrics() -> Metrics | None:
-        state: ServerState | None = getattr(app.state, "mail", None)
+        state = server_state()
         return None if state is None else state.metrics
 
     app.add_middleware(StreamCounter, metrics=metrics)
-    return app
 
 
 def _start(

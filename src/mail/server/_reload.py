@@ -47,6 +47,9 @@ def uvicorn_options(config: MAILConfig) -> dict[str, Any]:
         # a frame over the body limit is refused (1009) before it is buffered whole
         "ws": "websockets-sansio",
         "ws_max_size": server.max_body_bytes,
+        # MAP's frames are small: compressing each cost the server and the client more CPU
+        # than the rest of a turn's transport (benchmarks/map_websocket.py)
+        "ws_per_message_deflate": False,
     }
     if server.reload:
         options["log_config"] = worker_logging()

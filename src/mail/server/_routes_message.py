@@ -24,7 +24,7 @@ from mail.server.models import (
     MessageResponse,
 )
 
-__all__ = ["router", "send_message"]
+__all__ = ["new_turn", "router", "send_message"]
 
 router = APIRouter(responses=ERROR_RESPONSES, route_class=StrictJSONRoute)
 
@@ -40,21 +40,18 @@ IdempotencyKey = Annotated[
 ]
 
 
-async def send_message(
+def new_turn(
     state: ServerState,
-    caller: Caller,
     request: MessageRequest,
     *,
     stream_default: bool = False,
     events_default: bool = False,
     idempotency_key: str | None = None,
-) -> dict[str, Any] | Response:
-    """Run ``request`` in the caller's swarm (:meth:`TaskService.send
-    <mail.server._tasks.TaskService.send>`): the answer, or a stream of the task's events
-    (whose first event is fetched before answering, so setup failures are HTTP errors)."""
+) -> Turn:
+    """The turn ``request`` asks for (``InvalidMessageError`` for a bad ``idempotency_key``)."""
     kwargs = dict(request.kwargs)
     subject = request.subject or "New Message"
-    turn = Turn(
+    return Turn(
         task_id=request.task_id or new_task_id(),
         named=request.task_id is not None,
         body=request.text,
@@ -67,6 +64,27 @@ async def send_message(
         stream=request.stream if request.stream is not None else stream_default,
         show_events=request.show_events if request.show_events is not None else events_default,
         asked=turn_request(request, subject, kwargs, idempotency_key),
+    )
+
+
+async def send_message(
+    state: ServerState,
+    caller: Caller,
+    request: MessageRequest,
+    *,
+    stream_default: bool = False,
+    events_default: bool = False,
+    idempotency_key: str | None = None,
+) -> dict[str, Any] | Response:
+    """Run ``request`` in the caller's swarm (:meth:`TaskService.send
+    <mail.server._tasks.TaskService.send>`): the answer, or a stream of the task's events
+    (whose first event is fetched before answering, so setup failures are HTTP errors)."""
+    turn = new_turn(
+        state,
+        request,
+        stream_default=stream_default,
+        events_default=events_default,
+        idempotency_key=idempotency_key,
     )
     answer = await state.tasks.send(caller, turn)
     if isinstance(answer, Stream):

@@ -53,6 +53,8 @@ class SwarmsJSONSwarm(TypedDict):
     enable_db_agent_histories: bool
     #: MCP servers whose tools agents are offered (objects as written, checked)
     mcp_servers: list[dict[str, Any]]
+    #: remote A2A agents (their agent objects are in ``agents`` too)
+    a2a_agents: list[dict[str, Any]]
 
 
 class SwarmsJSONFile(TypedDict):

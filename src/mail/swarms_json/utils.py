@@ -23,6 +23,7 @@ from mail._limits import loads, name_problem
 from mail.core.message import parse_agent_address
 from mail.core.tools import MAIL_TOOL_NAMES
 from mail.errors import InvalidMessageError, SwarmDefinitionError
+from mail.swarms_json._a2a import a2a_agent_objects
 from mail.swarms_json._mcp import check_agent_mcp_servers, parse_mcp_servers
 from mail.swarms_json.types import (
     SwarmsJSONAction,
@@ -75,6 +76,7 @@ _SWARM_FIELDS: dict[str, tuple[type | tuple[type, ...], str, bool, Any]] = {
     "enable_db_agent_histories": (bool, "true or false", False, False),
     "tool_format": (str, '"completions" or "responses"', False, None),
     "mcp_servers": (list, "a list of MCP server objects", False, []),
+    "a2a_agents": (list, "a list of A2A agent objects", False, []),
 }
 _AGENT_FIELDS: dict[str, tuple[type | tuple[type, ...], str, bool, Any]] = {
     "name": (str, "a string", True, None),
@@ -189,6 +191,8 @@ def parse_swarm(obj: Any) -> SwarmsJSONSwarm:
         raise SwarmDefinitionError(problem, field="name")
     default_format = fields.pop("tool_format")
     fields["agents"] = [parse_agent(a, swarm, default_format) for a in fields["agents"]]
+    remote = a2a_agent_objects(fields["a2a_agents"], fields["agents"], swarm)
+    fields["agents"] += [parse_agent(a, swarm) for a in remote]
     fields["actions"] = [parse_action(a, swarm) for a in fields["actions"]]
     servers = parse_mcp_servers(fields["mcp_servers"], swarm)
     for agent in fields["agents"]:

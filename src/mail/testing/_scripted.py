@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from mail.core.message import Incoming, parse_incoming
 from mail.core.tools import AgentToolCall
 
 __all__ = [
@@ -66,63 +67,6 @@ def tc(
         return ScriptedCall(name, args, None, call_id)  # ``args`` is this call's own dict
     steps = (reasoning,) if isinstance(reasoning, str) else tuple(reasoning) or None
     return ScriptedCall(name, args, steps, call_id)
-
-
-@dataclass(slots=True)
-class Incoming:
-    """The message that started a turn, read back from the agent's history.
-
-    ``sender``, ``subject`` and ``body`` are the message's own text (the XML escaping
-    undone); ``content`` is the history item as the runtime rendered it.
-    """
-
-    sender: str
-    sender_type: str
-    subject: str
-    body: str
-    content: str
-
-
-def _unescape(text: str) -> str:
-    # The inverse of the escaping in mail.core.message.build_mail_xml (&amp; last).
-    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
-
-
-def _parse(content: str) -> Incoming:
-    i = content.find('<from type="')
-    sender_type = sender = ""
-    if i >= 0:
-        i += 12
-        j = content.find('">', i)
-        if j >= i:
-            sender_type = content[i:j]
-            k = j + 2  # the sender follows the first <from type="..."> at once
-            end = content.find("</from>", k)
-            if end >= k:
-                sender = _unescape(content[k:end])
-    body = content
-    i = content.find("<body>")
-    if i >= 0:
-        j = content.rfind("</body>\n</incoming_message>")
-        if j >= i + 6:
-            body = _unescape(content[i + 6 : j])
-    subject_end = content.find("</subject>\n<body>")
-    start_subject = content.find("<subject>")
-    subject = (
-        _unescape(content[start_subject + 9 : subject_end])
-        if 0 <= start_subject < subject_end
-        else ""
-    )
-    return Incoming(sender, sender_type, subject, body, content)
-
-
-def parse_incoming(history: Sequence[dict[str, Any]]) -> Incoming:
-    """Read the newest incoming MAIL message of ``history`` (the XML the runtime renders)."""
-    for item in reversed(history):
-        content = item.get("content")
-        if item.get("role") == "user" and isinstance(content, str):
-            return _parse(content)
-    return Incoming("", "", "", "", "")
 
 
 # One counter for every scripted agent of the process, so call ids never collide.

@@ -1,0 +1,61 @@
+"""The official A2A JavaScript SDK (``@a2a-js/sdk``, pinned in packages/a2a-js-tests) against
+a real ``mail server`` on the offline swarm: its client reads the card, sends over JSON-RPC
+and HTTP+JSON, streams, follows up in the same context, and is refused a wrong key.
+
+Needs Node 20 or newer with npm (``npm ci`` runs here when ``.ci/run`` has not run it)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from tests._servers import clean_env, start_server
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "packages" / "a2a-js-tests"
+NODE_HINT = "install Node 20 or newer (with npm) to test packages/a2a-js-tests"
+
+pytestmark = pytest.mark.timeout(900)
+
+
+def _tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        pytest.fail(f"`{name}` is not on PATH: {NODE_HINT}")
+    return path
+
+
+def _run(command: list[str], env: dict[str, str], timeout: float) -> str:
+    result = subprocess.run(
+        command,
+        cwd=PACKAGE,
+        env=env,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+        timeout=timeout,
+        check=False,
+    )
+    output = f"{result.stdout}\n{result.stderr}"
+    assert result.returncode == 0, f"`{' '.join(command)}` exited {result.returncode}:\n{output}"
+    return output
+
+
+def test_the_official_js_client_talks_to_the_swarm(tmp_path: Path) -> None:
+    node, npm = _tool("node"), _tool("npm")
+    version = subprocess.run([node, "--version"], capture_output=True, text=True, check=True)
+    major = int(version.stdout.strip().lstrip("v").split(".")[0])
+    if major < 20:
+        pytest.fail(f"node {version.stdout.strip()} is too old: {NODE_HINT}")
+    env = clean_env() | {"CI": "1"}
+    if not (PACKAGE / "node_modules").is_dir():
+        _run([npm, "ci", "--no-audit", "--no-fund"], env, timeout=600)
+    with start_server("offline", ROOT / "swarms.json", clean_env(), tmp_path / "data") as server:
+        env |= {"A2A_URL": server.url, "A2A_KEY": server.keys["user"]}
+        output = _run([npm, "test"], env, 600)
+    assert re.search(r"^# pass [1-9]", output, re.M), f"no test passed:\n{output}"
+    assert not re.search(r"^# (fail|skipped|todo) [1-9]", output, re.M), output
