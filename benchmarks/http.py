@@ -15,6 +15,11 @@ checked. Measures:
   imports cached (as on every launch after the first) and without (each launch compiles);
 * ``mail --help`` wall time (median of 10).
 
+``--metrics-compare ROUNDS`` measures instead what ``[server.metrics]`` costs: two servers
+in this process, metrics off and on, run the sequential and concurrent phases in
+alternating order for ``ROUNDS`` rounds (so that the machine's load falls on both alike);
+the medians of each and their difference are printed.
+
 The server runs in this process on the client's event loop by default (``--in-process``) or
 in a child process (``--server-process``: client and server then share neither the GIL nor
 the loop). On the 2-core VM of benchmarks/README.md the child process was not faster, so
@@ -22,6 +27,7 @@ in-process is the default. uvicorn with httptools; ``--loop`` picks asyncio or u
 both; the client is one keep-alive aiohttp session (``--client httpx`` for comparison).
 
     uv run python benchmarks/http.py [--server-process] [--loop uvloop] [--client httpx]
+    uv run python benchmarks/http.py --metrics-compare 6 --tasks 500
 """
 
 from __future__ import annotations
@@ -114,7 +120,7 @@ def settle_after_start_up() -> None:
         settle_gc()
 
 
-def build_server(data_dir: Path) -> uvicorn.Server:
+def build_server(data_dir: Path, *, metrics: bool = False) -> uvicorn.Server:
     # MAIL_BENCH_STORE=sqlite keeps tasks in <data_dir>/mail.db; default: memory only
     store = os.environ.get("MAIL_BENCH_STORE", "memory")
     database: dict[str, Any] = {"persist": store != "memory"}
@@ -126,7 +132,10 @@ def build_server(data_dir: Path) -> uvicorn.Server:
         None,
         env={},
         search=False,
-        overrides={"server": {"data_dir": str(data_dir)}, "database": database},
+        overrides={
+            "server": {"data_dir": str(data_dir), "metrics": {"enabled": metrics}},
+            "database": database,
+        },
     )
     app = create_app(
         config, template=_template(), authenticator=StaticAuth({API_KEY: ("user", "bench")})
@@ -405,6 +414,59 @@ async def in_process(args: argparse.Namespace) -> None:
             await task
 
 
+async def metrics_compare(args: argparse.Namespace) -> None:
+    """Metrics off and on, alternating (see the module docstring)."""
+    rates: dict[str, dict[str, list[float]]] = {
+        v: {"sequential": [], "concurrent": [], "p50": [], "cpu": []} for v in ("off", "on")
+    }
+    with (
+        tempfile.TemporaryDirectory(prefix="mail-bench-") as off_dir,
+        tempfile.TemporaryDirectory(prefix="mail-bench-") as on_dir,
+    ):
+        servers = {
+            "off": build_server(Path(off_dir), metrics=False),
+            "on": build_server(Path(on_dir), metrics=True),
+        }
+        started = {v: await start(server, WAIT) for v, server in servers.items()}
+        clients = {v: CLIENTS[args.client](url) for v, (_task, url) in started.items()}
+        try:
+            for v, client in clients.items():
+                await sequential(client, 100, f"warm{v}", f"warm-up, metrics {v}")
+            for r in range(args.metrics_compare):
+                for v in ("off", "on") if r % 2 == 0 else ("on", "off"):
+                    client = clients[v]
+                    cpu = time.process_time()
+                    seq = await sequential(
+                        client, args.tasks, f"s{v}{r}-", f"metrics {v}, sequential"
+                    )
+                    con = await concurrent(
+                        client, args.tasks, args.clients, f"c{v}{r}-", f"metrics {v}, concurrent"
+                    )
+                    rates[v]["sequential"].append(seq["rate"])
+                    rates[v]["p50"].append(seq["p50"])
+                    rates[v]["cpu"].append((time.process_time() - cpu) / (2 * args.tasks))
+                    rates[v]["concurrent"].append(con["rate"])
+        finally:
+            for client in clients.values():
+                await client.aclose()
+            for v, server in servers.items():
+                server.should_exit = True
+                await started[v][0]
+    for phase in ("sequential", "concurrent"):
+        off, on = (statistics.median(rates[v][phase]) for v in ("off", "on"))
+        print(
+            f"median {phase:<11} off {off:>7,.0f} tasks/s  on {on:>7,.0f} tasks/s  "
+            f"({(on - off) / off * 100:+.1f} %)"
+        )
+    off, on = (statistics.median(rates[v]["p50"]) for v in ("off", "on"))
+    print(f"median sequential p50  off {off:.3f} ms  on {on:.3f} ms  ({(on - off) * 1e3:+.0f} µs)")
+    off, on = (statistics.median(rates[v]["cpu"]) * 1e6 for v in ("off", "on"))
+    print(
+        f"median CPU per task      off {off:,.0f} µs  on {on:,.0f} µs  ({on - off:+,.0f} µs, "
+        f"{(on - off) / off * 100:+.1f} %; client and server, one process)"
+    )
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -522,6 +584,13 @@ def main() -> None:
     parser.add_argument("--launches", type=int, default=5)
     parser.add_argument("--help-runs", type=int, default=10)
     parser.add_argument("--skip-startup", action="store_true", help="only the HTTP figures")
+    parser.add_argument(
+        "--metrics-compare",
+        type=int,
+        metavar="ROUNDS",
+        default=0,
+        help="compare metrics off and on over ROUNDS alternating rounds (nothing else)",
+    )
     parser.add_argument("--serve", type=Path, metavar="DATA_DIR", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve is not None:
@@ -532,6 +601,9 @@ def main() -> None:
         f"loop {args.loop}, uvicorn+httptools, client {args.client}; "
         f"Python {platform.python_version()}, {os.cpu_count()} CPUs"
     )
+    if args.metrics_compare:
+        _run(lambda: metrics_compare(args), args.loop)
+        return
     if args.in_process:
         _run(lambda: in_process(args), args.loop)
     else:

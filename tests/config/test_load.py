@@ -95,6 +95,8 @@ url = "postgresql://file@db/mail"
         ("TOKEN_INFO_ENDPOINT", "http://auth/info", "auth.token_info_endpoint", "http://auth/info"),
         ("DATABASE_URL", "postgres://env@db/mail", "database.url", "postgres://env@db/mail"),
         ("DATABASE_URL", "none", "database.url", None),
+        ("MAIL_METRICS", "yes", "server.metrics.enabled", True),
+        ("MAIL_METRICS", "0", "server.metrics.enabled", False),
     ],
 )
 def test_environment_overrides_the_file(
@@ -103,7 +105,7 @@ def test_environment_overrides_the_file(
     var: str,
     value: str,
     attribute: str,
-    expected: str | None,
+    expected: str | bool | None,
 ) -> None:
     config = load_config(write_toml(_FILE), env={var: value})
     if isinstance(expected, str):
@@ -132,6 +134,8 @@ def test_every_documented_env_variable_is_covered() -> None:
         "MAIL_REPLICA_ID",
         "MAIL_LEASE_SECONDS",
         "MAIL_MAP_SUMMARY_API_KEY",
+        "MAIL_METRICS",
+        "MAIL_METRICS_PORT",
     }
 
 
@@ -513,3 +517,25 @@ def test_a_registry_in_the_old_default_place_is_still_used(write_toml: WriteToml
     config = load_config(path, env={})
     assert config.server.swarm.registry == str(new)
     assert config.warnings == ()
+
+
+@pytest.mark.parametrize(
+    ("env", "says"),
+    [
+        ({"MAIL_METRICS_PORT": "9464"}, "port is set but metrics are not enabled"),
+        ({"MAIL_METRICS": "maybe"}, "environment variable MAIL_METRICS"),
+        ({"MAIL_METRICS": "1", "MAIL_METRICS_PORT": "0"}, "environment variable MAIL_METRICS_PORT"),
+    ],
+)
+def test_bad_metrics_settings_are_refused(
+    write_toml: WriteToml, env: dict[str, str], says: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=says):
+        load_config(write_toml(_FILE), env=env)
+
+
+def test_metrics_from_the_file(write_toml: WriteToml) -> None:
+    config = load_config(write_toml("[server.metrics]\nenabled = true\nport = 9464\n"), env={})
+
+    assert (config.server.metrics.enabled, config.server.metrics.port) == (True, 9464)
+    assert config.server.metrics.host == "127.0.0.1"

@@ -176,6 +176,7 @@ async def test_delegation_with_action_emits_the_contract_sequence(
     assert by_name["action_complete"].extra_data == {
         **action,
         "content": '{"location": "Tokyo", "condition": "clear"}',
+        "status": "success",
     }
 
     # the action's result reached weather's history as the tool result of its call

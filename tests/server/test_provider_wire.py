@@ -70,7 +70,11 @@ async def test_action_and_breakpoint_events_carry_their_calls(wired: Running) ->
 
     call = {"tool_name": "double", "tool_call_id": "a-1", "tool_args": {"n": 21}}
     assert _one(stream, "action_call").data["extra_data"] == call
-    assert _one(stream, "action_complete").data["extra_data"] == {**call, "content": "42"}
+    assert _one(stream, "action_complete").data["extra_data"] == {
+        **call,
+        "content": "42",
+        "status": "success",
+    }
     assert _one(stream, "breakpoint_tool_call").data["extra_data"] == {
         "calls": [{"call_id": "bp-1", "name": "ask_human", "arguments": json.dumps(ASK)}]
     }

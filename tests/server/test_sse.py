@@ -49,7 +49,7 @@ _EXTRA_KEYS = {
     "new_message": ["full_message"],
     "tool_call": ["tool_args", "tool_call_id", "tool_name"],
     "action_call": ["tool_args", "tool_call_id", "tool_name"],
-    "action_complete": ["content", "tool_args", "tool_call_id", "tool_name"],
+    "action_complete": ["content", "status", "tool_args", "tool_call_id", "tool_name"],
 }
 #: the tool an event names (the action events name theirs since they carry it)
 _NAMES_TOOL = {"action_call": "calculate_expression", "action_complete": "calculate_expression"}

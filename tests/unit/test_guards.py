@@ -30,6 +30,7 @@ HEAVY_MODULES = (
     "redis",
     "a2a",
     "google.protobuf",
+    "prometheus_client",
 )
 # Layers above core, and third-party I/O libraries core must not import.
 CORE_FORBIDDEN_OURS = (
@@ -51,6 +52,7 @@ CORE_FORBIDDEN_THIRD_PARTY = (
     "httpx",
     "fastapi",
     "redis",
+    "prometheus_client",
 )
 
 

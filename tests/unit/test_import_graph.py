@@ -39,7 +39,15 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("mail._limits",),  # what outside input may look like (over mail._text)
     ("mail.config", "mail.db"),  # settings; the store interface and its backends
     ("mail.core",),  # protocol, tools, tasks, runtime: no HTTP, SQL or LLM
-    ("mail.net", "mail.factories", "mail.conversations", "mail._sse", "mail.summarizer"),
+    # (mail._log_format: log records as JSON, with the agent turn they were logged in)
+    (
+        "mail.net",
+        "mail.factories",
+        "mail.conversations",
+        "mail._sse",
+        "mail.summarizer",
+        "mail._log_format",
+    ),
     ("mail.swarms_json",),  # the swarm definitions (url:: fetches through mail.net's guard)
     ("mail.api",),  # MAILAction, MAILAgent(Template), MAILSwarm(Template)
     ("mail.stdlib", "mail.testing"),  # actions and doubles over the API

@@ -461,12 +461,18 @@ def server_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _configure_logging() -> None:
-    """One stderr handler on the root logger; level from ``$MAIL_LOG_LEVEL`` (default INFO)."""
+    """One stderr handler on the root logger; level from ``$MAIL_LOG_LEVEL`` (default
+    INFO); one JSON object a line with ``MAIL_LOG_FORMAT=json`` (:mod:`mail._log_format`)."""
     import logging  # noqa: PLC0415  # only commands that log need it
+
+    from mail._log_format import JSONFormatter, json_logs  # noqa: PLC0415
 
     requested = os.environ.get(LOG_LEVEL_ENV, "").strip().upper()
     level = requested if requested in _LOG_LEVELS else "INFO"
     logging.basicConfig(level=level, format=_LOG_FORMAT, stream=sys.stderr)
+    if json_logs():
+        for handler in logging.getLogger().handlers:
+            handler.setFormatter(JSONFormatter())
     if requested and requested != level:
         logging.getLogger("mail.cli").warning(
             "ignoring %s=%r (expected one of %s)", LOG_LEVEL_ENV, requested, ", ".join(_LOG_LEVELS)

@@ -41,6 +41,8 @@ ENV_OVERRIDES: Mapping[str, str] = MappingProxyType(
         "MAIL_REPLICA_ID": "server.cluster.replica_id",
         "MAIL_LEASE_SECONDS": "server.cluster.lease_seconds",
         "MAIL_MAP_SUMMARY_API_KEY": "server.map.summary_api_key",
+        "MAIL_METRICS": "server.metrics.enabled",
+        "MAIL_METRICS_PORT": "server.metrics.port",
     }
 )
 # Variables holding numbers: parsed before validation (a string that is not a number is
@@ -54,6 +56,7 @@ _ENV_NUMBERS: Mapping[str, type[int] | type[float]] = MappingProxyType(
         "MAIL_SWARM_HEALTH_INTERVAL": float,
         "MAIL_PORT": int,
         "MAIL_LEASE_SECONDS": float,
+        "MAIL_METRICS_PORT": int,
     }
 )
 
@@ -152,11 +155,17 @@ def _apply_env(merged: Merged, env: Mapping[str, str]) -> None:
 
 # Variables holding lists: comma-separated, blanks dropped.
 _ENV_LISTS = frozenset({"MAIL_CORS_ORIGINS"})
+# Variables holding true or false (another value is passed on, and validation names it).
+_ENV_BOOLS = frozenset({"MAIL_METRICS"})
+_TRUE, _FALSE = frozenset({"1", "true", "yes", "on"}), frozenset({"0", "false", "no", "off"})
 
 
 def _env_value(var: str, value: str) -> Any:
     if var in _ENV_LISTS:
         return [item.strip() for item in value.split(",") if item.strip()]
+    if var in _ENV_BOOLS:
+        word = value.strip().lower()
+        return True if word in _TRUE else False if word in _FALSE else value
     number = _ENV_NUMBERS.get(var)
     if number is None:
         return value

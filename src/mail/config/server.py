@@ -27,6 +27,7 @@ __all__ = [
     "SettingsConfig",
     "InterswarmConfig",
     "MapConfig",
+    "MetricsConfig",
 ]
 
 #: The browser origins allowed by default: a UI served on port 3000 of this machine.
@@ -211,6 +212,29 @@ class MapConfig(ConfigModel):
         return self
 
 
+class MetricsConfig(ConfigModel):
+    """``[server.metrics]``: ``GET /metrics``, the server's counters in the Prometheus text
+    format (the ``mail[metrics]`` extra; see docs/observability.md).
+
+    * ``enabled`` (env ``MAIL_METRICS``): off by default; on, ``GET /metrics`` answers an
+      admin key (off: 404 saying how to turn it on).
+    * ``port`` (env ``MAIL_METRICS_PORT``): also serve them without a key on a listener of
+      their own at ``host:port`` (``host`` default ``127.0.0.1``); ``None``: no listener.
+
+    Bad values raise ``pydantic.ValidationError``.
+    """
+
+    enabled: bool = False
+    host: str = Field(default="127.0.0.1", min_length=1)
+    port: int | None = Field(default=None, ge=1, le=65535)
+
+    @model_validator(mode="after")
+    def _port_needs_enabled(self) -> MetricsConfig:
+        if self.port is not None and not self.enabled:
+            raise ValueError("port is set but metrics are not enabled: set enabled = true")
+        return self
+
+
 class ServerConfig(ConfigModel):
     """``[server]``: how the HTTP server listens, what it advertises, where it keeps state.
 
@@ -231,6 +255,7 @@ class ServerConfig(ConfigModel):
     interswarm: InterswarmConfig = Field(default_factory=InterswarmConfig)
     cluster: ClusterConfig = Field(default_factory=ClusterConfig)
     map: MapConfig = Field(default_factory=MapConfig)
+    metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     base_url: str | None = None
     data_dir: str = Field(default=DEFAULT_DATA_DIR, min_length=1)
     max_body_bytes: int = Field(default=1_048_576, gt=0)

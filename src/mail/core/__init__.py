@@ -9,7 +9,7 @@ The names v1.3.6 re-exported here (``from mail.core import AgentCore, MAILRuntim
 resolve lazily through module ``__getattr__``, so ``import mail.core.message`` stays cheap
 and does not load the runtime. So do the names the layers above need from the core's
 private modules: the live output of an agent turn (``emit_delta``, ``report_usage``,
-``DeltaKind``), the direction of an interswarm message (``Direction``), the subjects of
+``DeltaKind``, and ``current_turn`` for log records), the direction of an interswarm message (``Direction``), the subjects of
 the runtime's system messages (``Subject``, ``SystemMessages``) and the help texts
 (``HELP_SUMMARY``, ``full_protocol_text``, ``cached_mail_tool_spec``); and, for a server
 that reads tasks without running them (a replica, MAP Mail), the runtime's scheduler type
@@ -23,7 +23,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from mail.core._live import DeltaKind, current_task_id, emit_delta, report_usage
+    from mail.core._live import DeltaKind, current_task_id, current_turn, emit_delta, report_usage
     from mail.core._recorder import restore, stored_events
     from mail.core._remote import Direction
     from mail.core._scheduler import Scheduler
@@ -111,6 +111,7 @@ _EXPORTS: dict[str, str] = {
     "emit_delta": "_live",
     "current_task_id": "_live",
     "report_usage": "_live",
+    "current_turn": "_live",
     "DeltaKind": "_live",
     "Direction": "_remote",
     "Subject": "_system_messages",
@@ -172,6 +173,7 @@ __all__ = [
     "parse_agent_address",
     "pydantic_model_to_tool",
     "report_usage",
+    "current_turn",
     "restore",
     "stored_events",
 ]

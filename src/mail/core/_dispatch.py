@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mail._text import clean_text
-from mail.core._live import live_turn
+from mail.core._live import live_turn, logged_turn
 from mail.core._manual import ManualStep
 from mail.core._scheduler import Scheduler
 from mail.core._system_messages import Subject, SystemMessages, build_help
@@ -142,16 +142,17 @@ class TurnRunner:
     ) -> None:
         """Run ``agent`` on ``message`` (already rendered as ``xml``) within ``task``."""
         step = self.scheduler.manual_steps.get(message["id"])
-        if step is None:
-            await self._run(task, agent, message, xml, None)
-            return
-        step.started = True
-        try:
-            await self._run(task, agent, message, xml, step)
-        except BaseException:
-            step.settle(TaskStateError(f"the manual step of agent {agent} was cancelled"))
-            raise
-        step.settle()
+        with logged_turn(task.task_id, agent):  # log records name the task and the agent
+            if step is None:
+                await self._run(task, agent, message, xml, None)
+                return
+            step.started = True
+            try:
+                await self._run(task, agent, message, xml, step)
+            except BaseException:
+                step.settle(TaskStateError(f"the manual step of agent {agent} was cancelled"))
+                raise
+            step.settle()
 
     async def _run(
         self,
@@ -546,7 +547,7 @@ class TurnRunner:
         task.log.emit(
             EventName.ACTION_COMPLETE,
             f"action complete (caller = {ctx.agent}):\n{content}",
-            {**_call_data(call), "content": content},
+            {**_call_data(call), "content": content, "status": status},
         )
         ctx.action_ran = True
 

@@ -14,7 +14,9 @@ on the task (:attr:`mail.core.tasks.MAILTask.usage`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import logging
+import time
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -22,18 +24,23 @@ from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from mail.core.events import EventName, MAILEvent
 from mail.core.message import utc_timestamp
+from mail.core.tasks import ListenerTee
 
 if TYPE_CHECKING:
-    from mail.core.tasks import MAILTask
+    from mail.core.tasks import MAILTask, TurnObserver
 
 __all__ = [
     "USAGE_KEYS",
     "DeltaKind",
     "current_task_id",
+    "current_turn",
     "emit_delta",
     "live_turn",
+    "logged_turn",
     "report_usage",
 ]
+
+logger = logging.getLogger("mail.runtime")
 
 #: What a delta is: assistant text, reasoning, or the growing ``finish_message`` of a
 #: ``task_complete`` call.
@@ -50,6 +57,8 @@ class _Turn:
 
 
 _CURRENT: ContextVar[_Turn | None] = ContextVar("mail_live_turn", default=None)
+#: (task id, agent) of the agent turn being handled: its model call, actions and tool calls
+_LOGGED: ContextVar[tuple[str, str] | None] = ContextVar("mail_logged_turn", default=None)
 
 
 @contextmanager
@@ -57,10 +66,48 @@ def live_turn(task: MAILTask, agent: str) -> Iterator[None]:
     """Make ``task`` and ``agent`` the current turn for :func:`emit_delta` and
     :func:`report_usage` until the block ends."""
     token = _CURRENT.set(_Turn(task, agent))
+    started = time.perf_counter()
     try:
         yield
     finally:
         _CURRENT.reset(token)
+        observers = _observers(task)
+        if observers:
+            seconds = time.perf_counter() - started
+            for observer in observers:
+                _tell(task, observer.agent_turn, agent, seconds)
+
+
+@contextmanager
+def logged_turn(task_id: str, agent: str) -> Iterator[None]:
+    """Make ``(task_id, agent)`` what :func:`current_turn` answers until the block ends
+    (the runtime's handling of one agent turn: its model call, actions and tool calls)."""
+    token = _LOGGED.set((task_id, agent))
+    try:
+        yield
+    finally:
+        _LOGGED.reset(token)
+
+
+def current_turn() -> tuple[str, str] | None:
+    """The ``(task_id, agent)`` of the agent turn handled here, if any (for log records)."""
+    logged = _LOGGED.get()
+    if logged is not None:
+        return logged
+    turn = _CURRENT.get()
+    return None if turn is None else (turn.task.task_id, turn.agent)
+
+
+def _observers(task: MAILTask) -> list[TurnObserver]:
+    listener = task.listener
+    return listener.turn_observers if isinstance(listener, ListenerTee) else []
+
+
+def _tell(task: MAILTask, hook: Callable[..., None], *args: object) -> None:
+    try:
+        hook(task, *args)
+    except Exception:
+        logger.exception("a turn observer of task %s failed", task.task_id)
 
 
 def current_task_id() -> str | None:
@@ -100,11 +147,12 @@ def emit_delta(kind: DeltaKind, delta: str, *, call_id: str | None = None) -> No
     log.publish(MAILEvent(EventName.TOKEN_DELTA, turn.task.task_id, timestamp=ts, payload=payload))
 
 
-def report_usage(usage: Mapping[str, object]) -> None:
+def report_usage(usage: Mapping[str, object], *, model: str | None = None) -> None:
     """Add the tokens of one model call to the current task's usage.
 
     ``usage`` has any of :data:`USAGE_KEYS` (other keys and non-integer values are
-    ignored). Does nothing outside an agent turn of the runtime.
+    ignored); ``model`` names the model called, for the task's observers (the server's
+    metrics). Does nothing outside an agent turn of the runtime.
     """
     turn = _CURRENT.get()
     if turn is None:
@@ -116,3 +164,5 @@ def report_usage(usage: Mapping[str, object]) -> None:
         value = usage.get(key)
         if isinstance(value, int) and not isinstance(value, bool):
             total[key] += value
+    for observer in _observers(turn.task):
+        _tell(turn.task, observer.model_call, turn.agent, model, usage)

@@ -20,7 +20,7 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import KW_ONLY, InitVar, dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
@@ -44,6 +44,7 @@ __all__ = [
     "TaskListener",
     "ListenerTee",
     "TaskTable",
+    "TurnObserver",
     "TITLE_LENGTH",
     "short_title",
     "turn_status",
@@ -250,6 +251,18 @@ class TaskListener(LogListener, Protocol):
     def task_changed(self, task: MAILTask) -> None: ...
 
 
+class TurnObserver(Protocol):
+    """Told of agent turns and model calls as they end (the server's metrics)."""
+
+    def agent_turn(self, task: MAILTask, agent: str, seconds: float) -> None:
+        """An agent function of ``task`` returned (or raised) after ``seconds``."""
+
+    def model_call(
+        self, task: MAILTask, agent: str, model: str | None, usage: Mapping[str, object]
+    ) -> None:
+        """An agent function reported the tokens of one call to ``model``."""
+
+
 class ListenerTee:
     """A task listener that tells ``inner`` (the store recorder, or none) first, then each
     of ``observers`` of every log that got events. An observer must be cheap (it runs on
@@ -260,6 +273,8 @@ class ListenerTee:
         self.observers: list[Callable[[EventLog], None]] = []
         #: told of every change of a task's record (its state among them)
         self.task_observers: list[Callable[[MAILTask], None]] = []
+        #: told of agent turns and model calls (see :func:`mail.core._live.live_turn`)
+        self.turn_observers: list[TurnObserver] = []
 
     def task_changed(self, task: MAILTask) -> None:
         if self.inner is not None:
@@ -317,6 +332,11 @@ class TaskTable:
         opened or closed, cancelled, restored as interrupted), from now on, after the
         listener is told; cheap and never raising, as :meth:`observe`."""
         self._tee().task_observers.append(observer)
+
+    def observe_turns(self, observer: TurnObserver) -> None:
+        """Tell ``observer`` of every agent turn and reported model call of the tasks,
+        from now on; cheap and never raising, as :meth:`observe`."""
+        self._tee().turn_observers.append(observer)
 
     def _tee(self) -> ListenerTee:
         tee = (

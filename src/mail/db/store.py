@@ -25,7 +25,7 @@ import json
 import re
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -202,6 +202,8 @@ class TaskStore(ABC):
     outage: str | None = None
     #: ``time.monotonic()`` of the last write that succeeded (0: none yet)
     written_at: float = 0.0
+    #: told the seconds each :meth:`save_changes` took, failed or not (the server's metrics)
+    on_write: Callable[[float], None] | None = None
 
     def __init__(self) -> None:
         self._writes_started: list[float] = []
@@ -259,6 +261,8 @@ class TaskStore(ABC):
             raise
         finally:
             self._writes_started.remove(started)
+            if self.on_write is not None:
+                self.on_write(time.monotonic() - started)
         failed = next((e for e in failures.values() if type(e) is StorageError), None)
         self.outage = None if failed is None else str(failed)
         if failed is None:

@@ -70,7 +70,9 @@ def first_message(response: Any, agent: str) -> dict[str, Any]:
     return result
 
 
-async def collect_stream(stream: AsyncIterator[Any], agent: str, log: bool) -> dict[str, Any]:
+async def collect_stream(
+    stream: AsyncIterator[Any], agent: str, log: bool, model: str | None = None
+) -> dict[str, Any]:
     """Rebuild the assistant message of a streamed completion (tool calls merged by index).
 
     Text, reasoning and the answer of ``task_complete`` calls go to the runtime as live
@@ -101,7 +103,7 @@ async def collect_stream(stream: AsyncIterator[Any], agent: str, log: bool) -> d
             for part in delta.get("tool_calls") or []:
                 _merge_tool_call_delta(calls, part, answers)
     if usage is not None:
-        report_usage(usage)
+        report_usage(usage, model=model)
     message: dict[str, Any] = {"role": "assistant", "content": "".join(content) or None}
     if reasoning:
         message["reasoning_content"] = "".join(reasoning)

@@ -213,8 +213,9 @@ def usage_of(usage: Any) -> dict[str, int] | None:
     }
 
 
-def report_response_usage(response: Any) -> None:
-    """Tell the runtime the tokens of a non-streamed answer (:func:`mail.core.report_usage`)."""
+def report_response_usage(response: Any, model: str | None = None) -> None:
+    """Tell the runtime the tokens of a non-streamed answer of ``model``
+    (:func:`mail.core.report_usage`)."""
     usage = usage_of(_get(response, "usage"))
     if usage is not None:
-        report_usage(usage)
+        report_usage(usage, model=model)

@@ -73,7 +73,9 @@ def _field(obj: Any, name: str) -> Any:
     return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
 
 
-async def collect_stream(stream: AsyncIterator[Any], agent: str, log: bool) -> Any:
+async def collect_stream(
+    stream: AsyncIterator[Any], agent: str, log: bool, model: str | None = None
+) -> Any:
     """Return the final response object of a streamed Responses answer.
 
     Text, reasoning and the answer of ``task_complete`` calls go to the runtime as live
@@ -102,7 +104,7 @@ async def collect_stream(stream: AsyncIterator[Any], agent: str, log: bool) -> A
     if final is None:
         raise AgentOutputError("the response stream ended without a final response", agent=agent)
     if (usage := usage_of(_field(final, "usage"))) is not None:
-        report_usage(usage)
+        report_usage(usage, model=model)
     return final
 
 

@@ -353,8 +353,10 @@ class LiteLLMAgentFunction(MAILAgentFunction):
         async def attempt() -> dict[str, Any]:
             response = await litellm.acompletion(**request)
             if self.stream_tokens:
-                return await _completions.collect_stream(response, self.name, self._log_stream)
-            report_response_usage(response)
+                return await _completions.collect_stream(
+                    response, self.name, self._log_stream, self.llm
+                )
+            report_response_usage(response, self.llm)
             return _completions.first_message(response, self.name)
 
         message = await self._with_retries(litellm, attempt)
@@ -379,8 +381,10 @@ class LiteLLMAgentFunction(MAILAgentFunction):
         async def attempt() -> Any:
             response = await litellm.aresponses(**request)
             if self.stream_tokens:
-                return await _responses.collect_stream(response, self.name, self._log_stream)
-            report_response_usage(response)
+                return await _responses.collect_stream(
+                    response, self.name, self._log_stream, self.llm
+                )
+            report_response_usage(response, self.llm)
             return response
 
         response = await self._with_retries(litellm, attempt)

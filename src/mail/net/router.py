@@ -46,7 +46,7 @@ import functools
 import logging
 import os
 import weakref
-from collections.abc import Collection, Coroutine, Mapping
+from collections.abc import Callable, Collection, Coroutine, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
@@ -170,6 +170,9 @@ class InterswarmRouter(V136RouterMethods):
         self._waiting: weakref.WeakSet[MAILRuntime] = weakref.WeakSet()
         registry.on_peer_down(self._peer_down)
         self._closed = False
+        #: told ``(swarm, outcome)`` after each delivery to a peer: ``delivered``,
+        #: ``unavailable`` (the peer could not be reached or refused) or ``error``
+        self.on_delivery: Callable[[str, str], None] | None = None
 
     async def __aenter__(self) -> Self:
         return self
@@ -331,16 +334,23 @@ class InterswarmRouter(V136RouterMethods):
         except RemoteSwarmUnavailableError as e:
             logger.warning("task %s: %s", task.task_id, e)
             runtime.remote.delivery_failed(task, agent, str(e))
+            self._delivered(swarm, "unavailable")
         except Exception as e:  # a failure must reach the agent, whatever it is
             logger.exception("task %s: delivery to swarm %s failed", task.task_id, swarm)
             reason = f"error sending interswarm message to swarm {swarm}: {type(e).__name__}"
             runtime.remote.delivery_failed(task, agent, reason)
+            self._delivered(swarm, "error")
         else:
+            self._delivered(swarm, "delivered")
             if wait is not None:
                 wait.delivered()
             return
         if wait is not None:
             wait.cancel()
+
+    def _delivered(self, swarm: str, outcome: str) -> None:
+        if self.on_delivery is not None:
+            self.on_delivery(swarm, outcome)
 
     def _expects_reply(self, message: MAILMessage, swarm: str) -> bool:
         """A request or broadcast to a protocol 1.3 peer (a 1.1 exchange answers at once)."""

@@ -45,6 +45,7 @@ from mail.server import (
     _routes_keys,
     _routes_map,
     _routes_message,
+    _routes_metrics,
     _routes_responses,
     _routes_tasks,
 )
@@ -62,6 +63,7 @@ from mail.server._cors import ConfiguredCORS
 from mail.server._deps import check_gates
 from mail.server._listen import check_port, recorded
 from mail.server._map_setup import open_conversations
+from mail.server._metrics import Metrics, StreamCounter, check_metrics
 from mail.server._reload import APP, reload_environment, uvicorn_options, worker_config
 from mail.server._routes_ui_page import mount_ui
 from mail.server._shutdown import serve
@@ -280,6 +282,7 @@ _ROUTES = (
     _routes_responses,
     _routes_interswarm,
     _routes_map,
+    _routes_metrics,
 )
 
 
@@ -324,6 +327,7 @@ def create_app(
             raise
         try:
             await _open_store(state)
+            _open_metrics(state)
             open_conversations(state)
             open_a2a(app, state)  # the swarm as an A2A agent, with the a2a extra
             # the MCP servers' sessions, shared by every caller (already open under
@@ -370,18 +374,35 @@ def create_app(
         app.include_router(module.router)
     mount_ui(app)
 
-    def cors_origins() -> list[str]:
+    _add_middleware(app)
+    return app
+
+
+def _add_middleware(app: FastAPI) -> None:
+    """CORS, the body limit and the stream counter, each reading the configuration the
+    lifespan loads (``app.state.mail``)."""
+
+    def server_state() -> ServerState | None:
         state: ServerState | None = getattr(app.state, "mail", None)
+        return state
+
+    def cors_origins() -> list[str]:
+        state = server_state()
         return list(DEFAULT_CORS_ORIGINS) if state is None else state.config.server.cors_origins
 
     app.add_middleware(ConfiguredCORS, origins=cors_origins)
 
     def body_limit() -> int:
-        state: ServerState | None = getattr(app.state, "mail", None)
+        state = server_state()
         return _DEFAULT_BODY_LIMIT if state is None else state.config.server.max_body_bytes
 
     app.add_middleware(_BodyLimit, limit=body_limit)
-    return app
+
+    def metrics() -> Metrics | None:
+        state = server_state()
+        return None if state is None else state.metrics
+
+    app.add_middleware(StreamCounter, metrics=metrics)
 
 
 def _start(
@@ -475,6 +496,21 @@ async def _open_store(state: ServerState) -> None:
         state.spawn(state.retention.run(), "mail-prune")
 
 
+def _open_metrics(state: ServerState) -> None:
+    """Start the server's metrics when ``[server.metrics]`` enables them."""
+    config = state.config.server.metrics
+    if not config.enabled:
+        return
+    metrics = Metrics(
+        state.template.name, unsaved=state.swarms.unsaved_tasks, loop=asyncio.get_running_loop()
+    )
+    if state.store is not None:
+        metrics.watch_store(state.store)
+    metrics.watch_router(state.router)
+    metrics.listen(config)
+    state.metrics = metrics
+
+
 def run_server(config: MAILConfig) -> None:
     """Serve ``config``'s swarm with uvicorn until interrupted (blocks).
 
@@ -487,6 +523,7 @@ def run_server(config: MAILConfig) -> None:
     """
     server = config.server
     check_port(server.host, server.port)  # one line, before any start-up log
+    check_metrics(config)
     preflight(config)  # cluster mode: PostgreSQL store, Redis reachable (one line too)
     # Loaded here rather than in the lifespan, so a broken swarm is reported by the CLI
     # as one line instead of a failed startup.
@@ -544,6 +581,7 @@ def run_server_with_template(  # v1.3.6's positional signature
         }
     )
     check_port(host, port)
+    check_metrics(config)
     preflight(config)
     template.validate()
     _serve(config, template)

@@ -16,6 +16,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from mail._log_format import json_logs
 from mail.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -52,6 +53,9 @@ def uvicorn_options(config: MAILConfig) -> dict[str, Any]:
     }
     if server.reload:
         options["log_config"] = worker_logging()
+    elif json_logs():
+        # uvicorn's records go to the root logger's JSON handler (mail server set it up)
+        options["log_config"] = None
     return options
 
 
@@ -67,6 +71,10 @@ def worker_logging() -> dict[str, Any]:
     level = logging.getLevelName(logging.getLogger("mail").getEffectiveLevel())
     config = copy.deepcopy(LOGGING_CONFIG)
     config["loggers"]["mail"] = {"handlers": ["default"], "level": level, "propagate": False}
+    if json_logs():
+        for formatter in config["formatters"].values():
+            formatter.clear()
+            formatter["()"] = "mail._log_format.JSONFormatter"
     return config
 
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from mail.conversations.interception import Interceptor
     from mail.db import RetentionJob, TaskStore
     from mail.server._cluster import Cluster
+    from mail.server._metrics import Metrics
     from mail.server._task_service import TaskService
     from mail.server.auth import Authenticator, AuthGate, Caller
 
@@ -171,6 +172,8 @@ class CallerSwarms:
             store=state.store,
         )
         key = CallerKey(swarm=state.template.name, role=role, id=caller.id)
+        if state.metrics is not None:
+            state.metrics.attach(swarm.runtime, key)
         try:
             if state.interceptor is not None:
                 await state.interceptor.attach(swarm.runtime, key)
@@ -307,6 +310,8 @@ class ServerState:
     map_events: EventBus = field(default_factory=EventBus)
     #: the agents registered on this process's ``/map`` WebSockets
     map_agents: AgentRegistry = field(default_factory=AgentRegistry)
+    #: ``GET /metrics``'s counters (``[server.metrics] enabled``), ``None``: off
+    metrics: Metrics | None = None
     #: the background prune job (``[database] prune_interval``), ``None``: no job
     retention: RetentionJob | None = None
     #: seconds of silence after which an event stream sends a ``ping`` (CONTRACT 2: 15)
@@ -405,6 +410,8 @@ class ServerState:
             await self.interceptor.close()
         if self.map_status is not None:
             await self.map_status.close()
+        if self.metrics is not None:
+            await self.metrics.close()
         await self._close_resources(save_registry)
 
     async def _close_resources(self, save_registry: bool) -> None:
