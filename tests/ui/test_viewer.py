@@ -91,6 +91,39 @@ def test_timeline_expands_a_tool_call_and_filters(
     assert rows.count() > visible.count()
 
 
+def test_timeline_rows_tell_their_number_time_and_duration(page: Page, servers: Servers) -> None:
+    # regression: the time column was cut to "1:35:0…", and the closing task_complete row
+    # showed "·" for its number and, replayed, the time of the request
+    sign_in(page, servers.offline.url, servers.offline.keys["user"])
+    ask(page, "What is 5 * 8?")
+    expect(page.locator(".msg.assistant").last).to_have_text("5 * 8 = 40", timeout=WAIT)
+    task_id = page.locator("#task-label").inner_text().removeprefix("task ")
+    page.click(".tab[data-view=timeline]")
+    rows = page.locator("#timeline > li")
+    expect(rows.last).to_have_attribute("data-kind", "task_complete")
+    count = rows.count()
+    assert rows.locator(".seq").all_inner_texts() == [str(n) for n in range(1, count + 1)]
+    for text in rows.locator(".time").all_inner_texts():
+        assert re.fullmatch(r"\d\d:\d\d:\d\d\.\d{3}", text), text
+    took = rows.locator(".took").all_inner_texts()
+    for text in took[:-1]:
+        assert re.fullmatch(r"\d+ ms|\d+\.\d+ s", text), text
+    assert took[-1] == ""  # nothing after the end
+    end_time = rows.last.locator(".time").get_attribute("title")
+    assert end_time is not None
+    assert re.search(r"\(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+\+00:00\)$", end_time), end_time
+
+    # replayed later, the end keeps its stored number and time
+    page.reload()
+    expect(page.locator("#tabs")).to_be_visible(timeout=WAIT)
+    page.click(".tab[data-view=history]")
+    page.locator(f'.task-open[data-task="{task_id}"]').click()
+    expect(rows.last).to_have_attribute("data-kind", "task_complete", timeout=WAIT)
+    expect(rows).to_have_count(count)
+    expect(rows.last.locator(".seq")).to_have_text(str(count))
+    expect(rows.last.locator(".time")).to_have_attribute("title", end_time)
+
+
 def test_graph_highlights_the_working_agent_and_stop_cancels(
     page: Page, servers: Servers, screenshot_dir: Path
 ) -> None:
