@@ -62,6 +62,15 @@ def test_log_in_and_see_the_streamed_answer_rendered(
     page.screenshot(path=screenshot_dir / "ui-chat.png")
 
 
+def test_an_answer_with_asterisks_keeps_them(page: Page, servers: Servers) -> None:
+    # regression: the hand-written renderer made "2 <em> 3 </em> 4 = 24" of it
+    sign_in(page, servers.offline.url, servers.offline.keys["user"])
+    ask(page, "What is 2 * 3 * 4?")
+    answer = page.locator(".msg.assistant").last
+    expect(answer).to_have_text("2 * 3 * 4 = 24", timeout=WAIT)
+    expect(answer.locator("em")).to_have_count(0)
+
+
 def test_timeline_expands_a_tool_call_and_filters(
     page: Page, servers: Servers, screenshot_dir: Path
 ) -> None:

@@ -1,5 +1,5 @@
 // Tiny DOM helpers: elements are built with textContent, never from HTML strings (the
-// markdown renderer is the one exception, and it escapes everything first).
+// markdown renderer is the one exception, and its HTML is sanitized).
 
 export function h(tag, attrs = {}, ...children) {
   const el = document.createElement(tag);
