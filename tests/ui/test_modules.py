@@ -74,12 +74,12 @@ def test_markdown_escapes_html_and_keeps_only_http_links(on_page: Page) -> None:
     "text",
     [
         "<script>alert(1)</script>",
-        "<a href=\"javascript:alert(1)\">x</a>",
+        '<a href="javascript:alert(1)">x</a>',
         "[x](data:text/html,<script>alert(1)</script>)",
         "[x](JAVASCRIPT:alert(1))",
         "<javascript:alert(1)>",
         "![x](https://example.org/a.png)",
-        "[x](https://example.org \"a\" onmouseover=\"alert(1)\")",
+        '[x](https://example.org "a" onmouseover="alert(1)")',
         "<svg onload=alert(1)>",
         "<details open ontoggle=alert(1)>",
         "`<img src=x onerror=alert(1)>`",
@@ -97,7 +97,10 @@ def test_markdown_leaves_no_script_url_or_element_of_the_text(on_page: Page, tex
 def test_markdown_follows_commonmark(on_page: Page) -> None:
     render = lambda text: on_page.evaluate(RENDER, text)  # noqa: E731
     assert render("2 * 3 * 4 = 24") == "<p>2 * 3 * 4 = 24</p>\n"
-    assert render("*a* and _b_ and **c**") == "<p><em>a</em> and <em>b</em> and <strong>c</strong></p>\n"
+    assert (
+        render("*a* and _b_ and **c**")
+        == "<p><em>a</em> and <em>b</em> and <strong>c</strong></p>\n"
+    )
     assert render("snake_case_name") == "<p>snake_case_name</p>\n"
     assert render("1. one\n2. two") == "<ol>\n<li>one</li>\n<li>two</li>\n</ol>\n"
     assert render("see https://example.org/x") == (

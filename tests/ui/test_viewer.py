@@ -41,6 +41,24 @@ def test_a_wrong_key_shows_a_clear_error(page: Page, servers: Servers) -> None:
     expect(page.locator("#keyless")).to_be_hidden()
 
 
+def test_no_request_fails_when_the_page_loads(page: Page, servers: Servers) -> None:
+    # regression: every load asked GET /ui/agents without a key (the probe for key-free
+    # access) and got a 401
+    failed: list[str] = []
+    page.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+    page.on("requestfailed", lambda r: failed.append(f"failed {r.url}"))
+    page.goto(f"{servers.offline.url}/ui")
+    expect(page.locator("#login")).to_be_visible(timeout=WAIT)
+    expect(page.locator("#keyless")).to_be_hidden()
+    page.fill("#api-key", servers.offline.keys["user"])
+    page.locator("#login-form button[type=submit]").click()
+    expect(page.locator("#entrypoint")).to_have_value("supervisor", timeout=WAIT)
+    page.reload()
+    expect(page.locator("#entrypoint")).to_have_value("supervisor", timeout=WAIT)
+    page.wait_for_load_state("networkidle")
+    assert failed == []
+
+
 def test_log_in_and_see_the_streamed_answer_rendered(
     page: Page, servers: Servers, screenshot_dir: Path
 ) -> None:

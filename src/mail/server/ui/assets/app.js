@@ -84,7 +84,7 @@ async function showLogin(message = "") {
   $("#identity").textContent = "";
   $("#login").hidden = false;
   loginError(message);
-  $("#keyless").hidden = !(await api.keylessAllowed());
+  $("#keyless").hidden = !api.keylessAllowed();
   $("#api-key").focus();
 }
 
