@@ -236,6 +236,36 @@ def test_reload_finds_the_task_in_the_history_and_replays_it(page: Page, servers
     expect(page.locator(".msg.assistant").last).to_have_text("6 * 7 = 42")
 
 
+def test_a_task_link_opens_the_task(page: Page, servers: Servers) -> None:
+    sign_in(page, servers.offline.url, servers.offline.keys["user"])
+    ask(page, "What is 9 * 9?")
+    expect(page.locator(".msg.assistant").last).to_have_text("9 * 9 = 81", timeout=WAIT)
+    task_id = page.locator("#task-label").inner_text().removeprefix("task ")
+    assert page.evaluate("location.hash") == f"#/task/{task_id}/chat"
+    page.click(".tab[data-view=timeline]")
+    assert page.evaluate("location.hash") == f"#/task/{task_id}/timeline"
+
+    # the link, opened in another tab of the same browser (the key is kept)
+    other = page.context.new_page()
+    other.goto(f"{servers.offline.url}/ui/#/task/{task_id}")
+    expect(other.locator("#task-label")).to_have_text(f"task {task_id}", timeout=WAIT)
+    expect(other.locator(".msg.user").first).to_have_text("What is 9 * 9?")
+    expect(other.locator(".msg.assistant").last).to_have_text("9 * 9 = 81")
+    other.goto(f"{servers.offline.url}/ui/#/task/{task_id}/timeline")
+    expect(other.locator("#timeline-task")).to_have_text(f"task {task_id}", timeout=WAIT)
+    expect(other.locator("#timeline > li").last).to_have_attribute("data-kind", "task_complete")
+    # a new task leaves the link
+    other.click(".tab[data-view=chat]")
+    other.click("#new-task")
+    assert other.evaluate("location.hash") == "#chat"
+    # an unknown task says so
+    other.goto(f"{servers.offline.url}/ui/#/task/no-such-task")
+    expect(other.locator(".msg.error").last).to_contain_text(
+        "task 'no-such-task' not found", timeout=WAIT
+    )
+    other.close()
+
+
 def test_federation_is_shown_to_admins_only(page: Page, servers: Servers) -> None:
     sign_in(page, servers.offline.url, servers.offline.keys["admin"])
     page.click(".tab[data-view=federation]")
