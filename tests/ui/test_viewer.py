@@ -89,6 +89,46 @@ def test_an_answer_with_asterisks_keeps_them(page: Page, servers: Servers) -> No
     expect(answer.locator("em")).to_have_count(0)
 
 
+def compose_bottom(page: Page) -> float:
+    box = page.locator("#compose").bounding_box()
+    assert box is not None
+    return float(box["y"] + box["height"])
+
+
+def test_compose_sits_at_the_bottom_keys_are_told_and_answers_copy(
+    page: Page, servers: Servers
+) -> None:
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    sign_in(page, servers.offline.url, servers.offline.keys["user"])
+    message = page.locator("#message")
+    placeholder = message.get_attribute("placeholder") or ""
+    assert "Ctrl+Enter" in placeholder and "Enter starts a new line" in placeholder
+    assert compose_bottom(page) > 800 - 24  # at the bottom of the window, not mid-page
+
+    # Enter starts a new line, Ctrl+Enter sends
+    message.click()
+    page.keyboard.type("What is 2 * 3 * 4?")
+    page.keyboard.press("Enter")
+    expect(message).to_have_value("What is 2 * 3 * 4?\n")
+    expect(page.locator(".msg.user")).to_have_count(0)
+    page.keyboard.press("Control+Enter")
+    answer = page.locator(".msg.assistant").last
+    expect(answer.locator(".body")).to_have_text("2 * 3 * 4 = 24", timeout=WAIT)
+    expect(message).to_have_value("")
+
+    answer.locator("button.copy").click()
+    expect(answer.locator("button.copy")).to_have_attribute("data-state", "copied")
+    assert page.evaluate("navigator.clipboard.readText()") == "2 * 3 * 4 = 24"
+
+    # a long conversation scrolls the page; the compose box stays in sight at the bottom
+    for n in range(6):
+        ask(page, f"What is {n} + {n}?")
+        expect(page.locator(".msg.assistant")).to_have_count(n + 2, timeout=WAIT)
+    assert page.evaluate("document.documentElement.scrollHeight") > 800
+    assert 800 - 24 < compose_bottom(page) <= 800 + 1
+    expect(page.locator(".msg.assistant").last).to_be_in_viewport()
+
+
 def test_timeline_expands_a_tool_call_and_filters(
     page: Page, servers: Servers, screenshot_dir: Path
 ) -> None:
