@@ -1,5 +1,6 @@
 """The page's own modules, run in Chromium: the SSE parser (CRLF or LF, chunks cut
-anywhere) and the markdown renderer (CommonMark; HTML escaped, only http(s) links)."""
+anywhere), the markdown renderer (CommonMark; HTML escaped, only http(s) links) and what
+the activity line reads from an event."""
 
 from __future__ import annotations
 
@@ -107,3 +108,63 @@ def test_markdown_follows_commonmark(on_page: Page) -> None:
         '<p>see <a href="https://example.org/x" target="_blank" rel="noopener noreferrer">'
         "https://example.org/x</a></p>\n"
     )
+
+
+ACTIVITY = """async ([event]) => {
+  const { activityOf } = await import("/ui/assets/views/activity.js");
+  return activityOf(event, new Set(["supervisor", "weather"]));
+}"""
+
+
+def _message(sender: str, recipient: str) -> dict[str, object]:
+    message = {"sender": {"address": sender}, "recipient": {"address": recipient}}
+    return {"extra_data": {"full_message": {"message": message}}}
+
+
+@pytest.mark.parametrize(
+    ("event", "expected"),
+    [
+        (
+            {"event": "new_message", "data": _message("user", "supervisor")},
+            {"agent": "supervisor", "doing": "thinking (a message from user)"},
+        ),
+        (
+            {
+                "event": "tool_call",
+                "data": {
+                    "description": "agent supervisor called send_request",
+                    "extra_data": {"tool_name": "send_request", "tool_args": {"target": "weather"}},
+                },
+            },
+            {"agent": "supervisor", "doing": "calling send_request → weather"},
+        ),
+        (
+            {
+                "event": "action_call",
+                "data": {
+                    "description": "agent weather executing action tool: get_weather_forecast "
+                    'with args: {"location":"Oslo"}'
+                },
+            },
+            {"agent": "weather", "doing": "running the action get_weather_forecast"},
+        ),
+        (
+            {
+                "event": "action_complete",
+                "data": {"description": "action complete (caller = weather):\nok"},
+            },
+            {"agent": "weather", "doing": "reading the action's result"},
+        ),
+        (
+            {
+                "event": "token_delta",
+                "data": {"agent": "supervisor", "kind": "answer", "delta": "x"},
+            },
+            {"agent": "supervisor", "doing": "writing"},
+        ),
+        ({"event": "new_message", "data": _message("supervisor", "user")}, None),
+        ({"event": "task_complete_call", "data": {"description": "agent supervisor called"}}, None),
+    ],
+)
+def test_activity_of_an_event(on_page: Page, event: dict[str, object], expected: object) -> None:
+    assert on_page.evaluate(ACTIVITY, [event]) == expected

@@ -90,7 +90,8 @@ def test_an_answer_with_asterisks_keeps_them(page: Page, servers: Servers) -> No
 
 
 def compose_bottom(page: Page) -> float:
-    box = page.locator("#compose").bounding_box()
+    """Where the chat's foot (the activity line and the compose box) ends."""
+    box = page.locator(".chat-foot").bounding_box()
     assert box is not None
     return float(box["y"] + box["height"])
 
@@ -198,6 +199,12 @@ def test_graph_highlights_the_working_agent_and_stop_cancels(
     ask(page, "Wait for me")
     stop = page.locator("#stop")
     expect(stop).to_be_visible(timeout=WAIT)
+    # the activity line names the working agent, what it runs, and the time so far
+    activity = page.locator("#activity")
+    expect(activity.locator(".act-who")).to_have_text("supervisor", timeout=WAIT)
+    expect(activity.locator(".act-what")).to_have_text("running the action wait_a_while")
+    expect(activity.locator(".act-elapsed")).to_have_text(re.compile(r"^[1-9]\d* s$"), timeout=WAIT)
+    page.screenshot(path=screenshot_dir / "ui-activity.png")
     page.click(".tab[data-view=graph]")
     node = page.locator('#graph-svg g.node[data-agent="supervisor"]')
     expect(node).to_have_class("node entry completes active", timeout=WAIT)
@@ -210,6 +217,7 @@ def test_graph_highlights_the_working_agent_and_stop_cancels(
         "Task cancelled: The task was cancelled by its owner.", timeout=WAIT
     )
     expect(stop).to_be_hidden()
+    expect(activity).to_be_hidden()
     page.click(".tab[data-view=graph]")
     expect(node).to_have_class("node entry completes")
 

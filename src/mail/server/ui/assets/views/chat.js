@@ -4,6 +4,7 @@ import { api } from "../api.js";
 import { h } from "../dom.js";
 import { renderMarkdown } from "../markdown.js";
 import { breakpointCalls, hopOf, store } from "../store.js";
+import { mountActivity } from "./activity.js";
 
 export function mountChat(root, { session }) {
   const entrypoint = h("select", { id: "entrypoint", name: "entrypoint" });
@@ -19,10 +20,13 @@ export function mountChat(root, { session }) {
   const stop = h("button", { type: "button", id: "stop", class: "danger", hidden: true }, "Stop");
   const compose = h("form", { id: "compose", class: "compose" }, text, h("div", { class: "actions" }, send, stop));
   const newTask = h("button", { type: "button", id: "new-task", class: "ghost" }, "New task");
+  const foot = h("div", { class: "chat-foot" });
   root.append(
     h("div", { class: "toolbar" }, h("label", { for: "entrypoint" }, "Entrypoint"), entrypoint, newTask, taskLabel),
-    messages, breakpoint, compose,
+    messages, breakpoint, foot,
   );
+  mountActivity(foot);
+  foot.append(compose);
 
   let live = null; // {el, text} of the answer being streamed
 
