@@ -316,6 +316,15 @@ def test_the_wheel_the_image_installs_carries_the_protocol_text(tmp_path: Path) 
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "mail/spec/SPEC.md" in names
     assert {"mail/__init__.py", "mail/core/runtime.py", "mail/server/_app.py"} <= names
+    # the viewer's page, its vendored libraries and their licences
+    vendor = "mail/server/ui/assets/vendor/"
+    assert {
+        "mail/server/ui/index.html",
+        vendor + "markdown-it.min.js",
+        vendor + "purify.es.js",
+        vendor + "LICENSE-markdown-it.txt",
+        vendor + "LICENSE-dompurify.txt",
+    } <= names
 
 
 # --- docker-compose.cluster.yml and nginx.cluster.conf ---------------------------------------

@@ -118,8 +118,10 @@ async def test_post_message_stream(user: MAILClient) -> None:
         "timestamp": final.json()["timestamp"],
         "task_id": stream.task_id,
         "response": "6*7 = 42",
+        "seq": final.json()["seq"],
         "status": "completed",
     }
+    assert final.json()["seq"] == len(events)  # the stored task_complete it stands for
     assert stream.final == final
     assert stream.reconnects == 0
     ids = stored_ids(events)

@@ -243,9 +243,11 @@ async def test_stream_yields_the_stored_events_then_the_final_answer(
     assert [e.event for e in events] == [*DELEGATION_EVENTS, "task_complete"]
     stored, last = events[:-1], events[-1]
     assert [e.seq for e in stored] == list(range(1, len(stored) + 1))
-    # the stream's final event is not stored and carries only timestamp, task_id, response
+    # the stream's final event is not stored: it stands for the stored task_complete (its
+    # seq and time in its data)
     assert last.seq is None
-    assert set(last.data()) == {"timestamp", "task_id", "response", "status"}
+    assert set(last.data()) == {"timestamp", "task_id", "response", "seq", "status"}
+    assert last.data()["seq"] == len(stored) + 1
     assert last.data()["status"] == "completed"
     assert last.data()["task_id"] == "t-stream"
     assert last.data()["response"] == "Answer: clear"

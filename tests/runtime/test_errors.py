@@ -91,12 +91,13 @@ async def test_agent_failure_streams_a_final_task_error(
 
     events = await asyncio.wait_for(drain(), 10)
     assert [e.event for e in events] == [*FAILURE_EVENTS, "task_error"]
-    last = events[-1]
+    stored_end, last = events[-2], events[-1]
     assert last.seq is None
     assert last.data() == {
-        "timestamp": last.timestamp,
+        "timestamp": stored_end.timestamp,
         "task_id": "t-raise-stream",
         "response": "The task encountered an error: agent supervisor raised RuntimeError: boom again.",
+        "seq": stored_end.seq,
         "status": "failed",
     }
 

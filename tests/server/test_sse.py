@@ -87,7 +87,9 @@ def expected_structure(answer_only: bool = True) -> list[tuple[Any, ...]]:
         for name, tool in DELEGATION
     ]
     if answer_only:
-        rows.append(("task_complete", ["response", "status", "task_id", "timestamp"], [], None))
+        rows.append(
+            ("task_complete", ["response", "seq", "status", "task_id", "timestamp"], [], None)
+        )
     return rows
 
 
@@ -153,7 +155,9 @@ async def test_stream_matches_simple_delegation_sequence(offline: Running) -> No
     assert {f.data["task_id"] for f in stream} == {"t-seq"}
     assert final.event == "task_complete"
     assert final.id is None
-    assert set(final.data) == {"timestamp", "task_id", "response", "status"}
+    assert set(final.data) == {"timestamp", "task_id", "response", "seq", "status"}
+    # it stands for the stored task_complete, the one event a stream leaves out
+    assert final.data["seq"] == len(stored) + 1
     assert final.data["status"] == "completed"
     assert "42" in final.data["response"]
     assert b"\r\nid:" not in final.raw
@@ -215,7 +219,12 @@ async def test_failed_task_stream_ends_with_task_error(start: Start) -> None:
     stream = [parse_frame(chunk) for chunk in split_frames(raw)]
     final = stream[-1]
     assert final.event == "task_error"
-    assert set(final.data) == {"timestamp", "task_id", "response", "status"}
+    assert set(final.data) == {"timestamp", "task_id", "response", "seq", "status"}
+    # it stands for the stored task_error the stream showed last, and has its time
+    assert (final.data["seq"], final.data["timestamp"]) == (
+        stream[-2].id,
+        stream[-2].data["timestamp"],
+    )
     assert final.data["status"] == "failed"
     assert "boom" in final.data["response"]
     assert "task_complete" not in [f.event for f in stream]

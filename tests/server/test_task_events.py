@@ -62,11 +62,31 @@ async def test_replay_everything(finished: tuple[Running, dict[str, object]]) ->
     final = stream[-1]
     assert (final.event, final.id) == ("task_complete", None)
     assert final.data == {
-        "timestamp": final.data["timestamp"],
+        "timestamp": end["data"]["timestamp"],
         "task_id": "t-done",
         "response": answer["response"],
+        "seq": int(end["id"]),
         "status": "completed",
     }
+
+
+@shared
+async def test_closing_event_of_a_replay_has_the_stored_time_and_seq(
+    finished: tuple[Running, dict[str, object]],
+) -> None:
+    # regression: the closing event of a finished task's events had the time of the
+    # request and no sequence number, so a viewer showed the end after the task ended
+    server, answer = finished
+    events = answer["events"]
+    assert isinstance(events, list)
+    stored_end = events[-1]
+
+    first, second = await replay(server, "t-done"), await replay(server, "t-done")
+
+    assert first[-1].data["timestamp"] == stored_end["data"]["timestamp"]
+    assert second[-1].data["timestamp"] == stored_end["data"]["timestamp"]
+    assert first[-1].data["seq"] == second[-1].data["seq"] == int(stored_end["id"])
+    assert first[-1].id is None  # still the stream's end: clients know it by no `id`
 
 
 @shared

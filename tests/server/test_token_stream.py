@@ -172,7 +172,7 @@ async def test_scripted_swarm_streams_no_deltas_and_no_usage(start: Start) -> No
         "new_message",
         "task_complete",
     ]
-    assert set(stream[-1].data) == {"timestamp", "task_id", "response", "status"}
+    assert set(stream[-1].data) == {"timestamp", "task_id", "response", "seq", "status"}
     assert "usage" not in task
 
 

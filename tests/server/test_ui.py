@@ -172,6 +172,21 @@ async def test_debug_loopback_without_token_is_the_ui_dev_user(debug_server: Run
         assert (await anon.get(path)).status_code == 200, path
 
 
+KEYLESS = '<meta name="mail-keyless" content="{}">'
+
+
+async def test_the_page_tells_whether_it_may_come_in_without_a_key(
+    debug_server: Running, offline: Running
+) -> None:
+    debug_page = await (await debug_server.anon()).get("/ui")
+    page = await (await offline.anon()).get("/ui/")
+
+    assert debug_page.status_code == page.status_code == 200
+    assert KEYLESS.format("true") in debug_page.text
+    assert KEYLESS.format("false") in page.text and KEYLESS.format("true") not in page.text
+    assert page.headers["content-security-policy"].startswith("default-src 'self'")
+
+
 async def test_debug_does_not_open_other_routes(debug_server: Running) -> None:
     anon = await debug_server.anon()
 

@@ -1,5 +1,6 @@
 """The page's own modules, run in Chromium: the SSE parser (CRLF or LF, chunks cut
-anywhere) and the markdown renderer (HTML escaped, only http(s) links)."""
+anywhere), the markdown renderer (CommonMark; HTML escaped, only http(s) links) and what
+the activity line reads from an event."""
 
 from __future__ import annotations
 
@@ -18,6 +19,14 @@ PARSE = """async ([chunks]) => {
 RENDER = """async (text) => {
   const { renderMarkdown } = await import("/ui/assets/markdown.js");
   return renderMarkdown(text);
+}"""
+
+# the rendered HTML parsed (inert): each element's tag and attributes
+RENDER_ELEMENTS = """async (text) => {
+  const { renderMarkdown } = await import("/ui/assets/markdown.js");
+  const doc = new DOMParser().parseFromString(`<body>${renderMarkdown(text)}</body>`, "text/html");
+  return [...doc.body.querySelectorAll("*")].map((el) =>
+    [el.tagName, [...el.attributes].map((a) => [a.name, a.value])]);
 }"""
 
 
@@ -59,4 +68,103 @@ def test_markdown_escapes_html_and_keeps_only_http_links(on_page: Page) -> None:
     assert "<strong>bold</strong>" in html and "<code>code</code>" in html
     assert '<a href="https://example.org"' in html
     assert 'href="javascript' not in html
-    assert "<pre><code>&lt;b&gt;x&lt;/b&gt;</code></pre>" in html
+    assert "<pre><code>&lt;b&gt;x&lt;/b&gt;\n</code></pre>" in html
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<script>alert(1)</script>",
+        '<a href="javascript:alert(1)">x</a>',
+        "[x](data:text/html,<script>alert(1)</script>)",
+        "[x](JAVASCRIPT:alert(1))",
+        "<javascript:alert(1)>",
+        "![x](https://example.org/a.png)",
+        '[x](https://example.org "a" onmouseover="alert(1)")',
+        "<svg onload=alert(1)>",
+        "<details open ontoggle=alert(1)>",
+        "`<img src=x onerror=alert(1)>`",
+    ],
+)
+def test_markdown_leaves_no_script_url_or_element_of_the_text(on_page: Page, text: str) -> None:
+    elements = on_page.evaluate(RENDER_ELEMENTS, text)
+    for tag, attributes in elements:
+        assert tag in {"P", "CODE", "A", "EM", "STRONG", "BR"}, elements
+        for name, value in attributes:
+            assert not name.startswith("on"), elements
+            assert name != "href" or value.startswith("https://"), elements
+
+
+def test_markdown_follows_commonmark(on_page: Page) -> None:
+    render = lambda text: on_page.evaluate(RENDER, text)  # noqa: E731
+    assert render("2 * 3 * 4 = 24") == "<p>2 * 3 * 4 = 24</p>\n"
+    assert (
+        render("*a* and _b_ and **c**")
+        == "<p><em>a</em> and <em>b</em> and <strong>c</strong></p>\n"
+    )
+    assert render("snake_case_name") == "<p>snake_case_name</p>\n"
+    assert render("1. one\n2. two") == "<ol>\n<li>one</li>\n<li>two</li>\n</ol>\n"
+    assert render("see https://example.org/x") == (
+        '<p>see <a href="https://example.org/x" target="_blank" rel="noopener noreferrer">'
+        "https://example.org/x</a></p>\n"
+    )
+
+
+ACTIVITY = """async ([event]) => {
+  const { activityOf } = await import("/ui/assets/views/activity.js");
+  return activityOf(event, new Set(["supervisor", "weather"]));
+}"""
+
+
+def _message(sender: str, recipient: str) -> dict[str, object]:
+    message = {"sender": {"address": sender}, "recipient": {"address": recipient}}
+    return {"extra_data": {"full_message": {"message": message}}}
+
+
+@pytest.mark.parametrize(
+    ("event", "expected"),
+    [
+        (
+            {"event": "new_message", "data": _message("user", "supervisor")},
+            {"agent": "supervisor", "doing": "thinking (a message from user)"},
+        ),
+        (
+            {
+                "event": "tool_call",
+                "data": {
+                    "description": "agent supervisor called send_request",
+                    "extra_data": {"tool_name": "send_request", "tool_args": {"target": "weather"}},
+                },
+            },
+            {"agent": "supervisor", "doing": "calling send_request → weather"},
+        ),
+        (
+            {
+                "event": "action_call",
+                "data": {
+                    "description": "agent weather executing action tool: get_weather_forecast "
+                    'with args: {"location":"Oslo"}'
+                },
+            },
+            {"agent": "weather", "doing": "running the action get_weather_forecast"},
+        ),
+        (
+            {
+                "event": "action_complete",
+                "data": {"description": "action complete (caller = weather):\nok"},
+            },
+            {"agent": "weather", "doing": "reading the action's result"},
+        ),
+        (
+            {
+                "event": "token_delta",
+                "data": {"agent": "supervisor", "kind": "answer", "delta": "x"},
+            },
+            {"agent": "supervisor", "doing": "writing"},
+        ),
+        ({"event": "new_message", "data": _message("supervisor", "user")}, None),
+        ({"event": "task_complete_call", "data": {"description": "agent supervisor called"}}, None),
+    ],
+)
+def test_activity_of_an_event(on_page: Page, event: dict[str, object], expected: object) -> None:
+    assert on_page.evaluate(ACTIVITY, [event]) == expected

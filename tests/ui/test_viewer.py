@@ -41,6 +41,24 @@ def test_a_wrong_key_shows_a_clear_error(page: Page, servers: Servers) -> None:
     expect(page.locator("#keyless")).to_be_hidden()
 
 
+def test_no_request_fails_when_the_page_loads(page: Page, servers: Servers) -> None:
+    # regression: every load asked GET /ui/agents without a key (the probe for key-free
+    # access) and got a 401
+    failed: list[str] = []
+    page.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+    page.on("requestfailed", lambda r: failed.append(f"failed {r.url}"))
+    page.goto(f"{servers.offline.url}/ui")
+    expect(page.locator("#login")).to_be_visible(timeout=WAIT)
+    expect(page.locator("#keyless")).to_be_hidden()
+    page.fill("#api-key", servers.offline.keys["user"])
+    page.locator("#login-form button[type=submit]").click()
+    expect(page.locator("#entrypoint")).to_have_value("supervisor", timeout=WAIT)
+    page.reload()
+    expect(page.locator("#entrypoint")).to_have_value("supervisor", timeout=WAIT)
+    page.wait_for_load_state("networkidle")
+    assert failed == []
+
+
 def test_log_in_and_see_the_streamed_answer_rendered(
     page: Page, servers: Servers, screenshot_dir: Path
 ) -> None:
@@ -60,6 +78,56 @@ def test_log_in_and_see_the_streamed_answer_rendered(
     expect(page.locator("#task-label")).to_have_text(task)
     expect(page.locator(".msg.error")).to_have_count(0)
     page.screenshot(path=screenshot_dir / "ui-chat.png")
+
+
+def test_an_answer_with_asterisks_keeps_them(page: Page, servers: Servers) -> None:
+    # regression: the hand-written renderer made "2 <em> 3 </em> 4 = 24" of it
+    sign_in(page, servers.offline.url, servers.offline.keys["user"])
+    ask(page, "What is 2 * 3 * 4?")
+    answer = page.locator(".msg.assistant").last
+    expect(answer).to_have_text("2 * 3 * 4 = 24", timeout=WAIT)
+    expect(answer.locator("em")).to_have_count(0)
+
+
+def compose_bottom(page: Page) -> float:
+    """Where the chat's foot (the activity line and the compose box) ends."""
+    box = page.locator(".chat-foot").bounding_box()
+    assert box is not None
+    return float(box["y"] + box["height"])
+
+
+def test_compose_sits_at_the_bottom_keys_are_told_and_answers_copy(
+    page: Page, servers: Servers
+) -> None:
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    sign_in(page, servers.offline.url, servers.offline.keys["user"])
+    message = page.locator("#message")
+    placeholder = message.get_attribute("placeholder") or ""
+    assert "Ctrl+Enter" in placeholder and "Enter starts a new line" in placeholder
+    assert compose_bottom(page) > 800 - 24  # at the bottom of the window, not mid-page
+
+    # Enter starts a new line, Ctrl+Enter sends
+    message.click()
+    page.keyboard.type("What is 2 * 3 * 4?")
+    page.keyboard.press("Enter")
+    expect(message).to_have_value("What is 2 * 3 * 4?\n")
+    expect(page.locator(".msg.user")).to_have_count(0)
+    page.keyboard.press("Control+Enter")
+    answer = page.locator(".msg.assistant").last
+    expect(answer.locator(".body")).to_have_text("2 * 3 * 4 = 24", timeout=WAIT)
+    expect(message).to_have_value("")
+
+    answer.locator("button.copy").click()
+    expect(answer.locator("button.copy")).to_have_attribute("data-state", "copied")
+    assert page.evaluate("navigator.clipboard.readText()") == "2 * 3 * 4 = 24"
+
+    # a long conversation scrolls the page; the compose box stays in sight at the bottom
+    for n in range(6):
+        ask(page, f"What is {n} + {n}?")
+        expect(page.locator(".msg.assistant")).to_have_count(n + 2, timeout=WAIT)
+    assert page.evaluate("document.documentElement.scrollHeight") > 800
+    assert 800 - 24 < compose_bottom(page) <= 800 + 1
+    expect(page.locator(".msg.assistant").last).to_be_in_viewport()
 
 
 def test_timeline_expands_a_tool_call_and_filters(
@@ -91,6 +159,39 @@ def test_timeline_expands_a_tool_call_and_filters(
     assert rows.count() > visible.count()
 
 
+def test_timeline_rows_tell_their_number_time_and_duration(page: Page, servers: Servers) -> None:
+    # regression: the time column was cut to "1:35:0…", and the closing task_complete row
+    # showed "·" for its number and, replayed, the time of the request
+    sign_in(page, servers.offline.url, servers.offline.keys["user"])
+    ask(page, "What is 5 * 8?")
+    expect(page.locator(".msg.assistant").last).to_have_text("5 * 8 = 40", timeout=WAIT)
+    task_id = page.locator("#task-label").inner_text().removeprefix("task ")
+    page.click(".tab[data-view=timeline]")
+    rows = page.locator("#timeline > li")
+    expect(rows.last).to_have_attribute("data-kind", "task_complete")
+    count = rows.count()
+    assert rows.locator(".seq").all_inner_texts() == [str(n) for n in range(1, count + 1)]
+    for text in rows.locator(".time").all_inner_texts():
+        assert re.fullmatch(r"\d\d:\d\d:\d\d\.\d{3}", text), text
+    took = rows.locator(".took").all_inner_texts()
+    for text in took[:-1]:
+        assert re.fullmatch(r"\d+ ms|\d+\.\d+ s", text), text
+    assert took[-1] == ""  # nothing after the end
+    end_time = rows.last.locator(".time").get_attribute("title")
+    assert end_time is not None
+    assert re.search(r"\(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+\+00:00\)$", end_time), end_time
+
+    # replayed later, the end keeps its stored number and time
+    page.reload()
+    expect(page.locator("#tabs")).to_be_visible(timeout=WAIT)
+    page.click(".tab[data-view=history]")
+    page.locator(f'.task-open[data-task="{task_id}"]').click()
+    expect(rows.last).to_have_attribute("data-kind", "task_complete", timeout=WAIT)
+    expect(rows).to_have_count(count)
+    expect(rows.last.locator(".seq")).to_have_text(str(count))
+    expect(rows.last.locator(".time")).to_have_attribute("title", end_time)
+
+
 def test_graph_highlights_the_working_agent_and_stop_cancels(
     page: Page, servers: Servers, screenshot_dir: Path
 ) -> None:
@@ -98,6 +199,12 @@ def test_graph_highlights_the_working_agent_and_stop_cancels(
     ask(page, "Wait for me")
     stop = page.locator("#stop")
     expect(stop).to_be_visible(timeout=WAIT)
+    # the activity line names the working agent, what it runs, and the time so far
+    activity = page.locator("#activity")
+    expect(activity.locator(".act-who")).to_have_text("supervisor", timeout=WAIT)
+    expect(activity.locator(".act-what")).to_have_text("running the action wait_a_while")
+    expect(activity.locator(".act-elapsed")).to_have_text(re.compile(r"^[1-9]\d* s$"), timeout=WAIT)
+    page.screenshot(path=screenshot_dir / "ui-activity.png")
     page.click(".tab[data-view=graph]")
     node = page.locator('#graph-svg g.node[data-agent="supervisor"]')
     expect(node).to_have_class("node entry completes active", timeout=WAIT)
@@ -110,6 +217,7 @@ def test_graph_highlights_the_working_agent_and_stop_cancels(
         "Task cancelled: The task was cancelled by its owner.", timeout=WAIT
     )
     expect(stop).to_be_hidden()
+    expect(activity).to_be_hidden()
     page.click(".tab[data-view=graph]")
     expect(node).to_have_class("node entry completes")
 
@@ -174,6 +282,36 @@ def test_reload_finds_the_task_in_the_history_and_replays_it(page: Page, servers
     page.click(".tab[data-view=chat]")
     expect(page.locator(".msg.user").first).to_have_text("What is 6 * 7?")
     expect(page.locator(".msg.assistant").last).to_have_text("6 * 7 = 42")
+
+
+def test_a_task_link_opens_the_task(page: Page, servers: Servers) -> None:
+    sign_in(page, servers.offline.url, servers.offline.keys["user"])
+    ask(page, "What is 9 * 9?")
+    expect(page.locator(".msg.assistant").last).to_have_text("9 * 9 = 81", timeout=WAIT)
+    task_id = page.locator("#task-label").inner_text().removeprefix("task ")
+    assert page.evaluate("location.hash") == f"#/task/{task_id}/chat"
+    page.click(".tab[data-view=timeline]")
+    assert page.evaluate("location.hash") == f"#/task/{task_id}/timeline"
+
+    # the link, opened in another tab of the same browser (the key is kept)
+    other = page.context.new_page()
+    other.goto(f"{servers.offline.url}/ui/#/task/{task_id}")
+    expect(other.locator("#task-label")).to_have_text(f"task {task_id}", timeout=WAIT)
+    expect(other.locator(".msg.user").first).to_have_text("What is 9 * 9?")
+    expect(other.locator(".msg.assistant").last).to_have_text("9 * 9 = 81")
+    other.goto(f"{servers.offline.url}/ui/#/task/{task_id}/timeline")
+    expect(other.locator("#timeline-task")).to_have_text(f"task {task_id}", timeout=WAIT)
+    expect(other.locator("#timeline > li").last).to_have_attribute("data-kind", "task_complete")
+    # a new task leaves the link
+    other.click(".tab[data-view=chat]")
+    other.click("#new-task")
+    assert other.evaluate("location.hash") == "#chat"
+    # an unknown task says so
+    other.goto(f"{servers.offline.url}/ui/#/task/no-such-task")
+    expect(other.locator(".msg.error").last).to_contain_text(
+        "task 'no-such-task' not found", timeout=WAIT
+    )
+    other.close()
 
 
 def test_federation_is_shown_to_admins_only(page: Page, servers: Servers) -> None:

@@ -241,6 +241,8 @@ class RemoteLedger:
         if task is None:
             raise TaskNotFoundError(task_id)
         if failed:
+            if task.is_running:  # like every failed turn, it stores its end
+                task.log.emit(EventName.TASK_ERROR, body)
             return self.scheduler.finish(
                 task, TaskState.FAILED, self.system.task_error(task_id, body)
             )

@@ -116,12 +116,18 @@ class MAILEvent:
         *,
         status: str | None = None,
         usage: dict[str, int] | None = None,
+        stored: MAILEvent | None = None,
     ) -> MAILEvent:
         """Build the stream's closing ``task_complete`` or ``task_error`` event; ``status``
         (``completed``, ``waiting_breakpoint``, ``failed`` or ``cancelled``) and the task's
-        token ``usage`` are added to its data when given."""
-        ts = utc_timestamp()
+        token ``usage`` are added to its data when given. With ``stored``, the stored event
+        that ended the turn, the closing event stands for it: it takes its ``timestamp``
+        and tells its sequence number as ``seq`` in its data (the closing event itself
+        keeps no ``id``: clients know the end of a stream by it)."""
+        ts = utc_timestamp() if stored is None else stored.timestamp
         payload: dict[str, Any] = {"timestamp": ts, "task_id": task_id, "response": response}
+        if stored is not None and stored.seq is not None:
+            payload["seq"] = stored.seq
         if status is not None:
             payload["status"] = status
         if usage is not None:

@@ -222,6 +222,9 @@ class MAILTask(V136TaskMethods):
 
 
 #: The states a turn may end in, as the closing event's and the answer's ``status``.
+#: the stored events that end a turn
+_TURN_ENDS = frozenset({EventName.TASK_COMPLETE, EventName.TASK_ERROR})
+
 _TURN_STATUS = {
     TaskState.WAITING_BREAKPOINT: "waiting_breakpoint",
     TaskState.FAILED: "failed",
@@ -242,7 +245,20 @@ def closing_event(task: MAILTask, response: str) -> MAILEvent:
     any, the task's token ``usage``."""
     status = turn_status(task)
     name = EventName.TASK_ERROR if status in ("failed", "cancelled") else EventName.TASK_COMPLETE
-    return MAILEvent.stream_final(name, task.task_id, response, status=status, usage=task.usage)
+    return MAILEvent.stream_final(
+        name, task.task_id, response, status=status, usage=task.usage, stored=_stored_end(task)
+    )
+
+
+def _stored_end(task: MAILTask) -> MAILEvent | None:
+    """The stored event that ended the task's last turn: each turn that ends stores a
+    ``task_complete`` (an answer, a breakpoint pause) or a ``task_error`` (a failure, a
+    cancel) right before it ends."""
+    visible = task.log.visible_seq
+    for event in reversed(task.log.all()):
+        if event.event in _TURN_ENDS and (event.seq or 0) <= visible:
+            return event
+    return None
 
 
 class TaskListener(LogListener, Protocol):

@@ -2,22 +2,27 @@
 
 The files live in ``mail/server/ui/`` (plain ES modules, HTML and CSS: no build step). The
 page is sent with a strict Content-Security-Policy: scripts, styles, images and requests
-may only come from this server, and no inline script runs. These routes are not API
-operations, so they stay out of the OpenAPI document. The ``/ui/*`` API routes
+may only come from this server, and no inline script runs. The page tells whether this
+browser may come in without a key (``<meta name="mail-keyless">``, debug mode on loopback),
+so that it need not ask a route that would refuse it. These routes are not API operations,
+so they stay out of the OpenAPI document. The ``/ui/*`` API routes
 (``_routes_tasks.py``, ``_routes_message.py``) are unchanged.
 """
 
 from __future__ import annotations
 
 import os
+from functools import cache
 from os import PathLike
 from pathlib import Path
 
-from fastapi import APIRouter, FastAPI
-from fastapi.responses import FileResponse
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import HTMLResponse
 from starlette.responses import Response
 from starlette.staticfiles import StaticFiles
 from starlette.types import Scope
+
+from mail.server._deps import state_of
 
 __all__ = ["CONTENT_SECURITY_POLICY", "UI_DIR", "mount_ui", "router"]
 
@@ -36,14 +41,24 @@ _PAGE_HEADERS = {
     "Cache-Control": "no-cache",
 }
 
+_KEYLESS = '<meta name="mail-keyless" content="false">'
+
 router = APIRouter(include_in_schema=False)
+
+
+@cache
+def _page() -> str:
+    return (UI_DIR / "index.html").read_text(encoding="utf-8")
 
 
 @router.get("/ui")
 @router.get("/ui/")
-async def ui_page() -> FileResponse:
+async def ui_page(request: Request) -> HTMLResponse:
     """The viewer's page (public: it holds no data; the page asks for a key)."""
-    return FileResponse(UI_DIR / "index.html", media_type="text/html", headers=_PAGE_HEADERS)
+    page = _page()
+    if state_of(request).gate.keyless(request):
+        page = page.replace(_KEYLESS, _KEYLESS.replace("false", "true"))
+    return HTMLResponse(page, headers=_PAGE_HEADERS)
 
 
 class _Assets(StaticFiles):

@@ -171,12 +171,17 @@ class AuthGate:
         regular = self.require("admin", "user")
 
         async def dependency(request: Request) -> Caller:
-            if self.debug and "authorization" not in request.headers and _is_loopback(request):
+            if "authorization" not in request.headers and self.keyless(request):
                 setattr(request.state, _STATE_ATTR, UI_DEV_CALLER)
                 return UI_DEV_CALLER
             return await regular(request)
 
         return dependency
+
+    def keyless(self, request: Request) -> bool:
+        """Whether :meth:`require_ui` lets ``request``'s client in without a key (debug
+        mode, a loopback client)."""
+        return self.debug and _is_loopback(request)
 
     async def _caller(self, request: Request) -> Caller:
         known = getattr(request.state, _STATE_ATTR, None)

@@ -147,8 +147,9 @@ EVENT_STREAM: dict[str, Any] = {
             "description": "One server-sent event: for stored events `id: <sequence number>` "
             "(for `Last-Event-ID`), then `event: <name>` and one compact JSON `data:` line; "
             "every line ends with CRLF. The stream ends with `task_complete` or `task_error` "
-            "(data `{timestamp, task_id, response, status}`, plus `usage` when models reported "
-            "tokens); `ping` events keep it alive; `token_delta` events (no `id`, never "
+            "(no `id`; data `{timestamp, task_id, response, status}`, plus `usage` when models "
+            "reported tokens, and `seq` and `timestamp` of the stored event that ended the "
+            "turn, for which it stands); `ping` events keep it alive; `token_delta` events (no `id`, never "
             "stored) carry the text of streaming models as it is written.",
             "required": ["event", "data"],
             "properties": {
@@ -165,6 +166,7 @@ EVENT_STREAM: dict[str, Any] = {
                             "description": {"type": "string"},
                             "extra_data": {"type": "object"},
                             "response": {"type": "string"},
+                            "seq": {"type": "integer", "minimum": 1},
                             "status": {
                                 "type": "string",
                                 "enum": [

@@ -30,12 +30,12 @@ $("#theme-toggle").addEventListener("click", () => {
 // --- views ----------------------------------------------------------------------------------
 let openTaskAbort = null;
 
-async function openTask(taskId) {
+async function openTask(taskId, view = "timeline") {
   openTaskAbort?.abort();
   const abort = new AbortController();
   openTaskAbort = abort;
   store.setTask(taskId);
-  show("timeline");
+  show(view);
   store.setRunning(true);
   try {
     const closing = await api.follow(taskId, (e) => store.add(e), { signal: abort.signal });
@@ -60,15 +60,34 @@ function show(view) {
     $(`#view-${name}`).hidden = name !== view;
     $(`.tab[data-view="${name}"]`).setAttribute("aria-selected", String(name === view));
   }
-  if (location.hash !== `#${view}`) history_replace(view);
+  writeHash(view);
   if (view === "history") history.load();
   if (view === "federation") federation.load();
 }
-const history_replace = (view) => window.history.replaceState(null, "", `#${view}`);
+
+// --- the address: #<view>, or #/task/<id>/<view> while a task is open (a link to share) ----
+const TASK_HASH = /^#\/task\/([^/]+)(?:\/(\w+))?$/;
+const shownView = () => VIEWS.find((name) => !$(`#view-${name}`).hidden) ?? "chat";
+
+function writeHash(view) {
+  const hash = store.taskId ? `#/task/${encodeURIComponent(store.taskId)}/${view}` : `#${view}`;
+  if (location.hash !== hash) window.history.replaceState(null, "", hash);
+}
+
+/** Show what the address names: a view, or a task (opened unless it is the current one). */
+function route() {
+  const task = location.hash.match(TASK_HASH);
+  if (!task) { show(location.hash.slice(1)); return; }
+  const taskId = decodeURIComponent(task[1]);
+  if (taskId === store.taskId) show(task[2]);
+  else openTask(taskId, task[2] ?? "chat");
+}
+
 for (const tab of document.querySelectorAll(".tab")) {
   tab.addEventListener("click", () => show(tab.dataset.view));
 }
-window.addEventListener("hashchange", () => show(location.hash.slice(1)));
+window.addEventListener("hashchange", () => { if (store.me) route(); });
+store.on((kind) => { if (kind === "task" || kind === "task-id") writeHash(shownView()); });
 
 // --- sign-in --------------------------------------------------------------------------------
 function loginError(message) {
@@ -84,7 +103,7 @@ async function showLogin(message = "") {
   $("#identity").textContent = "";
   $("#login").hidden = false;
   loginError(message);
-  $("#keyless").hidden = !(await api.keylessAllowed());
+  $("#keyless").hidden = !api.keylessAllowed();
   $("#api-key").focus();
 }
 
@@ -112,7 +131,7 @@ async function enter() {
   } catch (e) {
     loginError(e.message);
   }
-  show(location.hash.slice(1));
+  route();
 }
 
 $("#login-form").addEventListener("submit", (ev) => {
@@ -126,6 +145,7 @@ $("#login-form").addEventListener("submit", (ev) => {
 $("#keyless-button").addEventListener("click", () => { session.useKeyless(); enter(); });
 $("#logout").addEventListener("click", () => {
   session.clear();
+  store.me = null;
   store.setTask(null);
   showLogin();
 });

@@ -1,5 +1,5 @@
 // Tiny DOM helpers: elements are built with textContent, never from HTML strings (the
-// markdown renderer is the one exception, and it escapes everything first).
+// markdown renderer is the one exception, and its HTML is sanitized).
 
 export function h(tag, attrs = {}, ...children) {
   const el = document.createElement(tag);
@@ -16,6 +16,21 @@ export function h(tag, attrs = {}, ...children) {
   }
   return el;
 }
+
+/** The time of day of an ISO timestamp, to the millisecond (24 h, this browser's zone). */
+export const clock = (iso) => {
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return String(iso ?? "");
+  return d.toLocaleTimeString(undefined, { hour12: false, hour: "2-digit", minute: "2-digit", second: "2-digit", fractionalSecondDigits: 3 });
+};
+
+/** A duration in milliseconds, short: "840 ms", "2.35 s", "1 min 5 s". */
+export const duration = (ms) => {
+  if (!Number.isFinite(ms) || ms < 0) return "";
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
+  return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
+};
 
 export const time = (iso) => {
   const d = new Date(iso);

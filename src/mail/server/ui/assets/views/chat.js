@@ -4,21 +4,29 @@ import { api } from "../api.js";
 import { h } from "../dom.js";
 import { renderMarkdown } from "../markdown.js";
 import { breakpointCalls, hopOf, store } from "../store.js";
+import { mountActivity } from "./activity.js";
 
 export function mountChat(root, { session }) {
   const entrypoint = h("select", { id: "entrypoint", name: "entrypoint" });
   const taskLabel = h("span", { id: "task-label", class: "muted" });
   const messages = h("div", { id: "messages", class: "messages", "aria-live": "polite" });
   const breakpoint = h("div", { id: "breakpoint" });
-  const text = h("textarea", { id: "message", name: "message", rows: "3", placeholder: "Ask the swarm…", required: true });
+  const text = h("textarea", {
+    id: "message", name: "message", rows: "3", required: true,
+    placeholder: "Ask the swarm… (Ctrl+Enter or ⌘+Enter sends; Enter starts a new line)",
+    "aria-keyshortcuts": "Control+Enter Meta+Enter",
+  });
   const send = h("button", { type: "submit", id: "send" }, "Send");
   const stop = h("button", { type: "button", id: "stop", class: "danger", hidden: true }, "Stop");
   const compose = h("form", { id: "compose", class: "compose" }, text, h("div", { class: "actions" }, send, stop));
   const newTask = h("button", { type: "button", id: "new-task", class: "ghost" }, "New task");
+  const foot = h("div", { class: "chat-foot" });
   root.append(
     h("div", { class: "toolbar" }, h("label", { for: "entrypoint" }, "Entrypoint"), entrypoint, newTask, taskLabel),
-    messages, breakpoint, compose,
+    messages, breakpoint, foot,
   );
+  mountActivity(foot);
+  foot.append(compose);
 
   let live = null; // {el, text} of the answer being streamed
 
@@ -29,6 +37,25 @@ export function mountChat(root, { session }) {
     const el = h("div", { class: `msg ${kind}` }, body);
     messages.append(el);
     el.scrollIntoView({ block: "end" });
+    return el;
+  };
+
+  /** An answer: its markdown rendered, and a button that copies its text as written (the
+   * button's label is drawn by CSS, so the answer's own text stays only the answer). */
+  const answer = (content) => {
+    const el = bubble("assistant", content, true);
+    const copy = h("button", { type: "button", class: "ghost copy", "aria-label": "Copy the answer", title: "Copy the answer's text (markdown)" });
+    copy.addEventListener("click", async () => {
+      try {
+        await navigator.clipboard.writeText(content);
+        copy.dataset.state = "copied";
+      } catch (e) {
+        copy.dataset.state = "failed";
+        copy.title = `Not copied: ${e.message}`;
+      }
+      setTimeout(() => { delete copy.dataset.state; }, 2000);
+    });
+    el.append(h("div", { class: "msg-actions" }, copy));
     return el;
   };
 
@@ -52,7 +79,7 @@ export function mountChat(root, { session }) {
     } else if (closing.status === "failed" || closing.status === "cancelled") {
       bubble("error", `Task ${closing.status}: ${closing.response}`);
     } else {
-      bubble("assistant", closing.response ?? "", true);
+      answer(closing.response ?? "");
     }
   }
 

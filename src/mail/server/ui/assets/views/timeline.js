@@ -1,6 +1,7 @@
 // Timeline: every event of the current task in order, filterable by agent and by kind,
-// each row expandable to its JSON.
-import { h, time } from "../dom.js";
+// each row expandable to its JSON. A row tells its time of day (the full date and time on
+// hover) and how long until the next event of the task.
+import { clock, duration, h, time } from "../dom.js";
 import { agentOf, store } from "../store.js";
 
 const GROUPS = {
@@ -55,12 +56,16 @@ export function mountTimeline(root) {
 
   function row(event, index) {
     const agent = agentOf(event);
+    const stamp = event.data?.timestamp;
+    // the closing event has no id of its own: it stands for the stored event numbered data.seq
+    const seq = event.id ?? event.data?.seq ?? "";
     const details = h("details", { class: "event" },
       h("summary", {},
-        h("span", { class: "seq" }, event.id ?? "·"),
+        h("span", { class: "seq" }, seq),
         h("span", { class: `kind k-${event.event}` }, event.event),
         h("span", { class: "agent" }, agent || "—"),
-        h("span", { class: "time muted" }, event.data?.timestamp ? time(event.data.timestamp) : ""),
+        h("span", { class: "time muted", title: stamp ? `${time(stamp)} (${stamp})` : null }, stamp ? clock(stamp) : ""),
+        h("span", { class: "took muted", title: "until the next event" }, ""),
         h("span", { class: "text" }, summary(event))),
       h("pre", { class: "json" }, JSON.stringify(event, null, 2)));
     const li = h("li", { dataset: { kind: event.event, agent, index: String(index) } }, details);
@@ -77,8 +82,13 @@ export function mountTimeline(root) {
   const events = []; // aligned with the rows of the list
 
   function append(event) {
+    const previous = events[events.length - 1];
     events.push(event);
     addOptions(event);
+    if (previous) {
+      const took = Date.parse(event.data?.timestamp) - Date.parse(previous.data?.timestamp);
+      list.lastElementChild.querySelector(".took").textContent = duration(took);
+    }
     list.append(row(event, events.length - 1));
     empty.hidden = true;
   }
