@@ -212,8 +212,9 @@ async def test_migrations_change_only_what_v1_can_live_with(v1: tuple[str, V1Ser
         "7",
         "8",
         "9",
-    }  # 5-8: new tables and indexes of our own (cluster, MAP Mail, task leases); 9: a
-    # nullable column of tasks v1.3.6 neither writes nor reads
+        "10",
+    }  # 5-8 and 10: new tables and indexes of our own (cluster, MAP Mail, task leases,
+    # shared conversations); 9: a nullable column of tasks v1.3.6 neither writes nor reads
     assert nullable_request(
         await conn.fetch(
             "SELECT is_nullable FROM information_schema.columns"
@@ -358,7 +359,7 @@ async def test_db_migrate_upgrades_from_v1_only_when_told_and_confirmed(
 
     assert await asyncio.to_thread(migrate) == 0
     assert "shared with v1.3.6" in capsys.readouterr().out
-    assert await versions() == {"1", "4", "5", "6", "7", "8", "9"}  # 5-9: ours alone
+    assert await versions() == {"1", "4", "5", "6", "7", "8", "9", "10"}  # 5-10: ours alone
     found = await check_store(DatabaseConfig(url=url))
     assert found.status == "ok" and "--upgrade-from-v1" in found.message
 
@@ -367,11 +368,11 @@ async def test_db_migrate_upgrades_from_v1_only_when_told_and_confirmed(
     captured = capsys.readouterr()
     assert "DELETED" in captured.out  # it said what it would change
     assert "confirm with --yes" in captured.err
-    assert await versions() == {"1", "4", "5", "6", "7", "8", "9"}  # 5-9: ours alone
+    assert await versions() == {"1", "4", "5", "6", "7", "8", "9", "10"}  # 5-10: ours alone
 
     assert await asyncio.to_thread(migrate, "--upgrade-from-v1", "--yes") == 0
     assert "applied 2, 3" in capsys.readouterr().out
-    assert await versions() == {"1", "2", "3", "4", "5", "6", "7", "8", "9"}
+    assert await versions() == {"1", "2", "3", "4", "5", "6", "7", "8", "9", "10"}
     assert await server.conn.fetchval("SELECT count(*) FROM agent_histories") == 1
 
     assert await asyncio.to_thread(migrate, "--upgrade-from-v1") == 0
