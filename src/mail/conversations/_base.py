@@ -351,22 +351,19 @@ class ServiceBase:
         conversation bound to a task is caught up first (with ``catch_up``): then the
         turn waits for its intercepted turns and is checked again."""
         turn = self._new_turn(conversation_id, actor.participant_id, params, None)
-        found = await self.store.add_turn(
-            actor.key, dict(turn), partial(self._may_send, actor, params, catch_up)
-        )
+        check = partial(self._may_send, actor, conversation_id, params)
+        found = await self.store.add_turn(actor.key, dict(turn), partial(check, catch_up))
         if found.turn is None and found.conversation is not None:
             await self._catch_up(actor.key, found.conversation)
-            found = await self.store.add_turn(
-                actor.key, dict(turn), partial(self._may_send, actor, params, False)
-            )
+            found = await self.store.add_turn(actor.key, dict(turn), partial(check, False))
         data = {"conversationId": conversation_id, "turn": turn}
         await self._emit(actor, "mail.turn.added", data, found.turn, found.people)
         return turn
 
     def _may_send(
-        self, actor: Actor, params: dict[str, Any], catch_up: bool, found: TurnWrite
+        self, actor: Actor, cid: str, params: dict[str, Any], catch_up: bool, found: TurnWrite
     ) -> bool:
-        """Whether the turn of ``actor`` with ``params`` goes into the conversation as
+        """Whether the turn of ``actor`` with ``params`` goes into the conversation ``cid`` as
         :meth:`~mail.conversations.store.ConversationStore.add_turn` ``found`` it, in the
         order ``mail/turn`` checks: 10000 (no conversation), ``False`` while it is to be
         caught up (``catch_up``), 10001 (closed), 10002 (not a participant), 10003 (no
@@ -374,7 +371,6 @@ class ServiceBase:
         ``threadId`` thread)."""
         conv = found.conversation
         if conv is None:
-            cid = params["conversationId"]
             raise ConversationNotFoundError(f"no conversation {cid!r}", conversationId=cid)
         if catch_up and self._behind(conv):
             return False
