@@ -9,10 +9,11 @@ import time
 import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, cast
+from functools import partial
+from typing import Any, NoReturn, cast
 
 from mail.conversations import _access as access
-from mail.conversations._access import InvalidParamsError, opt_str, req_str
+from mail.conversations._access import InvalidParamsError, req_str
 from mail.conversations._summarizers import ExtractiveSummarizer, Summarizer
 from mail.conversations.errors import (
     ConversationClosedError,
@@ -35,7 +36,13 @@ from mail.conversations.models import (
     participant_type,
     visibility_of,
 )
-from mail.conversations.store import ConversationStore, Record, RecordKind
+from mail.conversations.store import (
+    ConversationStore,
+    Record,
+    RecordKind,
+    TurnWrite,
+    turn_refs,
+)
 from mail.db.store import CallerKey
 
 __all__ = [
@@ -144,25 +151,20 @@ class ServiceBase:
     # --- loading and checks ---------------------------------------------------------------
 
     async def _emit(
-        self, actor: Actor, event_type: str, data: dict[str, Any], turn: Record | None = None
-    ) -> None:
-        """Publish an event of the conversation ``data["conversationId"]`` (of a ``turn``:
-        its row), with the guests it reaches."""
-        guests = await self._guests(actor.key, data["conversationId"], event_type, data, turn)
-        self.bus.publish(actor.key, event_type, data, now_ms(), guests)
-
-    async def _guests(
         self,
-        key: CallerKey,
-        conversation_id: str,
+        actor: Actor,
         event_type: str,
         data: dict[str, Any],
         turn: Record | None = None,
-    ) -> dict[str, str]:
-        """The participants an event reaches beside the caller ``key`` (see
-        :func:`guests_of`), kept with it for the subscriptions and ``map/replay`` to come."""
-        rows = await self.store.list_records(key, "participant", conversation_id)
-        return guests_of(rows, event_type, data, turn)
+        people: list[Record] | None = None,
+    ) -> None:
+        """Publish an event of the conversation ``data["conversationId"]`` (of a ``turn``:
+        its row), with the guests it reaches (among ``people``, its participant rows, read
+        when not given)."""
+        if people is None:
+            people = await self.store.list_records(actor.key, "participant", data["conversationId"])
+        guests = guests_of(people, event_type, data, turn)
+        self.bus.publish(actor.key, event_type, data, now_ms(), guests)
 
     async def _conversation(self, actor: Actor, params: dict[str, Any]) -> Record:
         """The conversation ``params`` names, its intercepted turns caught up first (when
@@ -175,9 +177,14 @@ class ServiceBase:
         return record
 
     async def _catch_up(self, key: CallerKey, conv: Record) -> None:
-        open_ = conv.data["status"] not in CLOSED_STATUSES
-        if conv.task_id is not None and open_ and self.catch_up is not None:
+        if self.catch_up is not None and self._behind(conv):
             await self.catch_up(key, conv)
+
+    def _behind(self, conv: Record) -> bool:
+        """Whether ``conv`` may lack intercepted turns (bound to a task, open, and they are
+        written here)."""
+        open_ = conv.data["status"] not in CLOSED_STATUSES
+        return conv.task_id is not None and open_ and self.catch_up is not None
 
     @staticmethod
     def _open(conv: Record) -> None:
@@ -195,6 +202,12 @@ class ServiceBase:
         (default permissions, full history) that is not recorded."""
         pid = pid or actor.participant_id
         record = await self.store.get(actor.key, conv.conversation_id, "participant", pid)
+        return self._present(actor, conv, pid, record, reading=reading)
+
+    def _present(
+        self, actor: Actor, conv: Record, pid: str, record: Record | None, *, reading: bool
+    ) -> Record:
+        """:meth:`_member` from the participant row ``record`` of ``pid`` read already."""
         if (record is None or record.data["leftAt"] is not None) and reading and actor.admin:
             return self._participant_record(conv, actor.participant_id, 0, 0, "observer")
         if record is None or record.data["leftAt"] is not None:
@@ -214,8 +227,12 @@ class ServiceBase:
 
     async def _lookup(self, actor: Actor, conv: Record, kind: RecordKind, rid: str) -> Record:
         record = await self.store.get(actor.key, conv.conversation_id, kind, rid)
-        if record is not None:
-            return record
+        if record is None:
+            self._missing(kind, rid)
+        return record
+
+    @staticmethod
+    def _missing(kind: RecordKind, rid: str) -> NoReturn:
         if kind == "turn":
             raise TurnNotFoundError(f"no turn {rid!r}", turnId=rid)
         raise ThreadNotFoundError(f"no thread {rid!r}", threadId=rid)
@@ -323,24 +340,50 @@ class ServiceBase:
     async def record_turn(
         self,
         actor: Actor,
-        conv: Record,
+        conversation_id: str,
         params: dict[str, Any],
-        source: dict[str, Any] | None = None,
+        *,
+        catch_up: bool = True,
     ) -> Turn:
-        """Store a turn of ``actor`` (params as ``mail/turn``'s, checked) and emit
-        ``mail.turn.added``. Raises 10006/10007 for an unknown ``inReplyTo``/``threadId``."""
-        for name, kind in (("inReplyTo", "turn"), ("threadId", "thread")):
-            ref = opt_str(params, name)
-            if ref is not None:
-                await self._lookup(actor, conv, cast(RecordKind, kind), ref)
-        turn = self._new_turn(conv.conversation_id, actor.participant_id, params, source)
-        cid = conv.conversation_id
-        written = await self.store.append_turns(actor.key, {cid: [dict(turn)]})
-        if cid not in written:  # closed since it was read
-            self._open(await self._conversation(actor, {"conversationId": cid}))
-        row = next(r for r in written[cid] if r.kind == "turn")
-        await self._emit(actor, "mail.turn.added", {"conversationId": cid, "turn": turn}, row)
+        """Store a turn of ``actor`` in the conversation ``conversation_id`` (params as
+        ``mail/turn``'s, their model checked) and emit ``mail.turn.added``, in one store
+        write that checks what ``mail/turn`` checks (see :meth:`_may_send`). A
+        conversation bound to a task is caught up first (with ``catch_up``): then the
+        turn waits for its intercepted turns and is checked again."""
+        turn = self._new_turn(conversation_id, actor.participant_id, params, None)
+        check = partial(self._may_send, actor, conversation_id, params)
+        found = await self.store.add_turn(actor.key, dict(turn), partial(check, catch_up))
+        if found.turn is None and found.conversation is not None:
+            await self._catch_up(actor.key, found.conversation)
+            found = await self.store.add_turn(actor.key, dict(turn), partial(check, False))
+        data = {"conversationId": conversation_id, "turn": turn}
+        await self._emit(actor, "mail.turn.added", data, found.turn, found.people)
         return turn
+
+    def _may_send(
+        self, actor: Actor, cid: str, params: dict[str, Any], catch_up: bool, found: TurnWrite
+    ) -> bool:
+        """Whether the turn of ``actor`` with ``params`` goes into the conversation ``cid`` as
+        :meth:`~mail.conversations.store.ConversationStore.add_turn` ``found`` it, in the
+        order ``mail/turn`` checks: 10000 (no conversation), ``False`` while it is to be
+        caught up (``catch_up``), 10001 (closed), 10002 (not a participant), 10003 (no
+        ``canSend``), 10008 (content type), 10006/10007 (no ``inReplyTo`` turn or
+        ``threadId`` thread)."""
+        conv = found.conversation
+        if conv is None:
+            raise ConversationNotFoundError(f"no conversation {cid!r}", conversationId=cid)
+        if catch_up and self._behind(conv):
+            return False
+        self._open(conv)
+        pid = actor.participant_id
+        me = next((r for r in found.people if r.record_id == pid), None)
+        self._allowed(self._present(actor, conv, pid, me, reading=False), "canSend")
+        self._check_turn_params(params)
+        named = {(r.kind, r.record_id) for r in found.refs}
+        for kind, rid in turn_refs(params):
+            if (kind, rid) not in named:
+                self._missing(kind, rid)
+        return True
 
     @staticmethod
     def _new_turn(

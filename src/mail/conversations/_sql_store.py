@@ -16,9 +16,14 @@ from mail.conversations.store import (
     Record,
     RecordKind,
     Shared,
+    TurnCheck,
+    TurnWrite,
+    judge_turn,
     plan_append,
+    turn_refs,
 )
 from mail.db.store import CallerKey, dumps, loads
+from mail.errors import MAILError
 
 if TYPE_CHECKING:
     from mail.db import PostgresStore, SQLiteStore
@@ -168,6 +173,16 @@ def _plan(
     return written
 
 
+def _found(conv: Sequence[Any], people: Sequence[Any], refs: Sequence[Any]) -> TurnWrite:
+    """What :meth:`~ConversationStore.add_turn` read: the conversation's row (none or
+    one), its participants' and the turn's refs' (each none or one)."""
+    return TurnWrite(
+        conversation=_record(conv[0]) if conv else None,
+        people=[_record(row) for row in people],
+        refs=[_record(rows[0]) for rows in refs if rows],
+    )
+
+
 def _owned(swarm: str, row: Any) -> tuple[CallerKey, Record]:
     return CallerKey(swarm=swarm, role=row[0], id=row[1]), _record(row[2:])
 
@@ -262,6 +277,34 @@ class SQLiteConversationStore(ConversationStore):
             return {}
         return await self._tasks.run("conversations.append_turns", write)
 
+    async def add_turn(self, key: CallerKey, turn: dict[str, Any], check: TurnCheck) -> TurnWrite:
+        text = dumps(turn)  # encoded before the first await
+        cid, refs, k = turn["conversationId"], turn_refs(turn), _key(key)
+
+        def write(conn: sqlite3.Connection) -> tuple[TurnWrite, MAILError | None]:
+            conn.execute("BEGIN IMMEDIATE")  # the file's write lock: one writer at a time
+            try:
+                conv = conn.execute(_SQLITE_CONVS.format(ids="?"), (*k, cid)).fetchall()
+                people = conn.execute(_SQLITE["list_in"], (*k, "participant", cid)).fetchall()
+                named = [conn.execute(_SQLITE["get"], (*k, cid, *ref)).fetchall() for ref in refs]
+                found = _found([row[:6] for row in conv], people, named)
+                refused = judge_turn(found, turn, check, int(conv[0][6]) if conv else 0)
+                if found.turn is not None:
+                    conn.execute(
+                        _SQLITE["put"], _turn_params(key, [found.turn], {turn["id"]: text})[0]
+                    )
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            return found, refused
+
+        found, refused = await self._tasks.run("conversations.add_turn", write)
+        if refused is not None:
+            raise refused
+        return found
+
     async def get(
         self, key: CallerKey, conversation_id: str, kind: RecordKind, record_id: str
     ) -> Record | None:
@@ -351,6 +394,29 @@ class PostgresConversationStore(ConversationStore):
                 if params:
                     await conn.executemany(_POSTGRES["put"], params)
         return written
+
+    async def add_turn(self, key: CallerKey, turn: dict[str, Any], check: TurnCheck) -> TurnWrite:
+        text = dumps(turn)  # encoded before the first await
+        cid, k = turn["conversationId"], _key(key)
+        pool = self._tasks.pool("conversations.add_turn")
+        with self._tasks.reported("conversations.add_turn"):
+            async with pool.acquire() as conn, conn.transaction():
+                conv = await conn.fetch(_POSTGRES_LOCK, *k, [cid])
+                last, people, named = 0, [], []
+                if conv:  # locked: its newest turn and participants as last committed
+                    last = await conn.fetchval(_POSTGRES["max_seq"], *k, cid, "turn")
+                    people = await conn.fetch(_POSTGRES["list_in"], *k, "participant", cid)
+                    named = [
+                        await conn.fetch(_POSTGRES["get"], *k, cid, *r) for r in turn_refs(turn)
+                    ]
+                found = _found(conv, people, named)
+                refused = judge_turn(found, turn, check, int(last))
+                if found.turn is not None:
+                    params = _turn_params(key, [found.turn], {turn["id"]: text})[0]
+                    await conn.execute(_POSTGRES["put"], *params)
+        if refused is not None:
+            raise refused
+        return found
 
     async def get(
         self, key: CallerKey, conversation_id: str, kind: RecordKind, record_id: str

@@ -175,7 +175,7 @@ class ConversationService(TurnMethods, SummaryMethods, LifecycleMethods):
         shown = {**conv.data, "participantCount": len(joined)}
         result: dict[str, Any] = {"conversation": shown, "participant": me}
         if initial is not None:
-            result["initialTurn"] = await self.record_turn(actor, conv, initial)
+            result["initialTurn"] = await self.record_turn(actor, cid, initial, catch_up=False)
         return result
 
     def _initial_people(self, actor: Actor, conv: Record, others: Any) -> list[Record]:

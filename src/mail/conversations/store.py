@@ -15,11 +15,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from mail.conversations.models import CLOSED_STATUSES
 from mail.db.store import CallerKey, dumps, loads
+from mail.errors import MAILError
 
 __all__ = [
     "ConversationStore",
@@ -29,7 +30,11 @@ __all__ = [
     "Record",
     "RecordKind",
     "Shared",
+    "TurnCheck",
+    "TurnWrite",
+    "judge_turn",
     "plan_append",
+    "turn_refs",
 ]
 
 #: ``a2a_task``: a task of the server's A2A façade (:mod:`mail.server._a2a_store`), kept in
@@ -61,6 +66,60 @@ Joiner = Callable[[Record, str, int, int], Record]
 #: the turns of a conversation made from a task's events, up to which event: ``(task id,
 #: seq)``
 Mark = tuple[str, int]
+
+
+@dataclass(slots=True, kw_only=True)
+class TurnWrite:
+    """What :meth:`ConversationStore.add_turn` read in a turn's conversation, in the
+    transaction that writes it: the ``conversation`` record (``None``: there is none),
+    its participant rows (``people``, present or gone, by ``seq``), the rows the turn
+    names (``refs``: its ``inReplyTo`` turn, its ``threadId`` thread, those that exist),
+    and ``turn``, the row written (``None``: nothing was)."""
+
+    conversation: Record | None
+    people: list[Record] = field(default_factory=list)
+    refs: list[Record] = field(default_factory=list)
+    turn: Record | None = None
+
+
+#: judges what :meth:`ConversationStore.add_turn` read before it writes: raises a
+#: :class:`mail.errors.MAILError` to refuse the turn, returns ``False`` to write nothing
+#: (yet), ``True`` to write it
+TurnCheck = Callable[[TurnWrite], bool]
+
+
+#: the fields of a turn that name another row: the kind of that row
+_REFS: tuple[tuple[str, RecordKind], ...] = (("inReplyTo", "turn"), ("threadId", "thread"))
+
+
+def turn_refs(turn: dict[str, Any]) -> list[tuple[RecordKind, str]]:
+    """The rows a turn names, ``(kind, id)``: its ``inReplyTo`` turn, its ``threadId``
+    thread."""
+    return [(kind, turn[name]) for name, kind in _REFS if isinstance(turn.get(name), str)]
+
+
+def judge_turn(
+    found: TurnWrite, turn: dict[str, Any], check: TurnCheck, last_turn: int
+) -> MAILError | None:
+    """``check`` ``found`` (what :meth:`ConversationStore.add_turn` read; ``last_turn``:
+    the conversation's newest turn's seq): when it passes, ``found.turn`` is the row to
+    write, the next turn of the conversation. Returns the check's refusal, to be raised
+    once the transaction is over."""
+    try:
+        passed = check(found)
+    except MAILError as e:
+        return e
+    conv = found.conversation
+    if passed and conv is not None:
+        found.turn = Record(
+            conversation_id=conv.conversation_id,
+            kind="turn",
+            record_id=turn["id"],
+            seq=last_turn + 1,
+            task_id=conv.task_id,
+            data=turn,
+        )
+    return None
 
 
 def plan_append(
@@ -179,6 +238,28 @@ class ConversationStore(ABC):
                 await self.put_many(key, rows)
                 written[cid] = rows
         return written
+
+    async def add_turn(self, key: CallerKey, turn: dict[str, Any], check: TurnCheck) -> TurnWrite:
+        """Append ``turn`` (a wire object) to its conversation (``conversationId``) in one
+        transaction where the backend has them: read the conversation, its participants
+        and the rows the turn names (a :class:`TurnWrite`), let ``check`` judge them, and
+        write the turn if it passes, with the next turn ``seq`` of the conversation,
+        allocated under the conversation's lock as :meth:`append_turns` does. A refusal
+        of ``check`` is raised as it is, nothing written. Returns what was read, with the
+        row written (``turn``)."""
+        cid = turn["conversationId"]
+        found = TurnWrite(conversation=await self.get(key, cid, "conversation", cid))
+        if found.conversation is not None:
+            found.people = await self.list_records(key, "participant", cid)
+            for kind, rid in turn_refs(turn):
+                ref = await self.get(key, cid, kind, rid)
+                found.refs += [ref] if ref is not None else []
+        refused = judge_turn(found, turn, check, await self.max_seq(key, cid, "turn"))
+        if refused is not None:
+            raise refused
+        if found.turn is not None:
+            await self.put(key, found.turn)
+        return found
 
     @abstractmethod
     async def get(
