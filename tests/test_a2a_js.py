@@ -7,11 +7,11 @@ Needs Node 20 or newer with npm (``npm ci`` runs here when ``.ci/run`` has not r
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from tests._node import node_tool, run_in
 from tests._servers import clean_env, start_server
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,27 +22,11 @@ pytestmark = pytest.mark.timeout(900)
 
 
 def _tool(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        pytest.fail(f"`{name}` is not on PATH: {NODE_HINT}")
-    return path
+    return node_tool(name, NODE_HINT)
 
 
 def _run(command: list[str], env: dict[str, str], timeout: float) -> str:
-    result = subprocess.run(
-        command,
-        cwd=PACKAGE,
-        env=env,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        errors="replace",
-        timeout=timeout,
-        check=False,
-    )
-    output = f"{result.stdout}\n{result.stderr}"
-    assert result.returncode == 0, f"`{' '.join(command)}` exited {result.returncode}:\n{output}"
-    return output
+    return run_in(PACKAGE, command, env, timeout)
 
 
 def test_the_official_js_client_talks_to_the_swarm(tmp_path: Path) -> None:

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from tests._node import node_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "packages" / "ai-sdk-provider"
@@ -36,10 +36,7 @@ pytestmark = pytest.mark.timeout(900)
 
 
 def _tool(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        pytest.fail(f"`{name}` is not on PATH: {NODE_HINT}")
-    return path
+    return node_tool(name, NODE_HINT)
 
 
 def _run_raw(

@@ -17,12 +17,12 @@ the npm registry, or npm's cache).
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import httpx
 import pytest
+from tests._node import node_tool, run_in
 from tests._servers import clean_env, start_server
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,10 +40,7 @@ pytestmark = pytest.mark.timeout(900)
 
 
 def _tool(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        pytest.fail(f"`{name}` is not on PATH: {NODE_HINT}")
-    return path
+    return node_tool(name, NODE_HINT)
 
 
 def docs_example() -> str:
@@ -55,20 +52,7 @@ def docs_example() -> str:
 
 
 def _run(command: list[str], env: dict[str, str], timeout: float) -> str:
-    result = subprocess.run(
-        command,
-        cwd=PACKAGE,
-        env=env,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        errors="replace",
-        timeout=timeout,
-        check=False,
-    )
-    output = f"{result.stdout}\n{result.stderr}"
-    assert result.returncode == 0, f"`{' '.join(command)}` exited {result.returncode}:\n{output}"
-    return output
+    return run_in(PACKAGE, command, env, timeout)
 
 
 def _new_key(url: str, admin_key: str, role: str, holder: str) -> str:
