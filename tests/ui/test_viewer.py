@@ -90,8 +90,10 @@ def test_an_answer_with_asterisks_keeps_them(page: Page, servers: Servers) -> No
 
 
 def compose_bottom(page: Page) -> float:
-    """Where the chat's foot (the activity line and the compose box) ends."""
-    box = page.locator(".chat-foot").bounding_box()
+    """Where the chat's foot (the activity line and the compose box) ends, once shown."""
+    foot = page.locator(".chat-foot")
+    expect(foot).to_be_visible(timeout=WAIT)
+    box = foot.bounding_box()
     assert box is not None
     return float(box["y"] + box["height"])
 
