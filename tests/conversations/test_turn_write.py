@@ -6,6 +6,7 @@ its intercepted turns first."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -142,3 +143,57 @@ async def test_a_turn_in_a_bound_conversation_follows_its_intercepted_turns(
     rows = await service.store.list_records(KEY, "turn", cid)
     assert [r.data["content"]["text"] for r in rows] == ["asked", "answered", "mine"]
     assert [r.seq for r in rows] == [1, 2, 3]
+
+
+async def test_turns_written_together_share_one_transaction_in_sqlite(tmp_path: Path) -> None:
+    tasks = SQLiteStore(tmp_path / "mail.db")
+    await tasks.open()
+    try:
+        service = ConversationService(conversation_store_for(tasks), bus=EventBus())
+        cid = (await new(service))["conversation"]["id"]
+        other = (await new(service))["conversation"]["id"]
+        statements: list[str] = []
+        await tasks.run("trace", lambda conn: conn.set_trace_callback(statements.append))
+        said = await asyncio.gather(
+            *(say(service, cid if n % 2 else other, f"turn {n}") for n in range(20))
+        )
+        await tasks.run("trace", lambda conn: conn.set_trace_callback(None))
+        # fewer transactions than turns: the turns made while one was written share the next
+        assert 1 <= sum(s.startswith("BEGIN") for s in statements) < 20
+        for conversation in (cid, other):
+            rows = await service.store.list_records(KEY, "turn", conversation)
+            # each conversation's turns numbered one after the other, in the order asked
+            assert [r.seq for r in rows] == list(range(1, 11))
+            mine = [t["id"] for t in said if t["conversationId"] == conversation]
+            assert [r.record_id for r in rows] == mine
+    finally:
+        await tasks.close()
+
+
+async def test_a_turn_that_fails_the_shared_write_costs_only_itself(tmp_path: Path) -> None:
+    tasks = SQLiteStore(tmp_path / "mail.db")
+    await tasks.open()
+    try:
+        store = conversation_store_for(tasks)
+        service = ConversationService(store, bus=EventBus())
+        cid = (await new(service))["conversation"]["id"]
+
+        def broken(found: TurnWrite) -> bool:
+            raise RuntimeError("the check broke")
+
+        def refused(found: TurnWrite) -> bool:
+            raise MailPermissionDeniedError("no", permission="canSend")
+
+        checks = [lambda found: True, broken, refused, lambda found: True]
+        results = await asyncio.gather(
+            *(store.add_turn(KEY, _turn(cid, f"t{n}"), check) for n, check in enumerate(checks)),
+            return_exceptions=True,
+        )
+        assert isinstance(results[1], StorageError) and "the check broke" in str(results[1])
+        assert isinstance(results[2], MailPermissionDeniedError)  # as raised
+        written = [r for r in results if isinstance(r, TurnWrite)]
+        assert [w.turn.record_id for w in written if w.turn] == ["t0", "t3"]
+        rows = await store.list_records(KEY, "turn", cid)
+        assert [(r.record_id, r.seq) for r in rows] == [("t0", 1), ("t3", 2)]
+    finally:
+        await tasks.close()

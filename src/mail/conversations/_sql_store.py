@@ -5,8 +5,10 @@ db-prune``) with its task."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mail.conversations.store import (
@@ -23,7 +25,7 @@ from mail.conversations.store import (
     turn_refs,
 )
 from mail.db.store import CallerKey, dumps, loads
-from mail.errors import MAILError
+from mail.errors import MAILError, StorageError
 
 if TYPE_CHECKING:
     from mail.db import PostgresStore, SQLiteStore
@@ -202,6 +204,69 @@ def _record(row: Any) -> Record:
     )
 
 
+_ADD_TURN = "conversations.add_turn"
+
+
+@dataclass(slots=True)
+class _TurnItem:
+    """A turn waiting for :meth:`SQLiteConversationStore.add_turn`'s next write."""
+
+    key: CallerKey
+    turn: dict[str, Any]
+    text: str  # encoded before the first await
+    check: TurnCheck
+    done: asyncio.Future[tuple[TurnWrite, MAILError | None]]
+
+
+def _writing(
+    batch: list[_TurnItem],
+) -> Callable[[sqlite3.Connection], list[tuple[TurnWrite, MAILError | None]]]:
+    """Writing ``batch``'s turns in one transaction, in order (a turn sees the ones before
+    it): for each, what was read and the check's refusal."""
+
+    def write(conn: sqlite3.Connection) -> list[tuple[TurnWrite, MAILError | None]]:
+        conn.execute("BEGIN IMMEDIATE")  # the file's write lock: one writer at a time
+        try:
+            results = [_add_turn(conn, item) for item in batch]
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        return results
+
+    return write
+
+
+def _add_turn(conn: sqlite3.Connection, item: _TurnItem) -> tuple[TurnWrite, MAILError | None]:
+    turn, k = item.turn, _key(item.key)
+    cid = turn["conversationId"]
+    conv = conn.execute(_SQLITE_CONVS.format(ids="?"), (*k, cid)).fetchall()
+    people = conn.execute(_SQLITE["list_in"], (*k, "participant", cid)).fetchall()
+    named = [conn.execute(_SQLITE["get"], (*k, cid, *ref)).fetchall() for ref in turn_refs(turn)]
+    found = _found([row[:6] for row in conv], people, named)
+    refused = judge_turn(found, turn, item.check, int(conv[0][6]) if conv else 0)
+    if found.turn is not None:
+        conn.execute(
+            _SQLITE["put"], _turn_params(item.key, [found.turn], {turn["id"]: item.text})[0]
+        )
+    return found, refused
+
+
+def _settle(item: _TurnItem, result: tuple[TurnWrite, MAILError | None]) -> None:
+    if not item.done.done():  # its caller may have given up
+        item.done.set_result(result)
+
+
+def _fail(item: _TurnItem, error: BaseException) -> None:
+    if item.done.done():
+        return
+    if isinstance(error, Exception):
+        item.done.set_exception(error)
+    else:
+        item.done.cancel()
+
+
 class SQLiteConversationStore(ConversationStore):
     """Conversation records in the file of a :class:`~mail.db.SQLiteStore` (open it
     first; its migrations create the table)."""
@@ -210,6 +275,8 @@ class SQLiteConversationStore(ConversationStore):
 
     def __init__(self, tasks: SQLiteStore) -> None:
         self._tasks = tasks
+        self._turns: list[_TurnItem] = []  # turns waiting for the next write
+        self._writer: asyncio.Task[None] | None = None
 
     async def _rows(self, op: str, sql: str, args: tuple[Any, ...]) -> list[Any]:
         def fetch(conn: sqlite3.Connection) -> list[Any]:
@@ -278,32 +345,45 @@ class SQLiteConversationStore(ConversationStore):
         return await self._tasks.run("conversations.append_turns", write)
 
     async def add_turn(self, key: CallerKey, turn: dict[str, Any], check: TurnCheck) -> TurnWrite:
-        text = dumps(turn)  # encoded before the first await
-        cid, refs, k = turn["conversationId"], turn_refs(turn), _key(key)
-
-        def write(conn: sqlite3.Connection) -> tuple[TurnWrite, MAILError | None]:
-            conn.execute("BEGIN IMMEDIATE")  # the file's write lock: one writer at a time
-            try:
-                conv = conn.execute(_SQLITE_CONVS.format(ids="?"), (*k, cid)).fetchall()
-                people = conn.execute(_SQLITE["list_in"], (*k, "participant", cid)).fetchall()
-                named = [conn.execute(_SQLITE["get"], (*k, cid, *ref)).fetchall() for ref in refs]
-                found = _found([row[:6] for row in conv], people, named)
-                refused = judge_turn(found, turn, check, int(conv[0][6]) if conv else 0)
-                if found.turn is not None:
-                    conn.execute(
-                        _SQLITE["put"], _turn_params(key, [found.turn], {turn["id"]: text})[0]
-                    )
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-            return found, refused
-
-        found, refused = await self._tasks.run("conversations.add_turn", write)
+        # Turns written while a write runs share the next transaction (group commit): one
+        # trip to the store's thread and one commit for all of them.
+        item = _TurnItem(key, turn, dumps(turn), check, asyncio.get_running_loop().create_future())
+        self._turns.append(item)
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._write_turns())
+        found, refused = await item.done
         if refused is not None:
             raise refused
         return found
+
+    async def _write_turns(self) -> None:
+        batch: list[_TurnItem] = []
+        try:
+            while self._turns:
+                batch, self._turns = self._turns, []
+                try:
+                    results = await self._tasks.run(_ADD_TURN, _writing(batch))
+                except StorageError as e:
+                    if len(batch) == 1:
+                        _fail(batch[0], e)
+                        continue
+                    # one turn failed the shared transaction: each again on its own, so
+                    # that a failure costs only its own turn
+                    for item in batch:
+                        try:
+                            alone = await self._tasks.run(_ADD_TURN, _writing([item]))
+                        except StorageError as one:
+                            _fail(item, one)
+                        else:
+                            _settle(item, alone[0])
+                    continue
+                for item, result in zip(batch, results, strict=True):
+                    _settle(item, result)
+        except BaseException as e:  # cancelled: no turn is left waiting
+            for item in [*batch, *self._turns]:
+                _fail(item, e)
+            self._turns = []
+            raise
 
     async def get(
         self, key: CallerKey, conversation_id: str, kind: RecordKind, record_id: str
