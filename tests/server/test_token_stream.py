@@ -10,6 +10,7 @@ import pytest
 from tests.server.conftest import Frame, Running, Start, read_stream, scripted_template
 from tests.server.test_provider_wire import double_action
 
+from mail.api import MAILSwarmTemplate
 from mail.client import MAILClient
 from mail.config import ClientConfig
 from mail.factories import LiteLLMAgentFunction
@@ -41,6 +42,11 @@ async def llm() -> AsyncIterator[StubLLMServer]:
 
 
 async def llm_swarm(start: Start, llm: StubLLMServer, *, tool_format: str, stream: bool) -> Running:
+    """A server of :func:`llm_template`."""
+    return await start(template=llm_template(llm, tool_format=tool_format, stream=stream))
+
+
+def llm_template(llm: StubLLMServer, *, tool_format: str, stream: bool) -> MAILSwarmTemplate:
     """supervisor (a LiteLLM agent): calls ``double``, then completes with :data:`ANSWER`."""
     llm.script(
         StubReply.tool_calls(("double", {"n": 21}), reasoning="Doubling first."),
@@ -61,8 +67,7 @@ async def llm_swarm(start: Start, llm: StubLLMServer, *, tool_format: str, strea
         api_key="test-key",
         print_llm_streams=False,
     )
-    template = scripted_template({"supervisor": agent}, actions=[double_action()])  # type: ignore[dict-item]
-    return await start(template=template)
+    return scripted_template({"supervisor": agent}, actions=[double_action()])  # type: ignore[dict-item]
 
 
 async def post_stream(server: Running, task_id: str) -> list[Frame]:

@@ -114,8 +114,9 @@ class SwarmExecutor(AgentExecutor):
             return
         await _created(context, event_queue)
         await updater.start_work()
+        relay = _Relay(updater, steps=steps)
         async for event in self._until_stop(answer):
-            if await _relay(updater, event, steps=steps):
+            if await relay(event):
                 return
         await updater.failed(
             updater.new_agent_message([Part(text="the turn's events ended early")])
@@ -264,33 +265,46 @@ def _key(message_id: str) -> str | None:
     return message_id if message_id and task_id_problem(message_id) is None else None
 
 
-async def _relay(updater: TaskUpdater, event: MAILEvent, *, steps: bool) -> bool:
-    """Pass ``event`` on (the agents' steps and live tokens only with ``steps``); ``True``
-    when it ended the turn."""
-    name = event.event
-    if event.seq is None and name in (EventName.TASK_COMPLETE, EventName.TASK_ERROR):
-        await _finish(updater, event.data())
-        return True
-    if event.seq is None and name == EventName.STORAGE_ERROR:
-        text = f"the turn ended but is not stored yet: {event.description or event.data()}"
-        await updater.failed(updater.new_agent_message([Part(text=text)]))
-        return True
-    if not steps:
-        return False
-    if name == EventName.TOKEN_DELTA:
-        data = event.data()
-        if data.get("kind") == "answer" and data.get("delta"):
-            await updater.add_artifact(
-                [Part(text=str(data["delta"]))], artifact_id=ANSWER, name=ANSWER, append=True
+class _Relay:
+    """Passes a turn's events on to its A2A task (the agents' steps and live tokens only
+    with ``steps``)."""
+
+    def __init__(self, updater: TaskUpdater, *, steps: bool) -> None:
+        self.updater = updater
+        self.steps = steps
+        self.answering = False  # the answer artifact's first chunk was sent
+
+    async def __call__(self, event: MAILEvent) -> bool:
+        """Pass ``event`` on; ``True`` when it ended the turn."""
+        updater, name = self.updater, event.event
+        if event.seq is None and name in (EventName.TASK_COMPLETE, EventName.TASK_ERROR):
+            await _finish(updater, event.data())
+            return True
+        if event.seq is None and name == EventName.STORAGE_ERROR:
+            text = f"the turn ended but is not stored yet: {event.description or event.data()}"
+            await updater.failed(updater.new_agent_message([Part(text=text)]))
+            return True
+        if not self.steps:
+            return False
+        if name == EventName.TOKEN_DELTA:
+            data = event.data()
+            if data.get("kind") == "answer" and data.get("delta"):
+                # the first chunk makes the artifact (anew on a follow-up), the next ones grow it
+                await updater.add_artifact(
+                    [Part(text=str(data["delta"]))],
+                    artifact_id=ANSWER,
+                    name=ANSWER,
+                    append=self.answering,
+                )
+                self.answering = True
+            return False
+        if name in _SHOWN:
+            summary = updater.new_agent_message([Part(text=_summary(event))])
+            mail = {"event": name, "seq": event.seq, "extra_data": event.extra_data}
+            await updater.update_status(
+                TaskState.TASK_STATE_WORKING, summary, metadata={"mail": _jsonable(mail)}
             )
         return False
-    if name in _SHOWN:
-        summary = updater.new_agent_message([Part(text=_summary(event))])
-        mail = {"event": name, "seq": event.seq, "extra_data": event.extra_data}
-        await updater.update_status(
-            TaskState.TASK_STATE_WORKING, summary, metadata={"mail": _jsonable(mail)}
-        )
-    return False
 
 
 async def _finish(updater: TaskUpdater, data: dict[str, Any]) -> None:
