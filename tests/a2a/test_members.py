@@ -14,16 +14,18 @@ from typing import Any
 
 import httpx
 import pytest
-from tests._servers import Server, clean_env, free_port
+from fastapi import FastAPI
+from tests._servers import Server, clean_env, free_port, serve
 from tests.a2a.conftest import USER_KEY, Start
 from tests.persistence.conftest import eventually
-from tests.server.conftest import SWARMS_JSON, WAIT
+from tests.server.conftest import KEYS, SWARMS_JSON, WAIT
 
 from mail.api import MAILAgentTemplate, MAILSwarmTemplate
 from mail.cli._doctor import run_checks
-from mail.config import load_config
+from mail.config import MAILConfig, load_config
 from mail.errors import SwarmDefinitionError
-from mail.testing import Incoming, ScriptedAgent, ScriptedCall, tc
+from mail.server import create_app
+from mail.testing import Incoming, ScriptedAgent, ScriptedCall, StaticAuth, tc
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -103,6 +105,13 @@ def swarm(url: str, **remote: Any) -> MAILSwarmTemplate:
 async def start_swarm(
     a2a_start: Start, tmp_path: Path, url: str, *, loopback: bool = True, **remote: Any
 ) -> str:
+    config = member_config(tmp_path, loopback=loopback)
+    return await a2a_start(template=swarm(url, **remote), config=config)
+
+
+def member_config(tmp_path: Path, *, loopback: bool = True) -> MAILConfig:
+    """The server's configuration: tasks in SQLite in ``tmp_path``; the outbound guard
+    lets loopback through when ``loopback``."""
     overrides = {
         "server": {
             "swarm": {"name": "a2a-members", "source": str(SWARMS_JSON)},
@@ -111,13 +120,12 @@ async def start_swarm(
         # the remote agent is on loopback, which the outbound guard refuses by default
         "stdlib": {"http": {"allow_loopback": loopback}},
     }
-    config = load_config(
+    return load_config(
         None,
         env={"MAIL_DATA_DIR": str(tmp_path), "SWARM_REGISTRY_FILE": str(tmp_path / "r.json")},
         search=False,
         overrides=overrides,
     )
-    return await a2a_start(template=swarm(url, **remote), config=config)
 
 
 async def ask(url: str, body: str, **fields: Any) -> dict[str, Any]:
@@ -171,6 +179,25 @@ async def test_input_required_is_answered_by_the_next_request(
 
     first = await ask(url, "ask me", task_id="t-input")
     second = await ask(url, "Lisbon", task_id="t-input", resume_from="user_response")
+
+    assert "A2A agent remote needs more input: Which city?" in first["response"]
+    assert second["response"] == "remote answered: remote answer for Lisbon"
+
+
+async def test_input_required_is_answered_after_the_server_restarted(
+    tmp_path: Path, remote: tuple[Server, Path], token: dict[str, Any]
+) -> None:
+    # the remote task waiting for input is found again from the remote's own task list
+    config = member_config(tmp_path)
+
+    def app() -> FastAPI:
+        template = swarm(remote[0].url, **token)
+        return create_app(config, template=template, authenticator=StaticAuth(KEYS))
+
+    async with serve(app()) as url:
+        first = await ask(url, "ask me", task_id="t-restart")
+    async with serve(app()) as url:  # the same store, a new swarm: nothing in memory
+        second = await ask(url, "Lisbon", task_id="t-restart", resume_from="user_response")
 
     assert "A2A agent remote needs more input: Which city?" in first["response"]
     assert second["response"] == "remote answered: remote answer for Lisbon"

@@ -4,7 +4,8 @@ remote task's outcome.
 
 Per MAIL task, the remote context is the MAIL task id: later messages of the same task
 continue the remote conversation, and a remote task waiting for input
-(``input-required``) is continued by the next message. The call goes through the outbound
+(``input-required``) is continued by the next message, also after a restart (the first
+message of a context in a process looks for it in the remote's ``ListTasks``). The call goes through the outbound
 address guard of ``[stdlib.http]``, within ``timeout`` seconds (then the remote task is
 cancelled and the sender told); when the MAIL task is cancelled, so is the remote task.
 """
@@ -30,6 +31,9 @@ if TYPE_CHECKING:
 __all__ = ["A2AAgentFunction", "Outcome"]
 
 logger = logging.getLogger("mail.actions")
+
+#: contexts remembered as known to this process (beyond, the remote's list is read again)
+_KNOWN = 4096
 
 
 @dataclass(slots=True)
@@ -93,6 +97,8 @@ class A2AAgentFunction:
         self.timeout = timeout
         #: MAIL task id -> the remote task waiting for input in its context
         self.waiting: dict[str, str] = {}
+        #: the MAIL task ids this process sent messages in (at most ``_KNOWN``)
+        self.known: set[str] = set()
 
     async def __call__(
         self, messages: list[dict[str, Any]], tool_choice: str | dict[str, Any] = "required"
@@ -146,12 +152,20 @@ class A2AAgentFunction:
                 client = await create_client(
                     self.base, client_config=config, relative_card_path=self.card_path
                 )
+                waiting = self.waiting.get(context)
+                if waiting is None and context not in self.known:
+                    # a context new to this process: the server may have restarted since
+                    # the remote asked for input in it, the remote's list says
+                    waiting = await _waiting(client, context)
+                if len(self.known) >= _KNOWN:
+                    self.known.clear()
+                self.known.add(context)
                 message = Message(
                     role=Role.ROLE_USER,
                     message_id=str(uuid.uuid4()),
                     parts=[Part(text=text)],
                     context_id=context,
-                    task_id=self.waiting.get(context, ""),
+                    task_id=waiting or "",
                 )
                 try:
                     async for response in client.send_message(SendMessageRequest(message=message)):
@@ -162,6 +176,24 @@ class A2AAgentFunction:
                 finally:
                     await client.close()
         return outcome
+
+
+async def _waiting(client: Client, context: str) -> str | None:
+    """The remote task waiting for input in ``context``, as the remote lists it (the
+    newest); ``None`` when there is none or the remote cannot list its tasks."""
+    from a2a.types import ListTasksRequest, TaskState  # noqa: PLC0415
+
+    try:
+        listed = await client.list_tasks(
+            ListTasksRequest(context_id=context, status=TaskState.TASK_STATE_INPUT_REQUIRED)
+        )
+    except Exception as e:  # noqa: BLE001  # a remote without ListTasks: a new task, as before
+        logger.info("listing the A2A tasks of %s failed: %s", context, e)
+        return None
+    waiting = [t for t in listed.tasks if t.status.state == TaskState.TASK_STATE_INPUT_REQUIRED]
+    if not waiting:
+        return None
+    return max(waiting, key=lambda t: t.status.timestamp.ToDatetime()).id
 
 
 async def _cancel(client: Client, task_id: str, context: str) -> None:
