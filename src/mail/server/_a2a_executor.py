@@ -20,9 +20,10 @@ import asyncio
 import contextlib
 import json
 import logging
+import uuid
 from typing import TYPE_CHECKING, Any
 
-from a2a.helpers import new_task
+from a2a.helpers import new_task, new_text_message
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import DefaultRequestHandler
@@ -32,6 +33,7 @@ from a2a.types import Artifact, CancelTaskRequest, Part, Task, TaskState
 from mail._limits import task_id_problem
 from mail.core.events import EventName, MAILEvent
 from mail.core.tasks import TaskState as MAILState
+from mail.core.tasks import closing_event
 from mail.errors import MAILError, TaskNotFoundError, TaskStateError
 from mail.server._a2a_routes import STREAMING, message_metadata, message_text
 from mail.server._a2a_store import RecordTaskStore, caller_of
@@ -68,6 +70,7 @@ _CANCELLABLE = frozenset(
         TaskState.TASK_STATE_INPUT_REQUIRED,
     }
 )
+_UNDER_WAY = frozenset({TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING})
 _SHOWN = frozenset({EventName.NEW_MESSAGE, EventName.TOOL_CALL})
 _SUMMARY = 200
 #: seconds the server's stop waits for the A2A tasks of running turns to be stored
@@ -190,6 +193,7 @@ class SwarmRequestHandler(DefaultRequestHandler):
         super().__init__(agent_executor=self.executor, task_store=task_store, **options)
         self.state = state
         self.a2a_tasks = task_store
+        task_store.catch_up = self._caught_up
 
     async def aclose(self) -> None:
         """Stop: the turns under way end as the server's streams do when it stops
@@ -210,6 +214,25 @@ class SwarmRequestHandler(DefaultRequestHandler):
             async for _ in active.subscribe():
                 pass
 
+    async def _caught_up(self, task: Task, context: ServerCallContext) -> Task:
+        """``task`` as read from the store, made final (and stored so) when it says a turn
+        is under way that no request of this server runs and its MAIL task is no longer
+        running: the turn ended on another replica (cluster mode), or the server stopped
+        without ending it (a crash). It gets the outcome of the MAIL task's last turn."""
+        if task.status.state not in _UNDER_WAY or task.id in self.executor.running:
+            return task
+        try:
+            mail = await self.state.tasks.task(caller_of(context), task.context_id)
+        except MAILError as e:  # pruned, or the store fails: as stored
+            logger.info("A2A task %s: its MAIL task cannot be read: %s", task.id, e)
+            return task
+        if mail.is_running:
+            return task
+        body = mail.response["message"]["body"] if mail.response is not None else ""
+        _end(task, closing_event(mail, body).data())
+        await self.a2a_tasks.save(task, context)
+        return task
+
     async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task:
         task = await self.a2a_tasks.get(params.id, context)
         if task is not None and task.status.state in _CANCELLABLE:
@@ -217,6 +240,11 @@ class SwarmRequestHandler(DefaultRequestHandler):
                 await self.state.tasks.cancel(caller_of(context), task.context_id)
             except (TaskNotFoundError, TaskStateError) as e:  # ended meanwhile
                 logger.info("A2A cancel of task %s: %s", task.context_id, e)
+            # its turn may have ended cancelled meanwhile (the executor, or a read caught
+            # it up): that is the answer; else the SDK ends it
+            after = await self.a2a_tasks.get(params.id, context)
+            if after is not None and after.status.state == TaskState.TASK_STATE_CANCELED:
+                return after
         cancelled: Task = await super().on_cancel_task(params, context)
         return cancelled
 
@@ -249,15 +277,27 @@ async def _answered(
         await _finish(updater, answer)
         return
     assert context.task_id and context.context_id and context.message  # noqa: S101
-    state, text, meta = _outcome(answer)
+    state = TaskState.TASK_STATE_SUBMITTED
     task = new_task(context.task_id, context.context_id, state, history=[context.message])
+    _end(task, answer)
+    await event_queue.enqueue_event(task)
+
+
+def _end(task: Task, answer: dict[str, Any]) -> None:
+    """Make ``task`` final as the turn's closing event ``answer`` says: the answer as its
+    artifact, or the status message saying why not."""
+    state, text, meta = _outcome(answer)
+    task.status.state = state
+    task.status.ClearField("message")
     if state == TaskState.TASK_STATE_COMPLETED:
+        del task.artifacts[:]
         task.artifacts.append(Artifact(artifact_id=ANSWER, name=ANSWER, parts=[Part(text=text)]))
     else:
-        task.status.message.CopyFrom(updater.new_agent_message([Part(text=text)]))
+        message = new_text_message(text, context_id=task.context_id, task_id=task.id)
+        message.message_id = str(uuid.uuid4())
+        task.status.message.CopyFrom(message)
     task.status.timestamp.GetCurrentTime()
     task.metadata.update(meta)
-    await event_queue.enqueue_event(task)
 
 
 def _key(message_id: str) -> str | None:

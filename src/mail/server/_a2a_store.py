@@ -23,7 +23,7 @@ from mail.db.store import CallerKey
 from mail.server.auth import Caller
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Awaitable, Callable
 
 __all__ = ["CALLER", "RecordTaskStore", "caller_of"]
 
@@ -48,6 +48,12 @@ class RecordTaskStore(TaskStore):
     def __init__(self, records: Callable[[], ConversationStore], swarm: str) -> None:
         self._records = records
         self._swarm = swarm
+        #: brings each task read up to date (the request handler's); ``None``: as stored
+        self.catch_up: Callable[[Task, ServerCallContext], Awaitable[Task]] | None = None
+
+    async def _read(self, record: Record, context: ServerCallContext) -> Task:
+        task = _task(record)
+        return task if self.catch_up is None else await self.catch_up(task, context)
 
     def _key(self, context: ServerCallContext) -> CallerKey:
         caller = caller_of(context)
@@ -66,13 +72,13 @@ class RecordTaskStore(TaskStore):
 
     async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
         record = await self._records().get(self._key(context), _SPACE, _KIND, task_id)
-        return None if record is None else _task(record)
+        return None if record is None else await self._read(record, context)
 
     async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
         records = await self._records().list_records(self._key(context), _KIND, _SPACE)
         page = InMemoryTaskStore()
         for record in records:
-            await page.save(_task(record), context)
+            await page.save(await self._read(record, context), context)
         return await page.list(params, context)
 
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
