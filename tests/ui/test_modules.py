@@ -162,9 +162,42 @@ def _message(sender: str, recipient: str) -> dict[str, object]:
             },
             {"agent": "supervisor", "doing": "writing"},
         ),
+        (
+            {
+                "event": "await_message",
+                "data": {"description": "agent 'supervisor' is awaiting a new message: why"},
+            },
+            {"agent": "supervisor", "doing": "waiting for a message"},
+        ),
         ({"event": "new_message", "data": _message("supervisor", "user")}, None),
         ({"event": "task_complete_call", "data": {"description": "agent supervisor called"}}, None),
     ],
 )
 def test_activity_of_an_event(on_page: Page, event: dict[str, object], expected: object) -> None:
     assert on_page.evaluate(ACTIVITY, [event]) == expected
+
+
+AWAITED = """async ([events, agent]) => {
+  const { awaitedPeers } = await import("/ui/assets/views/activity.js");
+  return awaitedPeers(events, agent);
+}"""
+
+
+def _hop(sender: str, recipient: str, msg_type: str) -> dict[str, object]:
+    message = {"sender": {"address": sender}, "recipient": {"address": recipient}}
+    full = {"message": message, "msg_type": msg_type}
+    return {"event": "new_message", "data": {"extra_data": {"full_message": full}}}
+
+
+def test_the_peers_an_agent_waits_on_are_those_that_have_not_answered(on_page: Page) -> None:
+    events = [
+        _hop("user", "supervisor", "request"),
+        _hop("supervisor", "weather", "request"),
+        _hop("supervisor", "math", "request"),
+        _hop("math", "supervisor", "response"),
+    ]
+    assert on_page.evaluate(AWAITED, [events, "supervisor"]) == ["weather"]
+    assert on_page.evaluate(AWAITED, [events[:3], "supervisor"]) == ["weather", "math"]
+    answered = [*events, _hop("weather", "supervisor", "response")]
+    assert on_page.evaluate(AWAITED, [answered, "supervisor"]) == []
+    assert on_page.evaluate(AWAITED, [events, "weather"]) == []
