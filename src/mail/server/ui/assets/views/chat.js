@@ -77,7 +77,7 @@ export function mountChat(root, { session }) {
     const meta = h("span", { class: "answer-meta muted" }, "working…");
     const count = h("span", { class: "steps-count" }, "0 steps");
     const list = h("ol", { class: "step-list" });
-    const details = h("details", { class: "steps", hidden: true },
+    const details = h("details", { class: "steps", hidden: true, "aria-live": "off" },
       h("summary", { title: "The messages between agents, the calls they made and their reasoning" }, count), list);
     const el = h("article", { class: "answer working" }, h("header", { class: "answer-head" }, who, meta), details);
     messages.append(el);
@@ -153,6 +153,7 @@ export function mountChat(root, { session }) {
   function finish(closing) {
     const t = ensureTurn();
     turn = null;
+    if (typeof closing.timestamp === "string" && t.steps.first) t.steps.last = closing.timestamp;
     const live = t.live;
     t.live = null;
     if (closing.status === "waiting_breakpoint") {
