@@ -188,3 +188,26 @@ def test_tab_reaches_compose_send_and_stop(page: Page, slow: Server) -> None:
     expect(answer.locator(".msg.assistant")).to_have_count(0)  # stopped before the answer
     expect(answer.locator(".answer-meta")).to_contain_text("Cancelled")
     expect(stop).to_be_hidden()
+
+
+def test_an_opened_task_shows_each_answer_with_its_own_steps(page: Page, slow: Server) -> None:
+    sign_in(page, slow)
+    for n, question in enumerate(["What is 1 + 1?", "And what is 2 + 5?"], start=1):
+        page.fill("#message", question)
+        page.click("#send")
+        expect(page.locator(".answer .msg.assistant:not(.live)")).to_have_count(n, timeout=WAIT)
+    task_id = page.locator("#task-label").inner_text().removeprefix("task ")
+
+    other = page.context.new_page()
+    other.goto(f"{slow.url}/ui/#/task/{task_id}")
+    expect(other.locator(".msg.user")).to_have_text(["What is 1 + 1?", "And what is 2 + 5?"])
+    answers = other.locator(".answer")
+    expect(answers.locator(".msg.assistant .body")).to_have_text(
+        ["1 + 1 = 2", "2 + 5 = 7"], timeout=WAIT
+    )
+    expect(answers.locator(".answer-agent")).to_have_text(["supervisor", "supervisor"])
+    for answer, expression in zip(answers.all(), ["1 + 1", "2 + 5"], strict=True):
+        call = answer.locator(".step.call")
+        expect(call).to_have_count(1)  # each answer's own calculation, not the other's
+        expect(call).to_contain_text(f'calculate_expression(expression="{expression}")')
+    other.close()

@@ -137,7 +137,7 @@ export class Steps {
     }
     const detail = h("div", {}, h("div", { class: "step-label" }, "arguments"), h("pre", { class: "args" }, shown(x.tool_args ?? {})));
     const item = this.step("call", agent,
-      h("span", { class: "step-title" }, "calls", h("code", {}, x.tool_name ?? "?"), h("span", { class: "muted args-line" }, `(${argsLine(x.tool_args)})`)),
+      h("span", { class: "step-title" }, "calls ", h("code", {}, x.tool_name ?? "?"), h("span", { class: "muted args-line" }, `(${argsLine(x.tool_args)})`)),
       detail, event);
     if (x.tool_call_id) this.calls.set(x.tool_call_id, item);
     return item;
