@@ -406,3 +406,26 @@ def test_action_results() -> None:
     assert action_result("SUCCESS: Error: bad") == (False, "Error: bad")
     assert action_result("ERROR: action not found") == (False, "action not found")
     assert action_result("SUCCESS: plain text") == (True, "plain text")
+
+
+@pytest.mark.parametrize("bad", [-1, 61, "2", True])
+def test_turn_seconds_must_be_a_number_of_seconds(bad: object) -> None:
+    with pytest.raises(SwarmDefinitionError, match="turn_seconds"):
+        OfflineWeatherFunction(name="weather", comm_targets=["supervisor"], turn_seconds=bad)
+
+
+async def test_a_slow_turn_decides_the_same_and_keeps_its_reasoning(chat: Any) -> None:
+    quick = OfflineSupervisorFunction(name="supervisor", comm_targets=["weather", "math"])
+    slow = OfflineSupervisorFunction(
+        name="supervisor", comm_targets=["weather", "math"], turn_seconds=0.01, stream_tokens=True
+    )
+    history = [chat.user("What's the weather in Oslo, and 2 + 2?")]
+    _, fast_calls = await quick(history)
+    _, slow_calls = await slow(history)
+    assert [(c.tool_name, c.tool_args) for c in slow_calls] == [
+        (c.tool_name, c.tool_args) for c in fast_calls
+    ]
+    assert fast_calls[0].reasoning is None
+    assert slow_calls[0].reasoning == [
+        "This needs weather: I ask it (Weather forecast). This needs math: I ask it (Calculation)."
+    ]

@@ -162,9 +162,96 @@ def _message(sender: str, recipient: str) -> dict[str, object]:
             },
             {"agent": "supervisor", "doing": "writing"},
         ),
+        (
+            {
+                "event": "await_message",
+                "data": {"description": "agent 'supervisor' is awaiting a new message: why"},
+            },
+            {"agent": "supervisor", "doing": "waiting for a message"},
+        ),
         ({"event": "new_message", "data": _message("supervisor", "user")}, None),
         ({"event": "task_complete_call", "data": {"description": "agent supervisor called"}}, None),
     ],
 )
 def test_activity_of_an_event(on_page: Page, event: dict[str, object], expected: object) -> None:
     assert on_page.evaluate(ACTIVITY, [event]) == expected
+
+
+AWAITED = """async ([events, agent]) => {
+  const { awaitedPeers } = await import("/ui/assets/views/activity.js");
+  return awaitedPeers(events, agent);
+}"""
+
+
+def _hop(sender: str, recipient: str, msg_type: str) -> dict[str, object]:
+    message = {"sender": {"address": sender}, "recipient": {"address": recipient}}
+    full = {"message": message, "msg_type": msg_type}
+    return {"event": "new_message", "data": {"extra_data": {"full_message": full}}}
+
+
+def test_the_peers_an_agent_waits_on_are_those_that_have_not_answered(on_page: Page) -> None:
+    events = [
+        _hop("user", "supervisor", "request"),
+        _hop("supervisor", "weather", "request"),
+        _hop("supervisor", "math", "request"),
+        _hop("math", "supervisor", "response"),
+    ]
+    assert on_page.evaluate(AWAITED, [events, "supervisor"]) == ["weather"]
+    assert on_page.evaluate(AWAITED, [events[:3], "supervisor"]) == ["weather", "math"]
+    answered = [*events, _hop("weather", "supervisor", "response")]
+    assert on_page.evaluate(AWAITED, [answered, "supervisor"]) == []
+    assert on_page.evaluate(AWAITED, [events, "weather"]) == []
+
+
+STEPS = """async ([events]) => {
+  const { Steps } = await import("/ui/assets/views/steps.js");
+  const ol = document.createElement("ol");
+  const steps = new Steps(ol);
+  for (const event of events) steps.add(event);
+  return [...ol.children].map((li) => [li.className, li.querySelector("summary, .step-line").textContent,
+    li.querySelector(".step-body")?.textContent ?? null]);
+}"""
+
+
+def _call(agent: str, tool: str, call_id: str, **args: object) -> dict[str, object]:
+    extra = {"tool_name": tool, "tool_args": args, "tool_call_id": call_id}
+    return {
+        "event": "tool_call",
+        "data": {"description": f"agent {agent} called {tool}", "extra_data": extra},
+    }
+
+
+def test_steps_show_errors_where_they_happened(on_page: Page) -> None:
+    notice = {
+        "sender": {"address_type": "system", "address": "demo"},
+        "recipient": {"address_type": "agent", "address": "weather"},
+        "subject": "::action_error::",
+        "body": "get_weather_forecast failed: no such place",
+    }
+    events = [
+        _call("weather", "get_weather_forecast", "c1", location="Atlantis"),
+        {
+            "event": "action_error",
+            "data": {"extra_data": {"tool_call_id": "c1", "content": "no such place"}},
+        },
+        {"event": "new_message", "data": {"extra_data": {"full_message": {"message": notice}}}},
+        {"event": "agent_error", "data": {"description": "agent math: the model refused"}},
+    ]
+    steps = on_page.evaluate(STEPS, [events])
+    assert [kind for kind, _, _ in steps] == ["step call failed", "step error", "step error"]
+    call, notice_step, agent_error = steps
+    assert call[1].startswith('weather calls get_weather_forecast(location="Atlantis")failed')
+    assert call[2] == 'arguments{\n  "location": "Atlantis"\n}errorno such place'
+    assert notice_step[1].startswith("weather ::action_error:: to weather")
+    assert notice_step[2] == "get_weather_forecast failed: no such place"
+    assert agent_error[1].startswith("math agent error")
+    assert agent_error[2] == "agent math: the model refused"
+
+
+def test_steps_leave_out_what_the_messages_already_say(on_page: Page) -> None:
+    events = [
+        _call("supervisor", "send_request", "c1", target="math", subject="s", body="b"),
+        _call("supervisor", "task_complete", "c2", finish_message="done"),
+        {"event": "task_complete_call", "data": {"description": "agent supervisor called"}},
+    ]
+    assert on_page.evaluate(STEPS, [events]) == []

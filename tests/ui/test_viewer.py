@@ -249,6 +249,12 @@ def test_resume_a_breakpoint_from_the_form(page: Page, servers: Servers) -> None
     expect(form).to_be_visible(timeout=WAIT)
     expect(form.locator("legend")).to_have_text("get_weather_forecast")
     expect(form.locator("pre.args")).to_contain_text('"location": "Paris"')
+    # the pause is told where it happened: among the steps of the answer, and above it
+    paused = page.locator(".answer").last
+    expect(paused.locator(".answer-meta")).to_contain_text("Paused on a breakpoint")
+    expect(paused.locator(".step.breakpoint")).to_contain_text(
+        "weather breakpoint: waits for the result of get_weather_forecast"
+    )
     page.fill("#bp-0", "Sunny and 24 C")
     form.locator("button[type=submit]").click()
     expect(page.locator(".msg.assistant").last).to_contain_text("Sunny and 24 C", timeout=WAIT)

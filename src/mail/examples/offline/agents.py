@@ -16,15 +16,24 @@ can serve many tasks at once, and pick up correctly when re-prompted:
 - :class:`OfflineMathFunction` does the same with ``calculate_expression``.
 
 The model output recorded in histories has the shape of the agent's ``tool_format``.
+
+Every agent takes two options (``agent_params`` in swarms.json) that make a task visible
+as it runs, as an LLM swarm's would be (the ``offline-slow`` swarm sets them):
+``turn_seconds``, the time each turn takes (0 by default: answers are immediate), and
+``stream_tokens``, which spreads that time over the turn's reasoning (one scripted
+sentence per turn, also kept on its first call) and the final answer, sent as live
+``token_delta`` events (:func:`mail.core.emit_delta`) while the turn runs.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
 
+from mail.core import emit_delta
 from mail.core.tools import AgentToolCall
 from mail.errors import SwarmDefinitionError
 from mail.examples.offline._history import Call, Received, Transcript, action_result
@@ -53,6 +62,7 @@ _ERROR_SUBJECTS = frozenset(
     }
 )
 _MAXIMUM_STEPS = "::maximum_steps_reached::"
+_LONGEST_TURN = 60.0  # seconds: turn_seconds beyond this is a mistake
 _ANSWERING_TOOLS = frozenset({"send_response", "task_complete"})
 
 
@@ -88,6 +98,33 @@ def _nothing_to_do(reason: str) -> ScriptedCall:
     return tc("ignore_broadcast", reason=reason)
 
 
+def _rationale(call: ScriptedCall) -> str:
+    """One sentence on why a call is made, for a turn that shows its reasoning."""
+    args = call.args
+    match call.name:
+        case "send_request":
+            return f"This needs {args.get('target')}: I ask it ({args.get('subject')})."
+        case "send_response":
+            return f"I have what {args.get('target')} asked for: I answer it."
+        case "await_message":
+            return f"Nothing to answer yet: I wait ({args.get('reason')})."
+        case "task_complete":
+            return "Everything is in: I write the answer."
+        case "ignore_broadcast":
+            return f"Nothing to do: {args.get('reason')}."
+        case _:
+            shown = ", ".join(f"{k}={v!r}" for k, v in args.items())
+            return f"I run {call.name}({shown}) and read its result."
+
+
+def _pieces(text: str, count: int) -> list[str]:
+    """``text`` cut at word ends into about ``count`` pieces that add up to it."""
+    words = text.split(" ")
+    size = max(1, -(-len(words) // max(count, 1)))
+    starts = range(0, len(words), size)
+    return [" ".join(words[i : i + size]) + (" " if i + size < len(words) else "") for i in starts]
+
+
 class _OfflineAgent:
     """What the offline agents share: the factory parameters and the turn plumbing."""
 
@@ -103,8 +140,22 @@ class _OfflineAgent:
         can_complete_tasks: bool = False,
         exclude_tools: Sequence[str] | None = None,
         user_token: str = "",
+        turn_seconds: float = 0.0,
+        stream_tokens: bool = False,
         **kwargs: Any,
     ) -> None:
+        if isinstance(turn_seconds, bool) or not isinstance(turn_seconds, int | float):
+            raise SwarmDefinitionError(
+                f"must be a number of seconds, got {turn_seconds!r}",
+                agent=name,
+                field="turn_seconds",
+            )
+        if not 0 <= turn_seconds <= _LONGEST_TURN:
+            raise SwarmDefinitionError(
+                f"must be between 0 and {_LONGEST_TURN:g} seconds, got {turn_seconds!r}",
+                agent=name,
+                field="turn_seconds",
+            )
         if tool_format not in ("completions", "responses"):
             raise SwarmDefinitionError(
                 f"must be 'completions' or 'responses', got {tool_format!r}",
@@ -122,12 +173,17 @@ class _OfflineAgent:
         self.can_complete_tasks = can_complete_tasks
         self.exclude_tools = list(exclude_tools or ())
         self.print_llm_streams = False
+        self.turn_seconds = float(turn_seconds)
+        self.stream_tokens = bool(stream_tokens)
 
     async def __call__(
         self, messages: list[dict[str, Any]], tool_choice: str | dict[str, Any] = "required"
     ) -> tuple[str | None, list[AgentToolCall]]:
-        """Decide this turn from ``messages`` and return its tool calls."""
+        """Decide this turn from ``messages`` and return its tool calls (after
+        ``turn_seconds``, streaming the turn meanwhile with ``stream_tokens``)."""
         turn = self.decide(Transcript.read(messages), tool_choice)
+        if self.turn_seconds or self.stream_tokens:
+            turn = await self._take_time(turn)
         agent = ScriptedAgent(
             rule=lambda _incoming: turn, tool_format=self.tool_format, record=False
         )
@@ -136,6 +192,25 @@ class _OfflineAgent:
     def decide(self, transcript: Transcript, tool_choice: str | dict[str, Any]) -> Turn:
         """The calls of this turn, given everything the agent has seen and done."""
         raise NotImplementedError
+
+    async def _take_time(self, turn: Turn) -> list[ScriptedCall]:
+        """Spend ``turn_seconds`` on ``turn`` as a model would: with ``stream_tokens``, its
+        reasoning (kept on the first call) then its answer go out as deltas meanwhile."""
+        calls = [turn] if isinstance(turn, ScriptedCall) else list(turn)
+        if not self.stream_tokens:
+            await asyncio.sleep(self.turn_seconds)
+            return calls
+        reasoning = " ".join(_rationale(call) for call in calls)
+        answers = [c for c in calls if c.name == "task_complete"]
+        answer = str(answers[0].args.get("finish_message", "")) if answers else ""
+        pieces = [("reasoning", p) for p in _pieces(reasoning, 4)]
+        pieces += [("answer", p) for p in _pieces(answer, 12)] if answer else []
+        pause = self.turn_seconds / (len(pieces) + 1)
+        for kind, piece in pieces:
+            await asyncio.sleep(pause)
+            emit_delta("answer" if kind == "answer" else "reasoning", piece)
+        await asyncio.sleep(pause)
+        return [replace(calls[0], reasoning=(reasoning,)), *calls[1:]] if calls else calls
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, comm_targets={self.comm_targets!r})"

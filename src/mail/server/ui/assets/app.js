@@ -27,6 +27,21 @@ $("#theme-toggle").addEventListener("click", () => {
   applyTheme(next);
 });
 
+// --- keyboard: Escape closes the innermost open <details> around the focus (or, when the
+// focus is on no such element, the last one opened) and gives its summary the focus -------
+let lastOpened = null;
+document.addEventListener("toggle", (ev) => { if (ev.target.open) lastOpened = ev.target; }, true);
+document.addEventListener("keydown", (ev) => {
+  if (ev.key !== "Escape" || ev.defaultPrevented) return;
+  const active = document.activeElement;
+  let open = active?.closest?.("details[open]") ?? null;
+  if (!open && lastOpened?.open && lastOpened.isConnected) open = lastOpened;
+  if (!open) return;
+  open.open = false;
+  open.querySelector(":scope > summary")?.focus();
+  ev.preventDefault();
+});
+
 // --- views ----------------------------------------------------------------------------------
 let openTaskAbort = null;
 

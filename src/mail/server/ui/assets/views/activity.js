@@ -2,10 +2,11 @@
 // doing (the tool or action it calls, the message it reads, the swarm it waits on) and
 // how long the task has been running. Read from the task's events as they arrive.
 import { h } from "../dom.js";
-import { agentOf, store, workingAgent } from "../store.js";
+import { agentOf, hopOf, store, workingAgent } from "../store.js";
 
 const ACTION = /executing action tool: (\S+)/;
 const CALLER = /\(caller = ([^)]+)\)/;
+const AWAITING = /^agent '([^']+)' is awaiting/;
 
 /** What an event says the swarm is doing now: {agent, doing}, or null when it does not tell. */
 export function activityOf(event, agentNames) {
@@ -26,8 +27,8 @@ export function activityOf(event, agentNames) {
       return { agent, doing: `running the action ${description.match(ACTION)?.[1] ?? ""}`.trim() };
     case "action_complete":
       return { agent: description.match(CALLER)?.[1] ?? agent, doing: "reading the action's result" };
-    case "await_message":
-      return { agent, doing: "waiting for a message" };
+    case "await_message": // "agent 'supervisor' is awaiting a new message: ..."
+      return { agent: agent || (description.match(AWAITING)?.[1] ?? ""), doing: "waiting for a message" };
     case "token_delta":
       return d.agent ? { agent: d.agent, doing: d.kind === "reasoning" ? "reasoning" : "writing" } : null;
     case "interswarm_message_sent":
@@ -35,6 +36,24 @@ export function activityOf(event, agentNames) {
     default:
       return null;
   }
+}
+
+/** The peers an agent waits on: those it sent a request to that have not answered yet
+ * (read from the task's events: requests out, responses back). */
+export function awaitedPeers(events, agent) {
+  const open = new Map();
+  for (const event of events) {
+    const type = event.data?.extra_data?.full_message?.msg_type;
+    const hop = event.event === "new_message" && (type === "request" || type === "response") && hopOf(event);
+    if (!hop) continue;
+    const [sender, to] = hop;
+    if (type === "request" && sender === agent) {
+      for (const peer of to) open.set(peer, (open.get(peer) ?? 0) + 1);
+    } else if (type === "response" && to.includes(agent) && open.get(sender)) {
+      open.set(sender, open.get(sender) - 1);
+    }
+  }
+  return [...open].filter(([, n]) => n > 0).map(([peer]) => peer);
 }
 
 const seconds = (ms) => (ms < 60_000 ? `${Math.floor(ms / 1000)} s` : `${Math.floor(ms / 60_000)} min ${Math.floor((ms % 60_000) / 1000)} s`);
@@ -70,6 +89,10 @@ export function mountActivity(root) {
     if (kind === "running") (payload ? start : stop)();
     else if (kind === "event" && store.running) {
       const now = activityOf(payload, names());
+      if (now && payload.event === "await_message") {
+        const peers = awaitedPeers(store.events, now.agent);
+        if (peers.length) now.doing = `waiting for ${peers.join(", ")}`;
+      }
       if (now && now.agent) {
         who.textContent = now.agent;
         what.textContent = now.doing;
