@@ -5,6 +5,9 @@ the MAIL task."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +22,7 @@ from a2a.types import (
 from fastapi import FastAPI
 from tests._servers import clean_env, serve, start_server
 from tests.a2a.conftest import connect, send, text_message
+from tests.persistence.conftest import eventually
 from tests.server.conftest import KEYS, WAIT, gated_swarm, make_config, scripted_template
 
 from mail.core.tools import AgentToolCall
@@ -114,3 +118,69 @@ async def test_a_send_not_streamed_cut_by_the_server_stopping_ends_failed(
     [task] = listed.tasks
     assert task.status.state == TaskState.TASK_STATE_FAILED
     assert "shutting down" in task.status.message.parts[0].text
+
+
+def _slow_swarm(path: Path) -> Path:
+    """swarms.json with one swarm: the offline supervisor taking a minute a turn."""
+    swarm = {
+        "name": "slow",
+        "version": "1.0.0",
+        "entrypoint": "supervisor",
+        "agents": [
+            {
+                "name": "supervisor",
+                "factory": "python::mail.examples.offline.agents:OfflineSupervisorFunction",
+                "comm_targets": [],
+                "enable_entrypoint": True,
+                "can_complete_tasks": True,
+                "agent_params": {"turn_seconds": 60},
+            }
+        ],
+        "actions": [],
+    }
+    path.write_text(json.dumps([swarm]), encoding="utf-8")
+    return path
+
+
+async def _stored(path: Path, task_id: str) -> bool:
+    def read() -> bool:
+        if not path.exists():
+            return False
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+            row = conn.execute("SELECT state FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
+        return row is not None
+
+    return await asyncio.to_thread(read)
+
+
+async def test_a_turn_cut_by_a_crash_reads_failed_after_the_restart(tmp_path: Path) -> None:
+    server = start_server(
+        "slow", _slow_swarm(tmp_path / "swarms.json"), clean_env(), tmp_path / "data"
+    )
+    request = SendMessageRequest(
+        message=text_message("What is 2+2?", message_id="m-crash"),
+        configuration=SendMessageConfiguration(return_immediately=True),
+    )
+    with server:
+        key = server.keys["user"]
+        async with connect(server.url, key) as client:
+            [started] = [r async for r in client.send_message(request)]
+        await eventually(
+            lambda: _stored(tmp_path / "data" / "mail.db", started.task.context_id),
+            timeout=WAIT,
+            what="the MAIL task in the store",
+        )
+        server.kill()  # mid-turn (stored running): nothing ends the A2A task
+        server.start()
+        async with connect(server.url, key) as client:
+            read = await client.get_task(GetTaskRequest(id=started.task.id))
+            listed = await client.list_tasks(ListTasksRequest())
+
+    assert started.task.status.state in (
+        TaskState.TASK_STATE_SUBMITTED,
+        TaskState.TASK_STATE_WORKING,
+    )
+    # its MAIL task came back interrupted: the A2A task says its turn failed, and why
+    assert read.status.state == TaskState.TASK_STATE_FAILED
+    assert "the server stopped while this task was running" in read.status.message.parts[0].text
+    assert [t.status.state for t in listed.tasks] == [TaskState.TASK_STATE_FAILED]
