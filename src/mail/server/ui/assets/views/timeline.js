@@ -1,8 +1,12 @@
-// Timeline: every event of the current task in order, filterable by agent and by kind,
-// each row expandable to its JSON. A row tells its time of day (the full date and time on
-// hover) and how long until the next event of the task.
+// Timeline: the current task as a waterfall (bars on a time axis, see waterfall.js) or as
+// the list of its events in order, filterable by agent and by kind, each row expandable to
+// its JSON. A row tells its time of day (the full date and time on hover) and how long
+// until the next event of the task. The choice of view is kept in this browser.
 import { clock, duration, h, time } from "../dom.js";
 import { agentOf, store } from "../store.js";
+import { mountWaterfall } from "./waterfall.js";
+
+const MODE_ITEM = "mail.timelineMode";
 
 const GROUPS = {
   message: ["new_message", "broadcast_ignored", "await_message"],
@@ -32,16 +36,44 @@ function summary(event) {
   return d.description ?? "";
 }
 
-export function mountTimeline(root) {
+export function mountTimeline(root, { onPick } = {}) {
   const agentFilter = h("select", { id: "filter-agent", name: "agent" }, h("option", { value: "" }, "all agents"));
   const kindFilter = h("select", { id: "filter-kind", name: "kind" }, h("option", { value: "" }, "all kinds"),
     Object.keys(GROUPS).map((g) => h("option", { value: `group:${g}` }, `${g}s`)));
   const title = h("span", { id: "timeline-task", class: "muted" });
   const list = h("ol", { id: "timeline", class: "timeline" });
   const empty = h("p", { class: "muted", id: "timeline-empty" }, "No events yet: send a message, or open a task from the history.");
-  root.append(h("div", { class: "toolbar" },
+  const modes = {
+    waterfall: h("button", { type: "button", id: "timeline-mode-waterfall", class: "ghost" }, "Waterfall"),
+    list: h("button", { type: "button", id: "timeline-mode-list", class: "ghost" }, "List"),
+  };
+  const filters = h("span", { class: "filters" },
     h("label", { for: "filter-agent" }, "Agent"), agentFilter,
-    h("label", { for: "filter-kind" }, "Kind"), kindFilter, title), empty, list);
+    h("label", { for: "filter-kind" }, "Kind"), kindFilter);
+  const wrap = h("div", { class: "waterfall-wrap panel" });
+  root.append(h("div", { class: "toolbar" },
+    h("span", { class: "segmented", role: "group", "aria-label": "Show the task as" }, modes.waterfall, modes.list),
+    filters, title), empty, wrap, list);
+  const waterfall = mountWaterfall(wrap, { onPick });
+
+  let mode = localStorage.getItem(MODE_ITEM) === "list" ? "list" : "waterfall";
+  let drawPending = false;
+  const redraw = () => {
+    if (mode !== "waterfall" || drawPending) return;
+    drawPending = true;
+    requestAnimationFrame(() => { drawPending = false; waterfall.render(events); });
+  };
+  function setMode(next) {
+    mode = next;
+    localStorage.setItem(MODE_ITEM, next);
+    for (const [name, button] of Object.entries(modes)) button.setAttribute("aria-pressed", String(name === next));
+    list.hidden = next !== "list";
+    filters.hidden = next !== "list";
+    wrap.hidden = next !== "waterfall" || !events.length;
+    if (next === "waterfall") waterfall.render(events);
+  }
+  modes.waterfall.addEventListener("click", () => setMode("waterfall"));
+  modes.list.addEventListener("click", () => setMode("list"));
 
   const kinds = new Set();
   const agents = new Set();
@@ -91,12 +123,16 @@ export function mountTimeline(root) {
     }
     list.append(row(event, events.length - 1));
     empty.hidden = true;
+    wrap.hidden = mode !== "waterfall";
+    redraw();
   }
 
   function reset() {
     events.length = 0;
     list.replaceChildren();
     empty.hidden = false;
+    wrap.hidden = true;
+    waterfall.render([]);
     title.textContent = store.taskId ? `task ${store.taskId}` : "";
     for (const event of store.events) append(event);
   }
@@ -111,4 +147,5 @@ export function mountTimeline(root) {
     else if (kind === "event" && payload.event !== "token_delta") append(payload);
   });
   reset();
+  setMode(mode);
 }
