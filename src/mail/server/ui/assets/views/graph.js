@@ -38,9 +38,11 @@ function layout(names, W, r) {
   const ring = n < 2 ? 0 : n === 2 ? r + gap : (r + gap / 2) / Math.sin(Math.PI / n);
   if (W / 2 >= ring + r + gap) {
     const H = Math.round(Math.max(2 * (ring + r + gap), Math.min(440, W * 0.7)));
+    // as wide a ring as the box allows, never narrower than the nodes need
+    const radius = Math.max(ring, Math.min(W, H) / 2 - r - 24);
     names.forEach((name, i) => {
       const angle = -Math.PI / 2 + (2 * Math.PI * i) / n;
-      pos.set(name, { x: W / 2 + ring * Math.cos(angle), y: H / 2 + ring * Math.sin(angle) });
+      pos.set(name, { x: W / 2 + radius * Math.cos(angle), y: H / 2 + radius * Math.sin(angle) });
     });
     return { pos, H };
   }
@@ -50,9 +52,9 @@ function layout(names, W, r) {
   names.forEach((name, i) => {
     const c = i % cols;
     const k = Math.floor(i / cols);
-    // odd rows shifted half a cell, so an edge between rows seldom crosses a node
-    const shift = k % 2 && cols > 1 ? cell / 4 : 0;
-    pos.set(name, { x: cell * (c + 0.5) + (k % 2 ? shift : -shift), y: row * (k + 0.5) });
+    // odd rows shifted (as far as the box allows), so an edge between rows seldom crosses a node
+    const shift = k % 2 && cols > 1 ? Math.min(cell / 4, Math.max(0, cell / 2 - r - 2)) : 0;
+    pos.set(name, { x: cell * (c + 0.5) + shift, y: row * (k + 0.5) });
   });
   return { pos, H: Math.round(row * Math.ceil(n / cols)) };
 }
