@@ -334,9 +334,26 @@ def test_a_running_task_is_replayed_live(page: Page, servers: Servers) -> None:
     # a step back leaves the live end
     page.click("#replay-prev")
     expect(caption).not_to_contain_text("(live)")
+    # the waterfall's action bar grows while the action runs
+    page.click(".tab[data-view=timeline]")
+    action = page.locator('.wf-bar.wf-action[data-open="true"]')
+    expect(action).to_have_count(1, timeout=WAIT)
+    expect(page.locator("#waterfall-summary")).to_contain_text("so far")
+    before = float(action.get_attribute("data-duration") or "")
+    page.wait_for_function(
+        """(d) => Number(document.querySelector('.wf-bar.wf-action[data-open]')
+          ?.dataset.duration) > d""",
+        arg=before,
+        timeout=WAIT,
+    )
     page.click(".tab[data-view=chat]")
     page.click("#stop")
     expect(page.locator("#stop")).to_be_hidden(timeout=WAIT)
+    # once the task ended, nothing is open
+    page.click(".tab[data-view=timeline]")
+    expect(page.locator(".wf-bar.wf-action")).to_have_count(1)
+    expect(page.locator(".wf-bar[data-open]")).to_have_count(0)
+    expect(page.locator("#waterfall-summary")).not_to_contain_text("so far")
 
 
 LONG_NAMES = [
@@ -437,3 +454,102 @@ def test_the_graph_is_readable_at_390_px(
         for b in circles[i + 1 :]:
             assert not overlap(a, b)
     page.locator("#graph-svg").screenshot(path=screenshot_dir / "ui-graph-narrow.png")
+
+
+BARS = """async ([events, now, names]) => {
+  const { bars, instant } = await import("/ui/assets/views/waterfall.js");
+  const w = bars(events, now ? { now: instant(now), names: new Set(names) } : {});
+  return {agents: w.agents, usage: w.usage, span: w.end - w.start,
+    bars: w.bars.map((b) => [b.kind, b.agent, +(b.start - w.start).toFixed(3),
+      +(b.end - b.start).toFixed(3), b.status ?? b.open ?? null])};
+}"""
+
+
+def stamp(at_ms: float) -> str:
+    """The time ``at_ms`` milliseconds after 10:00:00 (to the microsecond)."""
+    return f"2026-01-01T10:00:00.{round(at_ms * 1000):06d}+00:00"
+
+
+def event(name: str, at_ms: float, description: str = "", **extra: Any) -> dict[str, Any]:
+    data = {"timestamp": stamp(at_ms), "description": description, "task_id": "t"}
+    return {"event": name, "data": data | {"extra_data": extra}, "id": None}
+
+
+def test_waterfall_bars_of_model_calls_actions_and_interswarm_waits(
+    page: Page, servers: Servers
+) -> None:
+    # one turn of "lead" (two model calls, then an action that fails, then a request to
+    # swarm "far"), its wait until far's reply, then lead's second turn; microseconds count
+    usage = {"input_tokens": 10, "output_tokens": 5}
+    events = [
+        event("new_message", 0, "sending message: ..."),
+        event(
+            "tool_call",
+            3.5,
+            "agent lead called look",
+            tool_name="look",
+            tool_call_id="c1",
+            turn_started=stamp(0.25),
+            model_calls=[
+                {"model": "m", "usage": usage, "timestamp": stamp(1.5)},
+                {"model": "m", "usage": usage, "timestamp": stamp(3.25)},
+            ],
+        ),
+        event("action_call", 3.75, "agent lead executing action tool: look", tool_call_id="c1"),
+        event("action_error", 4.5, "action look failed", tool_call_id="c1"),
+        event("interswarm_message_sent", 5, "sent interswarm message forward to swarm far:\n<x/>"),
+        event("interswarm_message_received", 9, "received interswarm message from swarm far"),
+        event("tool_call", 10, "agent lead called task_complete", turn_started=stamp(9.5)),
+    ]
+    page.goto(f"{servers.offline.url}/ui")
+    found = page.evaluate(BARS, [events, None, []])
+    assert found["agents"] == ["lead"]
+    assert found["span"] == 10
+    assert found["usage"] == {
+        "input_tokens": 20,
+        "output_tokens": 10,
+        "reasoning_tokens": 0,
+        "cached_input_tokens": 0,
+    }
+    assert found["bars"] == [
+        ["turn", "lead", 0.25, 4.25, None],  # until its last event, the action's end
+        ["model", "lead", 0.25, 1.25, None],
+        ["model", "lead", 1.5, 1.75, None],
+        ["action", "lead", 3.75, 0.75, "error"],
+        ["interswarm", "lead", 5, 4, "answered"],
+        ["turn", "lead", 9.5, 0.5, None],
+        ["model", "lead", 9.5, 0.5, None],  # no usage reported: the agent call
+    ]
+
+
+def message(at_ms: float, sender: str, recipient: str) -> dict[str, Any]:
+    body = {
+        "sender": {"address_type": "agent", "address": sender},
+        "recipient": {"address_type": "agent", "address": recipient},
+        "subject": "s",
+        "body": "b",
+    }
+    return event("new_message", at_ms, "sending message", full_message={"message": body})
+
+
+def test_waterfall_of_a_running_task_ends_what_goes_on_now(page: Page, servers: Servers) -> None:
+    # lead asked helper (who has called no tool yet) and runs an action not complete yet
+    events = [
+        message(0, "user", "lead"),
+        event("tool_call", 2, "agent lead called ask", turn_started=stamp(1)),
+        message(3, "lead", "helper"),
+        event("tool_call", 4, "agent lead called act", turn_started=stamp(3.5)),
+        event("action_call", 5, "agent lead executing action tool: act", tool_call_id="a"),
+    ]
+    page.goto(f"{servers.offline.url}/ui")
+    running = page.evaluate(BARS, [events, stamp(9), ["lead", "helper"]])
+    assert running["span"] == 9
+    assert running["agents"] == ["lead", "helper"]
+    assert [b for b in running["bars"] if b[4] is True] == [
+        ["action", "lead", 5, 4, True],
+        ["turn", "helper", 3, 6, True],  # from the message it got
+    ]
+    # without the server's time (the task ended), nothing is open
+    ended = page.evaluate(BARS, [events, None, []])
+    assert [b for b in ended["bars"] if b[4] is True] == []
+    assert ["action", "lead", 5, 0, None] in ended["bars"]

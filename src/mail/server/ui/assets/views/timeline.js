@@ -4,7 +4,7 @@
 // until the next event of the task. The choice of view is kept in this browser.
 import { clock, duration, h, time } from "../dom.js";
 import { agentOf, store } from "../store.js";
-import { mountWaterfall } from "./waterfall.js";
+import { instant, mountWaterfall } from "./waterfall.js";
 
 const MODE_ITEM = "mail.timelineMode";
 
@@ -58,11 +58,19 @@ export function mountTimeline(root, { onPick } = {}) {
 
   let mode = localStorage.getItem(MODE_ITEM) === "list" ? "list" : "waterfall";
   let drawPending = false;
+  // while the task runs, what is going on grows with the server's clock: this browser's
+  // time less the least delay seen between an event's time and its arrival
+  let lag = Infinity;
+  const live = () => (store.running && Number.isFinite(lag)
+    ? { now: Date.now() - lag, names: new Set(store.agents?.agents.map((a) => a.name)) }
+    : {});
+  const draw = () => waterfall.render(events, live());
   const redraw = () => {
     if (mode !== "waterfall" || drawPending) return;
     drawPending = true;
-    requestAnimationFrame(() => { drawPending = false; waterfall.render(events); });
+    requestAnimationFrame(() => { drawPending = false; draw(); });
   };
+  setInterval(() => { if (store.running && !wrap.hidden && !root.hidden) redraw(); }, 1000);
   function setMode(next) {
     mode = next;
     localStorage.setItem(MODE_ITEM, next);
@@ -70,7 +78,7 @@ export function mountTimeline(root, { onPick } = {}) {
     list.hidden = next !== "list";
     filters.hidden = next !== "list";
     wrap.hidden = next !== "waterfall" || !events.length;
-    if (next === "waterfall") waterfall.render(events);
+    if (next === "waterfall") draw();
   }
   modes.waterfall.addEventListener("click", () => setMode("waterfall"));
   modes.list.addEventListener("click", () => setMode("list"));
@@ -115,6 +123,7 @@ export function mountTimeline(root, { onPick } = {}) {
 
   function append(event) {
     const previous = events[events.length - 1];
+    if (store.running) lag = Math.min(lag, Date.now() - instant(event.data?.timestamp));
     events.push(event);
     addOptions(event);
     if (previous) {
@@ -133,6 +142,7 @@ export function mountTimeline(root, { onPick } = {}) {
     empty.hidden = false;
     wrap.hidden = true;
     waterfall.render([]);
+    lag = Infinity;
     title.textContent = store.taskId ? `task ${store.taskId}` : "";
     for (const event of store.events) append(event);
   }
@@ -145,6 +155,7 @@ export function mountTimeline(root, { onPick } = {}) {
     if (kind === "task") reset();
     else if (kind === "task-id") title.textContent = `task ${payload}`;
     else if (kind === "event" && payload.event !== "token_delta") append(payload);
+    else if (kind === "running" && !payload) redraw(); // what was open is closed or cut
   });
   reset();
   setMode(mode);

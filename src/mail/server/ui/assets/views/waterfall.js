@@ -15,6 +15,8 @@ export function instant(iso) {
   return ms - (ms % 1000 + 1000) % 1000 + exact;
 }
 const at = (event) => instant(event?.data?.timestamp);
+const FORWARD = /^sent interswarm message forward to swarm (\S+?):?\s/;
+const FROM = /from swarm (\S+)/;
 const USAGE = [["input_tokens", "in"], ["output_tokens", "out"], ["reasoning_tokens", "reasoning"], ["cached_input_tokens", "cached"]];
 
 /** "12 in · 5 out" for a usage object, or "" when it counts nothing. */
@@ -25,9 +27,12 @@ export function tokens(usage) {
 
 /**
  * The bars of a task: {start, end, agents[], bars[], usage}. Each bar is {kind (turn, model,
- * action, interswarm), agent, start, end (ms since the epoch), label, usage?, seq, status?}.
+ * action, interswarm), agent, start, end (ms since the epoch), label, usage?, seq, status?,
+ * open?}. For a running task, `now` (the server's time) ends what is still going on: an
+ * action not complete, a wait not answered, and the turn of an agent (one of `names`) that
+ * got a message and has called no tool since (its bar starts at the message).
  */
-export function bars(events) {
+export function bars(events, { now = null, names = new Set() } = {}) {
   const times = events.map(at).filter(Number.isFinite);
   const out = { start: Math.min(...times), end: Math.max(...times), agents: [], bars: [], usage: null };
   if (!times.length) return { ...out, start: 0, end: 0 };
@@ -38,6 +43,7 @@ export function bars(events) {
   let sent = []; // interswarm waits not answered yet
   const total = Object.fromEntries(USAGE.map(([key]) => [key, 0]));
   let counted = false;
+  const pending = new Map(); // agent -> [time, index] of a message it got, no turn seen since
 
   events.forEach((event, index) => {
     const x = event.data?.extra_data || {};
@@ -45,7 +51,13 @@ export function bars(events) {
     const done = (event.event === "action_complete" || event.event === "action_error") && actions.get(x.tool_call_id);
     const who = done ? done.agent : agentOf(event);
     const seq = event.id ?? event.data?.seq ?? null;
+    if (event.event === "new_message") {
+      const m = x.full_message?.message;
+      const to = m ? (m.recipient ? [m.recipient] : (m.recipients || [])) : [];
+      for (const r of to) if (names.has(r.address) && !pending.has(r.address)) pending.set(r.address, [t, index]);
+    }
     if (event.event === "tool_call" && x.turn_started) {
+      pending.delete(who);
       agent(who);
       const start = instant(x.turn_started);
       const turn = { kind: "turn", agent: who, start, end: t, label: `turn of ${who}`, seq, index, usage: null };
@@ -68,14 +80,19 @@ export function bars(events) {
     } else if (event.event === "action_complete" || event.event === "action_error") {
       const bar = actions.get(x.tool_call_id);
       if (bar) { bar.end = t; bar.status = event.event === "action_error" ? "error" : (x.status ?? "success"); }
-    } else if (event.event === "interswarm_message_sent") {
-      const bar = { kind: "interswarm", agent: who || "interswarm", start: t, end: t, label: "waiting on a remote swarm", seq, index, open: true };
-      agent(bar.agent);
+    } else if (event.event === "interswarm_message_sent" && FORWARD.test(event.data?.description ?? "")) {
+      // a request to another swarm: its sender (the agent whose turn it is) waits for the reply
+      const swarm = event.data.description.match(FORWARD)[1];
+      const holder = turns.at(-1)?.agent || "interswarm";
+      const bar = { kind: "interswarm", agent: holder, swarm, start: t, end: t, label: `waiting on swarm ${swarm}`, seq, index };
+      agent(holder);
       sent.push(bar);
       out.bars.push(bar);
     } else if (event.event === "interswarm_message_received" || event.event === "interswarm_message_error") {
-      const bar = sent.shift();
-      if (bar) { bar.end = t; bar.open = false; bar.status = event.event.endsWith("error") ? "error" : "answered"; }
+      const from = (event.data?.description ?? "").match(FROM);
+      const i = Math.max(0, sent.findIndex((b) => from && b.swarm === from[1]));
+      const [bar] = sent.splice(i, 1);
+      if (bar) { bar.end = t; bar.status = event.event.endsWith("error") ? "error" : "answered"; }
     }
     // a turn lasts until the last event of its agent before the agent's next turn
     if (who) {
@@ -83,6 +100,15 @@ export function bars(events) {
       if (turn && t > turn.end && !(event.event === "tool_call" && x.turn_started)) turn.end = t;
     }
   });
+  if (Number.isFinite(now) && now > out.end) {
+    out.end = now;
+    for (const bar of [...sent, ...actions.values()]) if (bar.end === bar.start && !bar.status) bar.open = true;
+    for (const [name, [start, index]] of pending) {
+      agent(name);
+      out.bars.push({ kind: "turn", agent: name, start, end: now, label: `${name} working (no tool call yet)`, index, open: true });
+    }
+    for (const bar of out.bars) if (bar.open) bar.end = now;
+  }
   for (const bar of sent) bar.end = out.end; // still waiting when the events end
   out.usage = counted ? total : null;
   const closing = events.findLast((e) => e.data?.usage);
@@ -102,8 +128,8 @@ export function mountWaterfall(root, { onPick } = {}) {
   const chart = h("div", { id: "waterfall", class: "waterfall", role: "list", "aria-label": "The task's turns, model calls and actions on a time axis" });
   root.append(head, chart);
 
-  function render(events) {
-    const w = bars(events);
+  function render(events, live = {}) {
+    const w = bars(events, live);
     chart.replaceChildren();
     if (!w.bars.length) {
       head.textContent = events.length ? "No agent turn recorded yet." : "";
@@ -113,7 +139,8 @@ export function mountWaterfall(root, { onPick } = {}) {
     const pct = (t) => `${((t - w.start) / span) * 100}%`;
     const usage = tokens(w.usage);
     const turns = w.bars.filter((b) => b.kind === "turn").length;
-    head.textContent = `${turns} agent turn${turns === 1 ? "" : "s"} in ${duration(w.end - w.start)}${usage ? ` · tokens: ${usage}` : ""}`;
+    const going = w.bars.some((b) => b.open) ? " so far" : "";
+    head.textContent = `${turns} agent turn${turns === 1 ? "" : "s"} in ${duration(w.end - w.start)}${going}${usage ? ` · tokens: ${usage}` : ""}`;
     head.title = `${time(new Date(w.start).toISOString())} → ${time(new Date(w.end).toISOString())}`;
 
     const axis = h("div", { class: "wf-axis", "aria-hidden": "true" }, h("span", { class: "wf-name" }));
@@ -139,10 +166,10 @@ export function mountWaterfall(root, { onPick } = {}) {
         ].filter(Boolean).join("\n");
         const el = h("button", {
           type: "button",
-          class: `wf-bar wf-${bar.kind}${bar.status === "error" ? " wf-error" : ""}`,
+          class: `wf-bar wf-${bar.kind}${bar.status === "error" ? " wf-error" : ""}${bar.open ? " wf-open" : ""}`,
           title: tip,
           "aria-label": `${name}: ${bar.label}, ${duration(took)}`,
-          dataset: { kind: bar.kind, agent: name, start: String(bar.start - w.start), duration: String(took), index: String(bar.index) },
+          dataset: { kind: bar.kind, agent: name, start: String(bar.start - w.start), duration: String(took), index: String(bar.index), ...(bar.open ? { open: "true" } : {}) },
           onclick: () => onPick?.(bar.index),
         }, bar.kind === "model" && bar.usage ? tokens(bar.usage) : "");
         el.style.left = pct(bar.start);
