@@ -128,7 +128,8 @@ async def test_delegation_with_action_emits_the_contract_sequence(
         ("send_response", "agent weather called send_response"),
         ("task_complete", "agent supervisor called task_complete"),
     ]
-    base = {"tool_name", "tool_args", "tool_call_id"}
+    # each is its turn's first call: it tells when the turn began (scripted: no model calls)
+    base = {"tool_name", "tool_args", "tool_call_id", "turn_started"}
     assert [set(e.extra_data) for e in tool_calls] == [
         base | {"reasoning"},
         base | {"reasoning"},

@@ -196,3 +196,31 @@ async def test_the_python_client_passes_token_deltas_through(
     answer = [e.json() for e in live if e.json()["kind"] == "answer"]
     assert "".join(d["delta"] for d in answer) == ANSWER
     assert (got[-1].event, got[-1].json()["response"]) == ("task_complete", ANSWER)
+
+
+async def test_each_turn_tells_when_it_began_and_its_model_calls(
+    start: Start, llm: StubLLMServer
+) -> None:
+    # the first tool_call of a turn records the turn's start and each model call's tokens
+    # (for the viewer's waterfall); replayed from the store, they are the same
+    server = await llm_swarm(start, llm, tool_format="completions", stream=False)
+    live = await post_stream(server, "t-turns")
+    user = await server.user()
+    async with user.stream("GET", "/tasks/t-turns/events") as response:
+        replay = await read_stream(response)
+
+    calls = [f for f in replay if f.event == "tool_call"]
+    firsts = [f for f in calls if "turn_started" in f.data["extra_data"]]
+    assert [f.data["extra_data"]["tool_name"] for f in firsts] == ["double", "task_complete"]
+    total = dict.fromkeys(USAGE_OF_TWO_CALLS, 0)
+    for frame in firsts:
+        extra = frame.data["extra_data"]
+        assert extra["turn_started"] <= frame.data["timestamp"]
+        [model_call] = extra["model_calls"]
+        assert model_call["model"] == "openai/stub-model"
+        assert extra["turn_started"] <= model_call["timestamp"] <= frame.data["timestamp"]
+        for key, value in model_call["usage"].items():
+            total[key] += value
+    assert total == USAGE_OF_TWO_CALLS
+    live_calls = [f.data for f in live if f.event == "tool_call"]
+    assert live_calls == [f.data for f in calls]

@@ -12,6 +12,9 @@ from typing import Any
 import pytest
 from tests.server.conftest import Running, Start, make_config, read_stream, shared
 
+from mail.api import MAILAgentTemplate, MAILSwarmTemplate
+from mail.testing import ScriptedAgent
+
 pytestmark = pytest.mark.timeout(30)
 
 UI_GETS = ["/ui/agents", "/ui/tasks", "/ui/task/t-ui", "/ui/task-summary/t-ui", "/ui/dump-events"]
@@ -74,6 +77,7 @@ async def test_ui_routes_work_with_a_user_token(shared_offline: Running, path: s
 
 async def test_ui_agents_shape(offline: Running) -> None:
     response = await (await offline.user()).get("/ui/agents")
+    actions = {a.name: a.description for a in offline.state.template.actions}
 
     assert response.json() == {
         "agents": [
@@ -83,6 +87,8 @@ async def test_ui_agents_shape(offline: Running) -> None:
                 "enable_entrypoint": True,
                 "can_complete_tasks": True,
                 "enable_interswarm": False,
+                "actions": [],
+                "prompt": None,
             },
             {
                 "name": "weather",
@@ -90,6 +96,10 @@ async def test_ui_agents_shape(offline: Running) -> None:
                 "enable_entrypoint": False,
                 "can_complete_tasks": False,
                 "enable_interswarm": False,
+                "actions": [
+                    {"name": "get_weather_forecast", "description": actions["get_weather_forecast"]}
+                ],
+                "prompt": None,
             },
             {
                 "name": "math",
@@ -97,11 +107,35 @@ async def test_ui_agents_shape(offline: Running) -> None:
                 "enable_entrypoint": False,
                 "can_complete_tasks": False,
                 "enable_interswarm": False,
+                "actions": [
+                    {"name": "calculate_expression", "description": actions["calculate_expression"]}
+                ],
+                "prompt": None,
             },
         ],
         "entrypoint": "supervisor",
         "breakpoint_tools": [],
     }
+
+
+async def test_ui_agents_tell_the_prompt_to_admins_only(start: Start) -> None:
+    # the agent's system prompt may be the swarm's secret: users see null
+    agent = MAILAgentTemplate(
+        "solo",
+        lambda **_params: ScriptedAgent(),
+        [],
+        [],
+        {"system": "You answer in haiku."},
+        enable_entrypoint=True,
+        can_complete_tasks=True,
+    )
+    running = await start(template=MAILSwarmTemplate("poet", "1.0.0", [agent], [], "solo"))
+
+    as_admin = (await (await running.admin()).get("/ui/agents")).json()
+    as_user = (await (await running.user()).get("/ui/agents")).json()
+
+    assert as_admin["agents"][0]["prompt"] == "You answer in haiku."
+    assert as_user["agents"][0]["prompt"] is None
 
 
 async def test_ui_tasks_task_and_summary(with_task: Running) -> None:

@@ -139,6 +139,7 @@ def test_timeline_expands_a_tool_call_and_filters(
     ask(page, "What is the weather in Lisbon tomorrow?")
     expect(page.locator(".msg.assistant")).to_contain_text("Lisbon", timeout=WAIT)
     page.click(".tab[data-view=timeline]")
+    page.click("#timeline-mode-list")  # the waterfall is shown first
     rows = page.locator("#timeline > li")
     expect(rows.first).to_have_attribute("data-kind", "new_message")
     expect(rows.last).to_have_attribute("data-kind", "task_complete")
@@ -169,6 +170,7 @@ def test_timeline_rows_tell_their_number_time_and_duration(page: Page, servers: 
     expect(page.locator(".msg.assistant").last).to_have_text("5 * 8 = 40", timeout=WAIT)
     task_id = page.locator("#task-label").inner_text().removeprefix("task ")
     page.click(".tab[data-view=timeline]")
+    page.click("#timeline-mode-list")  # the waterfall is shown first
     rows = page.locator("#timeline > li")
     expect(rows.last).to_have_attribute("data-kind", "task_complete")
     count = rows.count()

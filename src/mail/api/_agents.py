@@ -181,6 +181,13 @@ class MAILAgentTemplate:
     def __repr__(self) -> str:
         return f"MAILAgentTemplate(name={self.name!r}, comm_targets={self.comm_targets!r})"
 
+    @property
+    def system_prompt(self) -> str | None:
+        """The system prompt given to the factory (``agent_params["system"]``, resolved),
+        or ``None`` when the agent has none as text."""
+        prompt = self._params.get("system")
+        return prompt if isinstance(prompt, str) else None
+
     def instantiate(
         self,
         instance_params: Mapping[str, Any],

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mail._text import clean_text
-from mail.core._live import live_turn, logged_turn
+from mail.core._live import LiveTurn, live_turn, logged_turn
 from mail.core._manual import ManualStep
 from mail.core._scheduler import Scheduler
 from mail.core._system_messages import Subject, SystemMessages, build_help
@@ -169,7 +169,7 @@ class TurnRunner:
             history.append(xml)
         turn = task.turn_number
         try:
-            with live_turn(task, agent):
+            with live_turn(task, agent) as live:
                 _text, calls = await core.function(history, self._tool_choice(core, message))
         except asyncio.CancelledError:
             raise
@@ -189,7 +189,7 @@ class TurnRunner:
             history.append(first.completion)
         else:
             history.extend(first.responses)
-        self._emit_tool_calls(task, agent, calls)
+        self._emit_tool_calls(task, agent, calls, live)
         await self._process(TurnContext(task, agent, core, message, history, turn, step), calls)
 
     def _tool_choice(self, core: AgentCore, message: MAILMessage) -> str | dict[str, Any]:
@@ -205,14 +205,20 @@ class TurnRunner:
         manual = self.scheduler.mode == "manual" or message["msg_type"] == "buffered"
         return "auto" if manual else "required"
 
-    def _emit_tool_calls(self, task: MAILTask, agent: str, calls: list[AgentToolCall]) -> None:
+    def _emit_tool_calls(
+        self, task: MAILTask, agent: str, calls: list[AgentToolCall], live: LiveTurn
+    ) -> None:
         reasoning_ref: str | None = None
-        for call in calls:
+        for i, call in enumerate(calls):
             extra: dict[str, Any] = {
                 "tool_name": call.tool_name,
                 "tool_args": call.tool_args,
                 "tool_call_id": call.tool_call_id,
             }
+            if i == 0:  # the turn's first call tells when the turn began and its model calls
+                extra["turn_started"] = live.started
+                if live.model_calls:
+                    extra["model_calls"] = live.model_calls
             if call.reasoning:
                 extra["reasoning"] = "\n\n".join(call.reasoning)
                 reasoning_ref = call.tool_call_id

@@ -9,7 +9,8 @@ callables that also work on their own.
 
 Deltas become ephemeral ``token_delta`` events on the task's live streams (see
 :meth:`mail.core.events.EventLog.publish`): never stored, never replayed. Usage is summed
-on the task (:attr:`mail.core.tasks.MAILTask.usage`).
+on the task (:attr:`mail.core.tasks.MAILTask.usage`) and kept per model call on the turn
+(:class:`LiveTurn`), whose first ``tool_call`` event records them.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from mail.core.events import EventName, MAILEvent
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "USAGE_KEYS",
     "DeltaKind",
+    "LiveTurn",
     "current_task_id",
     "current_turn",
     "emit_delta",
@@ -51,24 +53,32 @@ USAGE_KEYS = ("input_tokens", "output_tokens", "reasoning_tokens", "cached_input
 
 
 @dataclass(slots=True)
-class _Turn:
+class LiveTurn:
+    """One agent turn of the runtime: its task and agent, when the agent function was
+    called (ISO-8601 UTC) and the model calls it reported, each ``{"model", "usage",
+    "timestamp"}`` (the time the call's usage was reported, i.e. its end)."""
+
     task: MAILTask
     agent: str
+    started: str = field(default_factory=utc_timestamp)
+    model_calls: list[dict[str, object]] = field(default_factory=list)
 
 
-_CURRENT: ContextVar[_Turn | None] = ContextVar("mail_live_turn", default=None)
+_CURRENT: ContextVar[LiveTurn | None] = ContextVar("mail_live_turn", default=None)
 #: (task id, agent) of the agent turn being handled: its model call, actions and tool calls
 _LOGGED: ContextVar[tuple[str, str] | None] = ContextVar("mail_logged_turn", default=None)
 
 
 @contextmanager
-def live_turn(task: MAILTask, agent: str) -> Iterator[None]:
+def live_turn(task: MAILTask, agent: str) -> Iterator[LiveTurn]:
     """Make ``task`` and ``agent`` the current turn for :func:`emit_delta` and
-    :func:`report_usage` until the block ends."""
-    token = _CURRENT.set(_Turn(task, agent))
+    :func:`report_usage` until the block ends; yields the turn (its start and the model
+    calls reported in it)."""
+    turn = LiveTurn(task, agent)
+    token = _CURRENT.set(turn)
     started = time.perf_counter()
     try:
-        yield
+        yield turn
     finally:
         _CURRENT.reset(token)
         observers = _observers(task)
@@ -160,9 +170,12 @@ def report_usage(usage: Mapping[str, object], *, model: str | None = None) -> No
     total = turn.task.usage
     if total is None:
         total = turn.task.usage = dict.fromkeys(USAGE_KEYS, 0)
+    counted: dict[str, int] = {}
     for key in USAGE_KEYS:
         value = usage.get(key)
         if isinstance(value, int) and not isinstance(value, bool):
             total[key] += value
+            counted[key] = value
+    turn.model_calls.append({"model": model, "usage": counted, "timestamp": utc_timestamp()})
     for observer in _observers(turn.task):
         _tell(turn.task, observer.model_call, turn.agent, model, usage)

@@ -202,8 +202,9 @@ async def task_events(
 
 
 @router.get("/ui/agents", response_model=UIAgentsResponse, summary="The swarm's agents, for a UI")
-async def ui_agents(state: AppState, _caller: UICaller) -> dict[str, Any]:
+async def ui_agents(state: AppState, caller: UICaller) -> dict[str, Any]:
     template = state.template
+    admin = caller.role == "admin"
     return {
         "agents": [
             {
@@ -212,6 +213,8 @@ async def ui_agents(state: AppState, _caller: UICaller) -> dict[str, Any]:
                 "enable_entrypoint": a.enable_entrypoint,
                 "can_complete_tasks": a.can_complete_tasks,
                 "enable_interswarm": a.enable_interswarm,
+                "actions": [{"name": x.name, "description": x.description} for x in a.actions],
+                "prompt": a.system_prompt if admin else None,
             }
             for a in template.agents
         ],

@@ -301,12 +301,21 @@ class LoadSwarmResponse(_Model):
     swarm_name: str
 
 
+class UIAction(_Model):
+    name: str
+    description: str
+
+
 class UIAgent(_Model):
     name: str
     comm_targets: list[str]
     enable_entrypoint: bool
     can_complete_tasks: bool
     enable_interswarm: bool
+    actions: list[UIAction] = Field(default_factory=list, description="The agent's actions")
+    prompt: str | None = Field(
+        None, description="The agent's system prompt: told to admins only, else null"
+    )
 
 
 class UIAgentsResponse(_Model):

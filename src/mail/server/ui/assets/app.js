@@ -6,6 +6,7 @@ import { mountConversation } from "./views/conversation.js";
 import { mountFederation } from "./views/federation.js";
 import { mountGraph } from "./views/graph.js";
 import { mountHistory } from "./views/history.js";
+import { mountReplay } from "./views/replay.js";
 import { mountTimeline } from "./views/timeline.js";
 
 const $ = (selector) => document.querySelector(selector);
@@ -63,9 +64,11 @@ async function openTask(taskId, view = "timeline") {
 }
 
 const chat = mountChat($("#view-chat"), { session });
-const graph = mountGraph($("#view-graph"));
+const graph = mountGraph($("#view-graph"), { onSelect: (name) => replay.select(name) });
+const replay = mountReplay($("#view-graph"), { graph }); // under the graph, with the agent's panel
 const conversation = mountConversation($("#view-timeline")); // above the task's events
-mountTimeline($("#view-timeline"));
+// a bar of the waterfall opens the graph's replay at its event
+mountTimeline($("#view-timeline"), { onPick: (index) => { show("graph"); replay.goTo(index); } });
 const history = mountHistory($("#view-history"), { openTask });
 const federation = mountFederation($("#view-federation"));
 

@@ -1,8 +1,12 @@
-// Timeline: every event of the current task in order, filterable by agent and by kind,
-// each row expandable to its JSON. A row tells its time of day (the full date and time on
-// hover) and how long until the next event of the task.
+// Timeline: the current task as a waterfall (bars on a time axis, see waterfall.js) or as
+// the list of its events in order, filterable by agent and by kind, each row expandable to
+// its JSON. A row tells its time of day (the full date and time on hover) and how long
+// until the next event of the task. The choice of view is kept in this browser.
 import { clock, duration, h, time } from "../dom.js";
 import { agentOf, store } from "../store.js";
+import { instant, mountWaterfall } from "./waterfall.js";
+
+const MODE_ITEM = "mail.timelineMode";
 
 const GROUPS = {
   message: ["new_message", "broadcast_ignored", "await_message"],
@@ -32,16 +36,52 @@ function summary(event) {
   return d.description ?? "";
 }
 
-export function mountTimeline(root) {
+export function mountTimeline(root, { onPick } = {}) {
   const agentFilter = h("select", { id: "filter-agent", name: "agent" }, h("option", { value: "" }, "all agents"));
   const kindFilter = h("select", { id: "filter-kind", name: "kind" }, h("option", { value: "" }, "all kinds"),
     Object.keys(GROUPS).map((g) => h("option", { value: `group:${g}` }, `${g}s`)));
   const title = h("span", { id: "timeline-task", class: "muted" });
   const list = h("ol", { id: "timeline", class: "timeline" });
   const empty = h("p", { class: "muted", id: "timeline-empty" }, "No events yet: send a message, or open a task from the history.");
-  root.append(h("div", { class: "toolbar" },
+  const modes = {
+    waterfall: h("button", { type: "button", id: "timeline-mode-waterfall", class: "ghost" }, "Waterfall"),
+    list: h("button", { type: "button", id: "timeline-mode-list", class: "ghost" }, "List"),
+  };
+  const filters = h("span", { class: "filters" },
     h("label", { for: "filter-agent" }, "Agent"), agentFilter,
-    h("label", { for: "filter-kind" }, "Kind"), kindFilter, title), empty, list);
+    h("label", { for: "filter-kind" }, "Kind"), kindFilter);
+  const wrap = h("div", { class: "waterfall-wrap panel" });
+  root.append(h("div", { class: "toolbar" },
+    h("span", { class: "segmented", role: "group", "aria-label": "Show the task as" }, modes.waterfall, modes.list),
+    filters, title), empty, wrap, list);
+  const waterfall = mountWaterfall(wrap, { onPick });
+
+  let mode = localStorage.getItem(MODE_ITEM) === "list" ? "list" : "waterfall";
+  let drawPending = false;
+  // while the task runs, what is going on grows with the server's clock: this browser's
+  // time less the least delay seen between an event's time and its arrival
+  let lag = Infinity;
+  const live = () => (store.running && Number.isFinite(lag)
+    ? { now: Date.now() - lag, names: new Set(store.agents?.agents.map((a) => a.name)) }
+    : {});
+  const draw = () => waterfall.render(events, live());
+  const redraw = () => {
+    if (mode !== "waterfall" || drawPending) return;
+    drawPending = true;
+    requestAnimationFrame(() => { drawPending = false; draw(); });
+  };
+  setInterval(() => { if (store.running && !wrap.hidden && !root.hidden) redraw(); }, 1000);
+  function setMode(next) {
+    mode = next;
+    localStorage.setItem(MODE_ITEM, next);
+    for (const [name, button] of Object.entries(modes)) button.setAttribute("aria-pressed", String(name === next));
+    list.hidden = next !== "list";
+    filters.hidden = next !== "list";
+    wrap.hidden = next !== "waterfall" || !events.length;
+    if (next === "waterfall") draw();
+  }
+  modes.waterfall.addEventListener("click", () => setMode("waterfall"));
+  modes.list.addEventListener("click", () => setMode("list"));
 
   const kinds = new Set();
   const agents = new Set();
@@ -83,6 +123,7 @@ export function mountTimeline(root) {
 
   function append(event) {
     const previous = events[events.length - 1];
+    if (store.running) lag = Math.min(lag, Date.now() - instant(event.data?.timestamp));
     events.push(event);
     addOptions(event);
     if (previous) {
@@ -91,12 +132,17 @@ export function mountTimeline(root) {
     }
     list.append(row(event, events.length - 1));
     empty.hidden = true;
+    wrap.hidden = mode !== "waterfall";
+    redraw();
   }
 
   function reset() {
     events.length = 0;
     list.replaceChildren();
     empty.hidden = false;
+    wrap.hidden = true;
+    waterfall.render([]);
+    lag = Infinity;
     title.textContent = store.taskId ? `task ${store.taskId}` : "";
     for (const event of store.events) append(event);
   }
@@ -109,6 +155,8 @@ export function mountTimeline(root) {
     if (kind === "task") reset();
     else if (kind === "task-id") title.textContent = `task ${payload}`;
     else if (kind === "event" && payload.event !== "token_delta") append(payload);
+    else if (kind === "running" && !payload) redraw(); // what was open is closed or cut
   });
   reset();
+  setMode(mode);
 }
