@@ -20,7 +20,10 @@ its bytecode cached.
 PostgreSQL: ``MAIL_BENCH_POSTGRES_URL`` or ``MAIL_TEST_POSTGRES_URL`` (an admin URL; a
 throwaway database is made and dropped); without it, that server is left out.
 
-    uv run python benchmarks/peers.py [--rounds 6] [--chunk 200] [--clients 20]
+With ``--against PATH``, another checkout's ``mail server`` (its ``.venv``) runs too,
+without a store and with SQLite, as ``against`` and ``against+sqlite``.
+
+    uv run python benchmarks/peers.py [--rounds 6] [--chunk 200] [--clients 20] [--against PATH]
 """
 
 from __future__ import annotations
@@ -149,8 +152,11 @@ def _postgres(url: str, *statements: str) -> list[Any]:
 # --- the servers -------------------------------------------------------------------------------
 
 
-def mail_peer(name: str, root: Path, store: str, database_url: str = "") -> Peer:
-    """``mail server`` (the offline swarm) with its data in ``root/name``."""
+def mail_peer(
+    name: str, root: Path, store: str, database_url: str = "", checkout: Path = ROOT
+) -> Peer:
+    """``mail server`` of ``checkout`` (its ``.venv``; the offline swarm) with its data in
+    ``root/name``."""
     data = root / name
     data.mkdir()
     config = root / "mail.toml"
@@ -167,7 +173,11 @@ def mail_peer(name: str, root: Path, store: str, database_url: str = "") -> Peer
     }
     if store == "postgres":
         env["DATABASE_URL"] = database_url
-    command = [sys.executable, "-m", "mail.cli", "server", "-p", "{port}", "-H", "127.0.0.1"]
+    python = sys.executable
+    if checkout != ROOT:  # its bytecode kept apart, nothing written in that checkout
+        python = str(checkout / ".venv" / "bin" / "python")
+        env["PYTHONPYCACHEPREFIX"] = str(root / "pycache-against")
+    command = [python, "-m", "mail.cli", "server", "-p", "{port}", "-H", "127.0.0.1"]
     command += ["--no-persist"] if store == "memory" else []
     return Peer(name, command, env, "/health", "mail", data)
 
@@ -377,6 +387,12 @@ def main(args: argparse.Namespace) -> None:
         peers = [mail_peer("mail", root, "memory"), mail_peer("mail+sqlite", root, "sqlite")]
         if pg_url and not args.no_postgres:
             peers.append(mail_peer("mail+pg", root, "postgres", pg_url))
+        if args.against is not None:
+            against = args.against.resolve()
+            peers += [
+                mail_peer("against", root, "memory", checkout=against),
+                mail_peer("against+sqlite", root, "sqlite", checkout=against),
+            ]
         peers += [app_peer("a2a-sdk", "a2a", root), app_peer("fastapi", "fastapi", root)]
         peers = [p for p in peers if not args.only or p.name in args.only]
         load = os.getloadavg()
@@ -408,5 +424,11 @@ if __name__ == "__main__":
     parser.add_argument("--streams", type=int, default=20, help="streams per server and round")
     parser.add_argument("--launches", type=int, default=5)
     parser.add_argument("--no-postgres", action="store_true")
+    parser.add_argument(
+        "--against",
+        type=Path,
+        metavar="PATH",
+        help="also another checkout's mail server (its .venv), no store and SQLite",
+    )
     parser.add_argument("--only", nargs="*", help="only these servers (by name)")
     main(parser.parse_args())
