@@ -350,17 +350,16 @@ def table(peers: list[Peer], args: argparse.Namespace) -> None:
         f"\n(x: how many times as good as {ref.name}: its rate over the other's for rates, "
         "the other's time over its for times)"
     )
-    memory = next((p for p in peers if p.name == "mail"), None)
-    if memory is not None:
-        for p in peers:
-            if p.kind == "mail" and p is not memory:
-                for name in p.cpu:
-                    extra = (
-                        statistics.median(p.cpu[name]) - statistics.median(memory.cpu[name])
-                    ) * 1e6
-                    print(
-                        f"{p.name} CPU per request above mail (no store), {name}: {extra:+,.0f} µs"
-                    )
+    bare = {p.name: p for p in peers if p.kind == "mail" and "+" not in p.name}
+    for p in peers:
+        base = bare.get(p.name.split("+")[0])
+        if p.kind != "mail" or base is None or base is p:
+            continue
+        for name in p.cpu:
+            extra = statistics.median(p.cpu[name]) - statistics.median(base.cpu[name])
+            print(
+                f"{p.name} CPU per request above {base.name} (no store), {name}: {extra * 1e6:+,.0f} µs"
+            )
 
 
 @contextmanager
