@@ -37,14 +37,6 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 import httpx
-from a2a.helpers import new_task
-from a2a.server.agent_execution import AgentExecutor, RequestContext
-from a2a.server.events import EventQueue
-from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
-from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
-from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Part, TaskState
-from starlette.applications import Starlette
 
 from mail import MAILAgentTemplate, MAILSwarmTemplate
 from mail.config import load_config
@@ -53,14 +45,23 @@ from mail.testing import StaticAuth
 from mail.testing.server import serve
 
 
-def _agents() -> Any:
-    """benchmarks/_agents.py, the agents every benchmark runs."""
-    spec = importlib.util.spec_from_file_location("_agents", Path(__file__).parent / "_agents.py")
+def _beside(name: str) -> Any:
+    """benchmarks/<name>.py (this directory is kept off the path, see above)."""
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).parent / f"{name}.py")
     if spec is None or spec.loader is None:
-        raise SystemExit("cannot load benchmarks/_agents.py")
+        raise SystemExit(f"cannot load benchmarks/{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _agents() -> Any:
+    """benchmarks/_agents.py, the agents every benchmark runs."""
+    return _beside("_agents")
+
+
+#: the minimal a2a-sdk server (benchmarks/_peer_apps.py)
+minimal_a2a = _beside("_peer_apps").minimal_a2a
 
 
 def _template() -> MAILSwarmTemplate:
@@ -85,50 +86,6 @@ API_KEY = "bench-user-key"
 _IDS = itertools.count(1)
 
 Send = Callable[[httpx.AsyncClient, str], Awaitable[None]]
-
-
-class Done(AgentExecutor):
-    """The minimal agent: a task completed at once, its artifact the question."""
-
-    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
-        assert context.task_id and context.context_id and context.message
-        await event_queue.enqueue_event(
-            new_task(
-                context.task_id,
-                context.context_id,
-                TaskState.TASK_STATE_SUBMITTED,
-                history=[context.message],
-            )
-        )
-        updater = TaskUpdater(event_queue, context.task_id, context.context_id)
-        await updater.add_artifact([Part(text="answer:" + context.get_user_input())])
-        await updater.complete()
-
-    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-        return None
-
-
-def minimal_a2a() -> Starlette:
-    card = AgentCard(
-        name="minimal",
-        description="a2a-sdk's server with an in-memory store",
-        version="1.0.0",
-        supported_interfaces=[
-            AgentInterface(
-                url="http://127.0.0.1/", protocol_binding="JSONRPC", protocol_version="1.0"
-            )
-        ],
-        capabilities=AgentCapabilities(streaming=True),
-        default_input_modes=["text/plain"],
-        default_output_modes=["text/plain"],
-        skills=[AgentSkill(id="answer", name="answer", description="answers", tags=["bench"])],
-    )
-    handler = DefaultRequestHandler(
-        agent_executor=Done(), task_store=InMemoryTaskStore(), agent_card=card
-    )
-    return Starlette(
-        routes=[*create_agent_card_routes(card), *create_jsonrpc_routes(handler, rpc_url="/")]
-    )
 
 
 def rpc(text: str) -> dict[str, Any]:

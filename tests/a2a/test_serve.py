@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -61,6 +65,58 @@ async def test_the_card_names_the_swarm_its_entrypoint_keys_and_interfaces(
     assert card["securityRequirements"] == [{"schemes": {"bearer": {}}}]
     interfaces = {i["protocolBinding"]: i["url"] for i in card["supportedInterfaces"]}
     assert interfaces == {"JSONRPC": f"{offline_url}/a2a", "HTTP+JSON": f"{offline_url}/a2a"}
+
+
+#: A server started in a fresh interpreter: whether the SDK is loaded after its start, then
+#: three first A2A requests at once (the card, SendMessage over JSON-RPC and over HTTP+JSON).
+_FIRST_REQUESTS = """
+import asyncio, sys
+from pathlib import Path
+import httpx
+from tests.server.conftest import KEYS, make_config
+from mail.server import create_app
+from mail.testing import StaticAuth
+from mail.testing.server import serve
+
+async def main():
+    app = create_app(make_config(Path(sys.argv[1])), authenticator=StaticAuth(KEYS))
+    async with serve(app) as url:
+        print("loaded at start:", "a2a.server.routes" in sys.modules)
+        headers = {"Authorization": "Bearer user-key", "A2A-Version": "1.0"}
+        message = {"role": "ROLE_USER", "messageId": "m", "parts": [{"text": "What is 2 + 3?"}]}
+        rpc = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
+        async with httpx.AsyncClient(headers=headers, timeout=60) as http:
+            card, jsonrpc, rest = await asyncio.gather(
+                http.get(url + "/.well-known/agent-card.json"),
+                http.post(url + "/a2a", json=rpc),
+                http.post(url + "/a2a/message:send", json={"message": {**message, "messageId": "n"}}),
+            )
+        print("card:", card.status_code, card.json()["name"])
+        print("jsonrpc:", jsonrpc.json()["result"]["task"]["status"]["state"])
+        print("rest:", rest.status_code, rest.json()["task"]["status"]["state"])
+
+asyncio.run(main())
+"""
+
+
+def test_the_sdk_is_imported_at_the_first_a2a_request_not_at_start(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[2]
+    result = subprocess.run(  # this interpreter, a fixed script
+        [sys.executable, "-c", textwrap.dedent(_FIRST_REQUESTS), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=root,
+        check=False,
+    )
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.splitlines() == [
+        "loaded at start: False",
+        "card: 200 offline",
+        "jsonrpc: TASK_STATE_COMPLETED",
+        "rest: 200 TASK_STATE_COMPLETED",
+    ]
 
 
 async def test_send_message_answers_with_the_artifact_and_a_completed_task(

@@ -132,3 +132,26 @@ def test_timestamps_in_another_form_are_stored_whole() -> None:
         "soon",
         None,  # the runtime's own form: stored as microseconds
     ]
+
+
+def test_a_message_the_runtime_rendered_is_not_rendered_again_and_reads_back() -> None:
+    log = EventLog("t1")
+    message = make_request(
+        task_id="t1",
+        sender=create_agent_address("supervisor"),
+        recipient=create_agent_address("worker"),
+        subject="job",
+        body="café <b> & ☕",
+    )
+    rendering = build_mail_xml(message)["content"]
+    event = log.emit_message("sending message:\n", rendering, message)
+    assert event.description == "sending message:\n" + rendering
+    assert event.rendering is rendering
+    user_turn = {"role": "user", "content": rendering}
+
+    events, stored = _round_trip(log, [user_turn])
+
+    assert events[0][1]["$prefix"] == "sending message:\n"
+    assert "description" not in events[0][1]
+    assert stored == [{"$message": 0}]
+    assert "rendering" not in event.data()  # never sent nor stored

@@ -185,7 +185,7 @@ class Compactor:
                 number = index.number[message["id"]] = len(index.by_id)
                 index.first[message["id"]] = event.seq
                 index.by_id[message["id"]] = message
-                xml = _rendered(message)
+                xml = _rendered(message) if event.rendering is None else event.rendering
                 if xml is not None:
                     index.by_xml.setdefault(xml, number)
                     index.xml[message["id"]] = xml

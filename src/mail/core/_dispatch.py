@@ -353,10 +353,8 @@ class TurnRunner:
             EventName.TASK_COMPLETE_CALL,
             f"agent {agent} called task_complete, full response to follow",
         )
-        task.log.emit(
-            EventName.NEW_MESSAGE,
-            f"task_complete response from {agent}:\n" + build_mail_xml(final)["content"],
-            {"full_message": final},
+        task.log.emit_message(
+            f"task_complete response from {agent}:\n", build_mail_xml(final)["content"], final
         )
         self.notify_completion(task, agent, body)
         self.scheduler.finish(task, TaskState.COMPLETED, final)

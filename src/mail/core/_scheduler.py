@@ -347,11 +347,7 @@ class Scheduler:
         """Hand ``message`` to ``agent``: start its worker, or queue it in the worker's inbox
         (in manual mode, a message not from the system goes to the agent's buffer)."""
         if message["message"]["subject"] != Subject.ACTION_COMPLETE_BROADCAST:
-            task.log.emit(
-                EventName.NEW_MESSAGE,
-                "sending message:\n" + xml["content"],
-                {"full_message": message},
-            )
+            task.log.emit_message("sending message:\n", xml["content"], message)
         if self.mode == "manual" and message["message"]["sender"]["address_type"] != "system":
             task.manual_buffer.setdefault(agent, []).append(message)
             return

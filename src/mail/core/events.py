@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from enum import StrEnum
 from typing import Any, Protocol
 
@@ -73,7 +73,16 @@ class MAILEvent:
     UTC) is the time of creation unless given.
     """
 
-    __slots__ = ("description", "event", "extra_data", "payload", "seq", "task_id", "timestamp")
+    __slots__ = (
+        "description",
+        "event",
+        "extra_data",
+        "payload",
+        "rendering",
+        "seq",
+        "task_id",
+        "timestamp",
+    )
 
     def __init__(
         self,
@@ -92,6 +101,10 @@ class MAILEvent:
         self.timestamp = utc_timestamp() if timestamp is None else timestamp
         self.seq = seq
         self.payload = payload
+        #: a ``new_message`` event's message as the runtime rendered it for its agent (the
+        #: end of ``description``), kept so that the store does not render it again; never
+        #: sent nor stored
+        self.rendering: str | None = None
 
     def data(self) -> dict[str, Any]:
         """Return the ``data`` object sent for this event."""
@@ -240,6 +253,16 @@ class EventLog:
     ) -> MAILEvent:
         """Append a new stored event of this task."""
         return self.append(MAILEvent(name, self.task_id, description, extra_data))
+
+    def emit_message(self, prefix: str, rendering: str, message: Mapping[str, Any]) -> MAILEvent:
+        """Append a ``new_message`` event of ``message``, described as ``prefix`` and the
+        message's rendering (:func:`~mail.core.message.build_mail_xml`'s ``content``, made
+        once by the caller)."""
+        event = MAILEvent(
+            EventName.NEW_MESSAGE, self.task_id, prefix + rendering, {"full_message": message}
+        )
+        event.rendering = rendering
+        return self.append(event)
 
     def publish(self, event: MAILEvent) -> None:
         """Hand an ephemeral event (never stored, no sequence number) to the live readers.

@@ -17,16 +17,14 @@ from a2a.types import (
 )
 from a2a.utils.constants import PROTOCOL_VERSION_1_0, TransportProtocol
 
+from mail.server._a2a_paths import JSONRPC_PATH, REST_PATH
 from mail.version import __version__
 
 if TYPE_CHECKING:
     from mail.api import MAILSwarmTemplate
 
-__all__ = ["JSONRPC_PATH", "REST_PATH", "agent_card"]
+__all__ = ["agent_card"]
 
-#: where the JSON-RPC binding answers, and the prefix of the HTTP+JSON binding's routes
-JSONRPC_PATH = "/a2a"
-REST_PATH = "/a2a"
 #: the name of our bearer scheme in the card
 _SCHEME = "bearer"
 _MODES = ["text/plain"]

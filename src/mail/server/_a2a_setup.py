@@ -12,21 +12,29 @@ Mounted by the lifespan when the ``a2a`` extra is installed (else one log line n
   (A2A tasks in our store).
 
 The routes are mounted once per app, bound to the state of the lifespan that mounted them
-(an app is served once).
+(an app is served once). The SDK (a second of imports on a small machine, a third of the
+server's start) is imported when the first A2A request comes, not at start: until then
+placeholder routes hold the A2A paths; the first request imports the SDK off the event
+loop, puts the SDK's routes in their place and is answered by them.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
+import importlib.util
 import logging
 from typing import TYPE_CHECKING
 
 from mail.errors import ConfigurationError
+from mail.server._a2a_paths import CARD_PATH, JSONRPC_PATH, REST_PATH
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
     from starlette.requests import Request
     from starlette.responses import Response
+    from starlette.routing import BaseRoute
+    from starlette.types import Receive, Scope, Send
 
     from mail.conversations.store import ConversationStore
     from mail.server._a2a_routes import Endpoint
@@ -52,22 +60,50 @@ def require_sdk() -> None:
 
 def open_a2a(app: FastAPI, state: ServerState) -> None:
     """Serve the swarm as an A2A agent on ``app`` (once per app: the routes read the
-    running state). Without the SDK, logs :data:`MISSING` and serves no A2A."""
+    running state), its SDK imported at the first A2A request. Without the SDK, logs
+    :data:`MISSING` and serves no A2A."""
     if getattr(app.state, "a2a", None) is not None:
         return
-    try:
-        require_sdk()
-    except ConfigurationError as e:
-        logger.info("%s (the swarm is not served as an A2A agent)", e)
+    if importlib.util.find_spec("a2a") is None:
+        logger.info("%s (the swarm is not served as an A2A agent)", MISSING)
         return
-    app.state.a2a = _mount(app, state)
+    app.state.a2a = _Deferred(app, state)
 
 
 async def close_a2a(app: FastAPI) -> None:
     """Stop the A2A requests under way (their MAIL tasks go on)."""
-    handler = getattr(app.state, "a2a", None)
-    if handler is not None:
-        await handler.aclose()
+    deferred = getattr(app.state, "a2a", None)
+    if deferred is not None:
+        await deferred.aclose()
+
+
+class _Deferred:
+    """The A2A paths until the first A2A request: that request mounts the SDK's routes
+    (:func:`_mount`) in place of these, then is answered by them."""
+
+    def __init__(self, app: FastAPI, state: ServerState) -> None:
+        from starlette.routing import Route  # noqa: PLC0415
+
+        self.app = app
+        self.state = state
+        self.handler: object | None = None
+        self._lock = asyncio.Lock()
+        paths = (CARD_PATH, JSONRPC_PATH, REST_PATH + "/{rest:path}")
+        self.routes: list[BaseRoute] = [Route(path, self) for path in dict.fromkeys(paths)]
+        app.router.routes[:0] = self.routes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async with self._lock:
+            if self.handler is None:
+                await asyncio.to_thread(require_sdk)  # the imports, off the event loop
+                self.handler = _mount(self.app, self.state)
+                routes = self.app.router.routes
+                routes[:] = [r for r in routes if r not in self.routes]
+        await self.app.router(scope, receive, send)  # now the SDK's routes answer
+
+    async def aclose(self) -> None:
+        if self.handler is not None:
+            await self.handler.aclose()  # type: ignore[attr-defined]
 
 
 def _mount(app: FastAPI, state: ServerState) -> object:
@@ -79,7 +115,7 @@ def _mount(app: FastAPI, state: ServerState) -> object:
     from a2a.types import AgentCard  # noqa: PLC0415
     from starlette.routing import Route  # noqa: PLC0415
 
-    from mail.server._a2a_card import JSONRPC_PATH, REST_PATH, agent_card  # noqa: PLC0415
+    from mail.server._a2a_card import agent_card  # noqa: PLC0415
     from mail.server._a2a_executor import SwarmRequestHandler  # noqa: PLC0415
     from mail.server._a2a_routes import CallerContext, CheckedParts, guarded  # noqa: PLC0415
     from mail.server._a2a_store import RecordTaskStore  # noqa: PLC0415
