@@ -43,6 +43,9 @@ ENV_OVERRIDES: Mapping[str, str] = MappingProxyType(
         "MAIL_MAP_SUMMARY_API_KEY": "server.map.summary_api_key",
         "MAIL_METRICS": "server.metrics.enabled",
         "MAIL_METRICS_PORT": "server.metrics.port",
+        "MAIL_TELEMETRY": "server.telemetry.enabled",
+        "MAIL_TELEMETRY_ENDPOINT": "server.telemetry.endpoint",
+        "MAIL_TELEMETRY_CAPTURE_CONTENT": "server.telemetry.capture_content",
     }
 )
 # Variables holding numbers: parsed before validation (a string that is not a number is

@@ -23,7 +23,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from mail.core._live import DeltaKind, current_task_id, current_turn, emit_delta, report_usage
+    from mail.core._live import (
+        DeltaKind,
+        current_task_id,
+        current_turn,
+        emit_delta,
+        model_call,
+        report_usage,
+    )
     from mail.core._recorder import restore, stored_events
     from mail.core._remote import Direction
     from mail.core._scheduler import Scheduler
@@ -111,6 +118,7 @@ _EXPORTS: dict[str, str] = {
     "emit_delta": "_live",
     "current_task_id": "_live",
     "report_usage": "_live",
+    "model_call": "_live",
     "current_turn": "_live",
     "DeltaKind": "_live",
     "Direction": "_remote",
@@ -173,6 +181,7 @@ __all__ = [
     "parse_agent_address",
     "pydantic_model_to_tool",
     "report_usage",
+    "model_call",
     "current_turn",
     "restore",
     "stored_events",
