@@ -24,6 +24,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExport
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from mail import _log_format
+from mail.core._live import current_turn
 from mail.core.tasks import turn_status
 from mail.telemetry import exporter_name
 from mail.version import __version__
@@ -100,13 +101,12 @@ class Tracing:
         span.end()
 
     def _parent(self, task: MAILTask) -> context.Context | None:
-        """The context a span of ``task`` starts in: the current one when it is within the
-        task's trace (an agent turn's, for its model call), else the task turn's."""
+        """The context a span of ``task`` starts in: the current one within one of its
+        agent turns (whose span is current, for its model call and actions), else the
+        task turn's (a delivery the router runs on its own)."""
         entry = self._turns.get(id(task))
-        if entry is None:
-            return None
-        current = trace.get_current_span().get_span_context()
-        if current.is_valid and current.trace_id == entry[1].get_span_context().trace_id:
+        turn = current_turn()
+        if entry is None or (turn is not None and turn[0] == task.task_id):
             return None
         return entry[2]
 
@@ -249,7 +249,10 @@ class ServerTracing:
         """HTTP server spans for every request of ``app``, reading ``traceparent``."""
         from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor  # noqa: PLC0415
 
-        FastAPIInstrumentor.instrument_app(app, tracer_provider=self.provider)
+        # not the ASGI messages' own spans (``http receive``, ``http send``)
+        FastAPIInstrumentor.instrument_app(
+            app, tracer_provider=self.provider, exclude_spans=["receive", "send"]
+        )
 
     def shutdown(self) -> None:
         """Export what is left, then stop."""
