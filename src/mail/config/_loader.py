@@ -159,7 +159,7 @@ def _apply_env(merged: Merged, env: Mapping[str, str]) -> None:
 # Variables holding lists: comma-separated, blanks dropped.
 _ENV_LISTS = frozenset({"MAIL_CORS_ORIGINS"})
 # Variables holding true or false (another value is passed on, and validation names it).
-_ENV_BOOLS = frozenset({"MAIL_METRICS"})
+_ENV_BOOLS = frozenset({"MAIL_METRICS", "MAIL_TELEMETRY", "MAIL_TELEMETRY_CAPTURE_CONTENT"})
 _TRUE, _FALSE = frozenset({"1", "true", "yes", "on"}), frozenset({"0", "false", "no", "off"})
 
 

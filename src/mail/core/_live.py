@@ -39,7 +39,9 @@ __all__ = [
     "logged_turn",
     "model_call",
     "report_usage",
+    "trace_headers",
     "traced_action",
+    "traced_hop",
     "tracer_of",
 ]
 
@@ -60,8 +62,8 @@ class _Turn:
 
 
 _CURRENT: ContextVar[_Turn | None] = ContextVar("mail_live_turn", default=None)
-#: (task id, agent) of the agent turn being handled: its model call, actions and tool calls
-_LOGGED: ContextVar[tuple[str, str] | None] = ContextVar("mail_logged_turn", default=None)
+#: the agent turn being handled: its model call, actions and tool calls
+_LOGGED: ContextVar[_Turn | None] = ContextVar("mail_logged_turn", default=None)
 #: the model call under way in a traced turn (see :func:`model_call`)
 _CALL: ContextVar[ModelCall | None] = ContextVar("mail_model_call", default=None)
 
@@ -88,7 +90,7 @@ def logged_turn(task: MAILTask, agent: str) -> Iterator[None]:
     """Make ``(task id, agent)`` what :func:`current_turn` answers until the block ends
     (the runtime's handling of one agent turn: its model call, actions and tool calls),
     inside the span of the task's tracer, if it has one."""
-    token = _LOGGED.set((task.task_id, agent))
+    token = _LOGGED.set(_Turn(task, agent))
     tracer = tracer_of(task)
     try:
         if tracer is None:
@@ -145,11 +147,31 @@ def traced_action(task: MAILTask, agent: str, run: ActionRun) -> Iterator[Action
 
 def current_turn() -> tuple[str, str] | None:
     """The ``(task_id, agent)`` of the agent turn handled here, if any (for log records)."""
-    logged = _LOGGED.get()
-    if logged is not None:
-        return logged
-    turn = _CURRENT.get()
+    turn = _LOGGED.get() or _CURRENT.get()
     return None if turn is None else (turn.task.task_id, turn.agent)
+
+
+def trace_headers() -> dict[str, str]:
+    """The headers that carry the current span's trace (``traceparent``) to another
+    service, within a traced agent turn (its model call, actions and tool calls); empty
+    otherwise."""
+    turn = _LOGGED.get() or _CURRENT.get()
+    tracer = None if turn is None else tracer_of(turn.task)
+    return {} if tracer is None else tracer.headers()
+
+
+@contextmanager
+def traced_hop(kind: str, peer: str, operation: str) -> Iterator[dict[str, str]]:
+    """Around a call of the current agent turn to another server (``kind`` ``a2a``...):
+    a span of its own when the turn is traced; the block gets the headers that carry the
+    trace (empty otherwise)."""
+    turn = _LOGGED.get() or _CURRENT.get()
+    tracer = None if turn is None else tracer_of(turn.task)
+    if turn is None or tracer is None:
+        yield {}
+        return
+    with tracer.hop(turn.task, kind, peer, operation) as headers:
+        yield headers
 
 
 def _observers(task: MAILTask) -> list[TurnObserver]:

@@ -306,6 +306,9 @@ class TurnTracer(Protocol):
         """Around one call to another server (``kind`` ``interswarm`` or ``a2a``); the
         block gets the headers that carry the trace to it."""
 
+    def headers(self) -> dict[str, str]:
+        """The headers that carry the current span's trace (``traceparent``)."""
+
 
 @dataclass(slots=True)
 class ModelCall:

@@ -193,6 +193,11 @@ class Tracing:
             propagate.inject(headers)
             yield headers
 
+    def headers(self) -> dict[str, str]:
+        headers: dict[str, str] = {}
+        propagate.inject(headers)
+        return headers
+
 
 def current_ids() -> tuple[str, str] | None:
     """The trace and span ids (hex) of the current span, for log lines."""

@@ -11,7 +11,8 @@ extra) and keeps every span as a :class:`ReceivedSpan`::
         print(render_trace(spans))
 
 ``python -m mail.testing.otlp --port 4318`` serves it until interrupted and prints each
-trace as text when it has been quiet for a second. This module imports aiohttp;
+trace as text when it has been quiet for a second (``--quiet``: prints nothing, keeps
+nothing). This module imports aiohttp;
 ``import mail.testing`` does not import it.
 """
 
@@ -180,20 +181,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=4318)
+    parser.add_argument("--quiet", action="store_true", help="count the spans, print none")
     args = parser.parse_args(argv)
     try:
-        asyncio.run(_serve(args.host, args.port))
+        asyncio.run(_serve(args.host, args.port, args.quiet))
     except KeyboardInterrupt:
         return 0
     return 0
 
 
-async def _serve(host: str, port: int) -> None:
+async def _serve(host: str, port: int, quiet: bool) -> None:
     async with OTLPReceiver(host=host, port=port) as receiver:
         print(f"receiving OTLP/HTTP traces at {receiver.url}/v1/traces", flush=True)  # noqa: T201
         shown = 0
         while True:
             await asyncio.sleep(1.0)
+            if quiet:
+                receiver.spans.clear()
+                continue
             if len(receiver.spans) == shown:
                 continue
             fresh = receiver.spans[shown:]
