@@ -14,7 +14,7 @@ from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from mail.core._live import model_call
+from mail.core import model_call
 from mail.core.agents import AgentOutput
 from mail.core.tools import ToolFormat
 from mail.errors import ConfigurationError, SwarmDefinitionError

@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, ClassVar, Literal, TypeAlias, TypeVar
 
-from mail.core._live import model_call
+from mail.core import model_call
 from mail.core.agents import AgentFunction, AgentOutput
 from mail.core.tasks import ModelCall
 from mail.core.tools import ToolFormat, get_agent_tools, tool_name

@@ -51,8 +51,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
-from mail.core import Subject
-from mail.core._live import tracer_of
+from mail.core import Subject, tracer_of
 from mail.core.events import EventName
 from mail.core.message import (
     MAILInterswarmMessage,

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from mail.server._metrics import Metrics
     from mail.server._task_service import TaskService
     from mail.server.auth import Authenticator, AuthGate, Caller
-    from mail.telemetry._otel import ServerTracing, Tracing
+    from mail.telemetry import ServerTracing, Tracing
 
 __all__ = ["CallerSwarms", "ServerState"]
 

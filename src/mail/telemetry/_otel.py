@@ -24,9 +24,9 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExport
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from mail import _log_format
-from mail.core._live import current_turn
+from mail.core import current_turn
 from mail.core.tasks import turn_status
-from mail.telemetry import exporter_name
+from mail.telemetry._settings import exporter_name
 from mail.version import __version__
 
 if TYPE_CHECKING:

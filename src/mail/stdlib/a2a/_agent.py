@@ -18,8 +18,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mail.core import current_task_id
-from mail.core._live import traced_hop
+from mail.core import current_task_id, traced_hop
 from mail.core.message import parse_incoming
 from mail.core.tools import AgentToolCall
 from mail.errors import MAILError

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
-from mail.core._live import trace_headers
+from mail.core import trace_headers
 from mail.errors import ConfigurationError
 
 if TYPE_CHECKING:
