@@ -122,11 +122,10 @@ class Tracing:
             attributes={
                 "gen_ai.operation.name": "invoke_agent",
                 "gen_ai.agent.name": agent,
-                "mail.swarm": self.swarm,
                 "mail.task.id": task.task_id,
             },
         )
-        with trace.use_span(span, end_on_exit=True):
+        with _current(span):
             yield span
 
     @contextmanager
@@ -142,7 +141,7 @@ class Tracing:
         span = self.tracer.start_span(
             f"chat {model}", context=self._parent(task), kind=SpanKind.CLIENT, attributes=attributes
         )
-        with trace.use_span(span, end_on_exit=True):
+        with _current(span):
             yield span
             self._model_answered(span, call)
 
@@ -173,7 +172,7 @@ class Tracing:
                 "gen_ai.agent.name": agent,
             },
         )
-        with trace.use_span(span, end_on_exit=True):
+        with _current(span):
             yield span
             if call.status is not None:
                 span.set_attribute("mail.action.status", call.status)
@@ -189,7 +188,7 @@ class Tracing:
             attributes={"mail.hop": kind, "mail.peer": peer, "mail.task.id": task.task_id},
         )
         headers: dict[str, str] = {}
-        with trace.use_span(span, end_on_exit=True):
+        with _current(span):
             propagate.inject(headers)
             yield headers
 
@@ -197,6 +196,23 @@ class Tracing:
         headers: dict[str, str] = {}
         propagate.inject(headers)
         return headers
+
+
+@contextmanager
+def _current(span: trace.Span) -> Iterator[None]:
+    """``span`` is the current span in the block, and ends with it; an exception that
+    leaves the block is recorded on it (error status). OpenTelemetry's ``use_span``, for
+    the spans of every agent turn: a little less work."""
+    token = context.attach(trace.set_span_in_context(span))
+    try:
+        yield
+    except Exception as e:
+        span.record_exception(e)
+        span.set_status(Status(StatusCode.ERROR, f"{type(e).__name__}: {e}"))
+        raise
+    finally:
+        context.detach(token)
+        span.end()
 
 
 def current_ids() -> tuple[str, str] | None:
