@@ -120,7 +120,9 @@ def settle_after_start_up() -> None:
         settle_gc()
 
 
-def build_server(data_dir: Path, *, metrics: bool = False) -> uvicorn.Server:
+def build_server(
+    data_dir: Path, *, metrics: bool = False, telemetry: str | None = None
+) -> uvicorn.Server:
     # MAIL_BENCH_STORE=sqlite keeps tasks in <data_dir>/mail.db; default: memory only
     store = os.environ.get("MAIL_BENCH_STORE", "memory")
     database: dict[str, Any] = {"persist": store != "memory"}
@@ -133,7 +135,12 @@ def build_server(data_dir: Path, *, metrics: bool = False) -> uvicorn.Server:
         env={},
         search=False,
         overrides={
-            "server": {"data_dir": str(data_dir), "metrics": {"enabled": metrics}},
+            "server": {
+                "data_dir": str(data_dir),
+                "metrics": {"enabled": metrics},
+                # traces exported over OTLP/HTTP to ``telemetry`` (benchmarks/telemetry.py)
+                "telemetry": {"enabled": telemetry is not None, "endpoint": telemetry},
+            },
             "database": database,
         },
     )

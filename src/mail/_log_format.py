@@ -3,7 +3,8 @@
 One object per record: ``time`` (ISO 8601, UTC), ``level``, ``logger``, ``message`` (its
 arguments applied), ``task_id`` and ``agent`` where known (a record's ``extra``, else the
 agent turn the record was logged in: :func:`mail.core.current_turn`), and ``exception``
-(the traceback) when the record carries one. Trace and span ids are not there yet.
+(the traceback) when the record carries one; ``trace_id`` and ``span_id`` (hex) when traces
+are on and a span is current (:data:`trace_ids`, set by ``mail.telemetry``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,6 +22,8 @@ __all__ = ["LOG_FORMAT_ENV", "JSONFormatter", "json_logs"]
 
 #: The variable that picks the format of the server's and the CLI's log lines.
 LOG_FORMAT_ENV = "MAIL_LOG_FORMAT"
+#: The trace and span ids of the current span, once traces are on (``None``: off).
+trace_ids: Callable[[], tuple[str, str] | None] | None = None
 
 
 def json_logs(env: Mapping[str, str] | None = None) -> bool:
@@ -46,6 +49,8 @@ class JSONFormatter(logging.Formatter):
             line["task_id"] = str(task_id)
         if agent is not None:
             line["agent"] = str(agent)
+        if trace_ids is not None and (ids := trace_ids()) is not None:
+            line["trace_id"], line["span_id"] = ids
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
         elif record.exc_text:

@@ -11,6 +11,8 @@ It wants ``Authorization: Bearer TOKEN`` and answers by the message's text:
   <task id>``, are appended to EVENTS_FILE);
 - ``die ...``: the process exits at once;
 - anything else: completed, artifact ``remote says: <text>``.
+
+Each request's ``traceparent``, when it has one, is appended to EVENTS_FILE too.
 """
 
 from __future__ import annotations
@@ -87,10 +89,11 @@ class Remote(AgentExecutor):
 
 
 class Bearer:
-    """401 without ``Authorization: Bearer <token>`` (the card stays public)."""
+    """401 without ``Authorization: Bearer <token>`` (the card stays public); the
+    ``traceparent`` of each request that has one is appended to ``events``."""
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
-        self.app, self.token = app, token
+    def __init__(self, app: ASGIApp, token: str, events: Path) -> None:
+        self.app, self.token, self.events = app, token, events
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (
@@ -99,6 +102,9 @@ class Bearer:
             and "well-known" not in scope["path"]
         ):
             headers = dict(scope["headers"])
+            if b"traceparent" in headers:
+                with self.events.open("a", encoding="utf-8") as out:
+                    out.write(f"traceparent {headers[b'traceparent'].decode()}\n")
             if headers.get(b"authorization") != f"Bearer {self.token}".encode():
                 await JSONResponse({"error": "unauthorized"}, status_code=401)(scope, receive, send)
                 return
@@ -131,7 +137,7 @@ def main() -> None:
         *create_agent_card_routes(card),
         *create_jsonrpc_routes(handler, rpc_url="/"),
     ]
-    app = Bearer(Starlette(routes=routes), token)
+    app = Bearer(Starlette(routes=routes), token, events)
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
 
 

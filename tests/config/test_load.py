@@ -136,6 +136,9 @@ def test_every_documented_env_variable_is_covered() -> None:
         "MAIL_MAP_SUMMARY_API_KEY",
         "MAIL_METRICS",
         "MAIL_METRICS_PORT",
+        "MAIL_TELEMETRY",
+        "MAIL_TELEMETRY_ENDPOINT",
+        "MAIL_TELEMETRY_CAPTURE_CONTENT",
     }
 
 

@@ -48,7 +48,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "mail.summarizer",
         "mail._log_format",
     ),
-    ("mail.swarms_json",),  # the swarm definitions (url:: fetches through mail.net's guard)
+    # the swarm definitions (url:: fetches through mail.net's guard); traces (the runtime's
+    # tracer seam, JSON logs' trace ids)
+    ("mail.swarms_json", "mail.telemetry"),
     ("mail.api",),  # MAILAction, MAILAgent(Template), MAILSwarm(Template)
     ("mail.stdlib", "mail.testing"),  # actions and doubles over the API
     ("mail.examples",),  # example swarms: agents, actions and scripted doubles

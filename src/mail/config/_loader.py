@@ -43,6 +43,9 @@ ENV_OVERRIDES: Mapping[str, str] = MappingProxyType(
         "MAIL_MAP_SUMMARY_API_KEY": "server.map.summary_api_key",
         "MAIL_METRICS": "server.metrics.enabled",
         "MAIL_METRICS_PORT": "server.metrics.port",
+        "MAIL_TELEMETRY": "server.telemetry.enabled",
+        "MAIL_TELEMETRY_ENDPOINT": "server.telemetry.endpoint",
+        "MAIL_TELEMETRY_CAPTURE_CONTENT": "server.telemetry.capture_content",
     }
 )
 # Variables holding numbers: parsed before validation (a string that is not a number is
@@ -156,7 +159,7 @@ def _apply_env(merged: Merged, env: Mapping[str, str]) -> None:
 # Variables holding lists: comma-separated, blanks dropped.
 _ENV_LISTS = frozenset({"MAIL_CORS_ORIGINS"})
 # Variables holding true or false (another value is passed on, and validation names it).
-_ENV_BOOLS = frozenset({"MAIL_METRICS"})
+_ENV_BOOLS = frozenset({"MAIL_METRICS", "MAIL_TELEMETRY", "MAIL_TELEMETRY_CAPTURE_CONTENT"})
 _TRUE, _FALSE = frozenset({"1", "true", "yes", "on"}), frozenset({"0", "false", "no", "off"})
 
 

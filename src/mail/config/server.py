@@ -28,6 +28,7 @@ __all__ = [
     "InterswarmConfig",
     "MapConfig",
     "MetricsConfig",
+    "TelemetryConfig",
 ]
 
 #: The browser origins allowed by default: a UI served on port 3000 of this machine.
@@ -235,6 +236,41 @@ class MetricsConfig(ConfigModel):
         return self
 
 
+class TelemetryConfig(ConfigModel):
+    """``[server.telemetry]``: OpenTelemetry traces of tasks, agent turns, model calls,
+    actions and hops (the ``mail[otel]`` extra; see docs/observability.md).
+
+    * ``enabled`` (env ``MAIL_TELEMETRY``): off by default. The standard ``OTEL_*``
+      variables also turn traces on (``OTEL_EXPORTER_OTLP_ENDPOINT``,
+      ``OTEL_TRACES_EXPORTER``) or off (``OTEL_SDK_DISABLED``, ``OTEL_TRACES_EXPORTER=none``).
+    * ``endpoint`` (env ``MAIL_TELEMETRY_ENDPOINT``): the OTLP/HTTP collector's base URL
+      (``http://collector:4318``; spans go to its ``/v1/traces``). ``None``: the
+      ``OTEL_EXPORTER_OTLP_*`` variables, else ``http://localhost:4318``.
+    * ``service_name``: the traces' ``service.name`` (default the swarm's name;
+      ``OTEL_SERVICE_NAME`` wins).
+    * ``capture_content`` (env ``MAIL_TELEMETRY_CAPTURE_CONTENT``): record the messages
+      sent to models and their answers on the model calls' spans (off: never).
+
+    Bad values raise ``pydantic.ValidationError``.
+    """
+
+    enabled: bool = False
+    endpoint: str | None = None
+    service_name: str | None = Field(default=None, min_length=1)
+    capture_content: bool = False
+
+    @field_validator("endpoint")
+    @classmethod
+    def _check_endpoint(cls, value: str | None) -> str | None:
+        return http_url(value)
+
+    @model_validator(mode="after")
+    def _endpoint_needs_enabled(self) -> TelemetryConfig:
+        if self.endpoint is not None and not self.enabled:
+            raise ValueError("endpoint is set but telemetry is not enabled: set enabled = true")
+        return self
+
+
 class ServerConfig(ConfigModel):
     """``[server]``: how the HTTP server listens, what it advertises, where it keeps state.
 
@@ -256,6 +292,7 @@ class ServerConfig(ConfigModel):
     cluster: ClusterConfig = Field(default_factory=ClusterConfig)
     map: MapConfig = Field(default_factory=MapConfig)
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     base_url: str | None = None
     data_dir: str = Field(default=DEFAULT_DATA_DIR, min_length=1)
     max_body_bytes: int = Field(default=1_048_576, gt=0)

@@ -9,7 +9,9 @@ The names v1.3.6 re-exported here (``from mail.core import AgentCore, MAILRuntim
 resolve lazily through module ``__getattr__``, so ``import mail.core.message`` stays cheap
 and does not load the runtime. So do the names the layers above need from the core's
 private modules: the live output of an agent turn (``emit_delta``, ``report_usage``,
-``DeltaKind``, and ``current_turn`` for log records), the direction of an interswarm message (``Direction``), the subjects of
+``DeltaKind``, and ``current_turn`` for log records), the tracer seam (``model_call``
+around a model call, ``tracer_of``, ``traced_hop`` and ``trace_headers`` for calls to
+other servers), the direction of an interswarm message (``Direction``), the subjects of
 the runtime's system messages (``Subject``, ``SystemMessages``) and the help texts
 (``HELP_SUMMARY``, ``full_protocol_text``, ``cached_mail_tool_spec``); and, for a server
 that reads tasks without running them (a replica, MAP Mail), the runtime's scheduler type
@@ -23,7 +25,17 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from mail.core._live import DeltaKind, current_task_id, current_turn, emit_delta, report_usage
+    from mail.core._live import (
+        DeltaKind,
+        current_task_id,
+        current_turn,
+        emit_delta,
+        model_call,
+        report_usage,
+        trace_headers,
+        traced_hop,
+        tracer_of,
+    )
     from mail.core._recorder import restore, stored_events
     from mail.core._remote import Direction
     from mail.core._scheduler import Scheduler
@@ -111,6 +123,10 @@ _EXPORTS: dict[str, str] = {
     "emit_delta": "_live",
     "current_task_id": "_live",
     "report_usage": "_live",
+    "model_call": "_live",
+    "trace_headers": "_live",
+    "traced_hop": "_live",
+    "tracer_of": "_live",
     "current_turn": "_live",
     "DeltaKind": "_live",
     "Direction": "_remote",
@@ -173,6 +189,10 @@ __all__ = [
     "parse_agent_address",
     "pydantic_model_to_tool",
     "report_usage",
+    "model_call",
+    "trace_headers",
+    "traced_hop",
+    "tracer_of",
     "current_turn",
     "restore",
     "stored_events",

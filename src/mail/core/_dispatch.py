@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mail._text import clean_text
-from mail.core._live import LiveTurn, live_turn, logged_turn
+from mail.core._live import LiveTurn, live_turn, logged_turn, traced_action
 from mail.core._manual import ManualStep
 from mail.core._scheduler import Scheduler
 from mail.core._system_messages import Subject, SystemMessages, build_help
@@ -29,7 +29,7 @@ from mail.core.message import (
     make_broadcast_complete,
     parse_agent_address,
 )
-from mail.core.tasks import MAILTask, PendingBreakpoint, TaskState
+from mail.core.tasks import ActionRun, MAILTask, PendingBreakpoint, TaskState
 from mail.core.tools import (
     MAIL_TOOL_NAMES,
     AgentToolCall,
@@ -142,7 +142,7 @@ class TurnRunner:
     ) -> None:
         """Run ``agent`` on ``message`` (already rendered as ``xml``) within ``task``."""
         step = self.scheduler.manual_steps.get(message["id"])
-        with logged_turn(task.task_id, agent):  # log records name the task and the agent
+        with logged_turn(task, agent):  # log records name the task and the agent
             if step is None:
                 await self._run(task, agent, message, xml, None)
                 return
@@ -546,7 +546,9 @@ class TurnRunner:
             f"agent {ctx.agent} executing action tool: {name} with args: {args}",
             _call_data(call),
         )
-        status, content = await action.execute(call, action_override=self.action_override)
+        with traced_action(task, ctx.agent, ActionRun(name, call.tool_call_id)) as run:
+            status, content = await action.execute(call, action_override=self.action_override)
+            run.status = status
         ctx.result(call, ("SUCCESS: " if status == "success" else "ERROR: ") + content)
         task.log.emit(
             EventName.ACTION_COMPLETE,

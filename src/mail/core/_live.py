@@ -17,18 +17,18 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from mail.core.events import EventName, MAILEvent
 from mail.core.message import utc_timestamp
-from mail.core.tasks import ListenerTee
+from mail.core.tasks import ActionRun, ListenerTee, ModelCall
 
 if TYPE_CHECKING:
-    from mail.core.tasks import MAILTask, TurnObserver
+    from mail.core.tasks import MAILTask, TurnObserver, TurnTracer
 
 __all__ = [
     "USAGE_KEYS",
@@ -39,7 +39,12 @@ __all__ = [
     "emit_delta",
     "live_turn",
     "logged_turn",
+    "model_call",
     "report_usage",
+    "trace_headers",
+    "traced_action",
+    "traced_hop",
+    "tracer_of",
 ]
 
 logger = logging.getLogger("mail.runtime")
@@ -65,8 +70,10 @@ class LiveTurn:
 
 
 _CURRENT: ContextVar[LiveTurn | None] = ContextVar("mail_live_turn", default=None)
-#: (task id, agent) of the agent turn being handled: its model call, actions and tool calls
-_LOGGED: ContextVar[tuple[str, str] | None] = ContextVar("mail_logged_turn", default=None)
+#: the agent turn being handled: its model call, actions and tool calls
+_LOGGED: ContextVar[LiveTurn | None] = ContextVar("mail_logged_turn", default=None)
+#: the model call under way in a traced turn (see :func:`model_call`)
+_CALL: ContextVar[ModelCall | None] = ContextVar("mail_model_call", default=None)
 
 
 @contextmanager
@@ -89,23 +96,92 @@ def live_turn(task: MAILTask, agent: str) -> Iterator[LiveTurn]:
 
 
 @contextmanager
-def logged_turn(task_id: str, agent: str) -> Iterator[None]:
-    """Make ``(task_id, agent)`` what :func:`current_turn` answers until the block ends
-    (the runtime's handling of one agent turn: its model call, actions and tool calls)."""
-    token = _LOGGED.set((task_id, agent))
+def logged_turn(task: MAILTask, agent: str) -> Iterator[None]:
+    """Make ``(task id, agent)`` what :func:`current_turn` answers until the block ends
+    (the runtime's handling of one agent turn: its model call, actions and tool calls),
+    inside the span of the task's tracer, if it has one."""
+    token = _LOGGED.set(LiveTurn(task, agent))
+    tracer = tracer_of(task)
     try:
-        yield
+        if tracer is None:
+            yield
+        else:
+            with tracer.agent_turn(task, agent):
+                yield
     finally:
         _LOGGED.reset(token)
 
 
+def tracer_of(task: MAILTask) -> TurnTracer | None:
+    """The tracer of ``task``'s runtime (``None``: tracing is off)."""
+    listener = task.listener
+    return listener.tracer if isinstance(listener, ListenerTee) else None
+
+
+@contextmanager
+def model_call(
+    model: str | None,
+    *,
+    system: str | None = None,
+    messages: list[dict[str, Any]] | None = None,
+) -> Iterator[ModelCall]:
+    """Around one call of an agent function to ``model`` (of provider ``system``, sent
+    ``messages``): the block fills in the :class:`ModelCall` it gets (``output``), and
+    :func:`report_usage` its usage and finish reasons. Within a traced turn the call is a
+    span of its own; otherwise the block only runs."""
+    call = ModelCall(model, system, messages=messages)
+    turn = _CURRENT.get()
+    tracer = None if turn is None else tracer_of(turn.task)
+    if turn is None or tracer is None:
+        yield call
+        return
+    token = _CALL.set(call)
+    try:
+        with tracer.model_call(turn.task, turn.agent, call):
+            yield call
+    finally:
+        _CALL.reset(token)
+
+
+@contextmanager
+def traced_action(task: MAILTask, agent: str, run: ActionRun) -> Iterator[ActionRun]:
+    """Around one action call of ``agent`` (a span when ``task`` is traced): the block
+    sets ``run.status``."""
+    tracer = tracer_of(task)
+    if tracer is None:
+        yield run
+        return
+    with tracer.action(task, agent, run):
+        yield run
+
+
 def current_turn() -> tuple[str, str] | None:
     """The ``(task_id, agent)`` of the agent turn handled here, if any (for log records)."""
-    logged = _LOGGED.get()
-    if logged is not None:
-        return logged
-    turn = _CURRENT.get()
+    turn = _LOGGED.get() or _CURRENT.get()
     return None if turn is None else (turn.task.task_id, turn.agent)
+
+
+def trace_headers() -> dict[str, str]:
+    """The headers that carry the current span's trace (``traceparent``) to another
+    service, within a traced agent turn (its model call, actions and tool calls); empty
+    otherwise."""
+    turn = _LOGGED.get() or _CURRENT.get()
+    tracer = None if turn is None else tracer_of(turn.task)
+    return {} if tracer is None else tracer.headers()
+
+
+@contextmanager
+def traced_hop(kind: str, peer: str, operation: str) -> Iterator[dict[str, str]]:
+    """Around a call of the current agent turn to another server (``kind`` ``a2a``...):
+    a span of its own when the turn is traced; the block gets the headers that carry the
+    trace (empty otherwise)."""
+    turn = _LOGGED.get() or _CURRENT.get()
+    tracer = None if turn is None else tracer_of(turn.task)
+    if turn is None or tracer is None:
+        yield {}
+        return
+    with tracer.hop(turn.task, kind, peer, operation) as headers:
+        yield headers
 
 
 def _observers(task: MAILTask) -> list[TurnObserver]:
@@ -157,16 +233,26 @@ def emit_delta(kind: DeltaKind, delta: str, *, call_id: str | None = None) -> No
     log.publish(MAILEvent(EventName.TOKEN_DELTA, turn.task.task_id, timestamp=ts, payload=payload))
 
 
-def report_usage(usage: Mapping[str, object], *, model: str | None = None) -> None:
+def report_usage(
+    usage: Mapping[str, object],
+    *,
+    model: str | None = None,
+    finish_reasons: Sequence[str] = (),
+) -> None:
     """Add the tokens of one model call to the current task's usage.
 
     ``usage`` has any of :data:`USAGE_KEYS` (other keys and non-integer values are
     ignored); ``model`` names the model called, for the task's observers (the server's
-    metrics). Does nothing outside an agent turn of the runtime.
+    metrics); ``finish_reasons`` why it stopped, for the call's span (see
+    :func:`model_call`). Does nothing outside an agent turn of the runtime.
     """
     turn = _CURRENT.get()
     if turn is None:
         return
+    call = _CALL.get()
+    if call is not None:
+        call.usage = usage
+        call.finish_reasons.extend(finish_reasons)
     total = turn.task.usage
     if total is None:
         total = turn.task.usage = dict.fromkeys(USAGE_KEYS, 0)

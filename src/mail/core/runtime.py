@@ -35,6 +35,7 @@ runtime itself says).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import math
 from collections.abc import AsyncIterator, Callable, Collection, Iterable
@@ -594,9 +595,12 @@ class MAILRuntime(V136RuntimeMethods):
     ) -> asyncio.Task[None]:
         """Run :meth:`run_continuous` (in the current mode) in a task owned by this runtime."""
         if self._loop_task is None or self._loop_task.done():
+            # the loop outlives whatever started it (an HTTP request): it runs in a context
+            # of its own, not with that request's context variables (its trace's span)
             self._loop_task = asyncio.get_running_loop().create_task(
                 self.run_continuous(max_steps, action_override, self.scheduler.mode),
                 name=f"mail-runtime:{self.this_owner}",
+                context=contextvars.Context(),
             )
         return self._loop_task
 

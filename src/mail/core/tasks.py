@@ -30,6 +30,8 @@ from mail.core._task_state import QueueItem, TaskState
 from mail.core.events import EventLog, EventName, LogListener, MAILEvent
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
     from mail.core.message import MAILMessage
     from mail.core.tools import AgentToolCall
 
@@ -45,6 +47,9 @@ __all__ = [
     "ListenerTee",
     "TaskTable",
     "TurnObserver",
+    "TurnTracer",
+    "ModelCall",
+    "ActionRun",
     "TITLE_LENGTH",
     "short_title",
     "turn_status",
@@ -279,6 +284,55 @@ class TurnObserver(Protocol):
         """An agent function reported the tokens of one call to ``model``."""
 
 
+class TurnTracer(Protocol):
+    """Opens a span around each piece of a task's work (``mail.telemetry``): every block
+    it returns runs the work inside it, so what the work calls (a model, an action, a
+    peer) is that span's child."""
+
+    def agent_turn(self, task: MAILTask, agent: str) -> AbstractContextManager[object]:
+        """Around the runtime's handling of one agent turn (model call, tool calls)."""
+
+    def model_call(
+        self, task: MAILTask, agent: str, call: ModelCall
+    ) -> AbstractContextManager[object]:
+        """Around one model call; ``call`` is filled in by the time the block ends."""
+
+    def action(self, task: MAILTask, agent: str, call: ActionRun) -> AbstractContextManager[object]:
+        """Around one action call; ``call.status`` is set by the time the block ends."""
+
+    def hop(
+        self, task: MAILTask, kind: str, peer: str, operation: str
+    ) -> AbstractContextManager[dict[str, str]]:
+        """Around one call to another server (``kind`` ``interswarm`` or ``a2a``); the
+        block gets the headers that carry the trace to it."""
+
+    def headers(self) -> dict[str, str]:
+        """The headers that carry the current span's trace (``traceparent``)."""
+
+
+@dataclass(slots=True)
+class ModelCall:
+    """What a model call told, for a tracer: filled in by the agent function."""
+
+    model: str | None
+    #: the provider as the GenAI conventions name it (``openai``, ``anthropic``...)
+    system: str | None = None
+    usage: Mapping[str, object] | None = None
+    finish_reasons: list[str] = field(default_factory=list)
+    #: the request's messages and the answer (kept only when a tracer records content)
+    messages: list[dict[str, Any]] | None = None
+    output: Any = None
+
+
+@dataclass(slots=True)
+class ActionRun:
+    """One action call, for a tracer: ``status`` (``success`` or ``error``) once it ran."""
+
+    name: str
+    call_id: str
+    status: str | None = None
+
+
 class ListenerTee:
     """A task listener that tells ``inner`` (the store recorder, or none) first, then each
     of ``observers`` of every log that got events. An observer must be cheap (it runs on
@@ -291,6 +345,8 @@ class ListenerTee:
         self.task_observers: list[Callable[[MAILTask], None]] = []
         #: told of agent turns and model calls (see :func:`mail.core._live.live_turn`)
         self.turn_observers: list[TurnObserver] = []
+        #: opens spans around agent turns, model calls, actions and hops (``None``: off)
+        self.tracer: TurnTracer | None = None
 
     def task_changed(self, task: MAILTask) -> None:
         if self.inner is not None:
@@ -353,6 +409,11 @@ class TaskTable:
         """Tell ``observer`` of every agent turn and reported model call of the tasks,
         from now on; cheap and never raising, as :meth:`observe`."""
         self._tee().turn_observers.append(observer)
+
+    def trace_turns(self, tracer: TurnTracer) -> None:
+        """Let ``tracer`` open spans around the tasks' agent turns, model calls, actions
+        and calls to other servers, from now on (one tracer per table)."""
+        self._tee().tracer = tracer
 
     def _tee(self) -> ListenerTee:
         tee = (

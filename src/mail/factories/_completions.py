@@ -86,12 +86,15 @@ async def collect_stream(
     calls: dict[int, dict[str, Any]] = {}
     answers = AnswerStreams()
     usage: dict[str, int] | None = None
+    finished: list[str] = []
     async for chunk in stream:
         data = plain(chunk)
         usage = usage_of(data.get("usage")) or usage
         for choice in data.get("choices") or []:
             if choice.get("index", 0) != 0:
                 continue
+            if reason := choice.get("finish_reason"):
+                finished.append(str(reason))
             delta = choice.get("delta") or {}
             if text := delta.get("content"):
                 content.append(text)
@@ -103,7 +106,7 @@ async def collect_stream(
             for part in delta.get("tool_calls") or []:
                 _merge_tool_call_delta(calls, part, answers)
     if usage is not None:
-        report_usage(usage, model=model)
+        report_usage(usage, model=model, finish_reasons=finished)
     message: dict[str, Any] = {"role": "assistant", "content": "".join(content) or None}
     if reasoning:
         message["reasoning_content"] = "".join(reasoning)

@@ -213,9 +213,23 @@ def usage_of(usage: Any) -> dict[str, int] | None:
     }
 
 
+def finish_reasons_of(response: Any) -> list[str]:
+    """Why a model's answer ended: its choices' ``finish_reason`` (chat completions), its
+    ``status`` (Responses) or its ``stop_reason`` (Anthropic)."""
+    choices = _get(response, "choices")
+    if choices:
+        reasons = [_get(choice, "finish_reason") for choice in choices]
+        return [r for r in reasons if isinstance(r, str)]
+    for name in ("stop_reason", "status"):
+        value = _get(response, name)
+        if isinstance(value, str):
+            return [value]
+    return []
+
+
 def report_response_usage(response: Any, model: str | None = None) -> None:
-    """Tell the runtime the tokens of a non-streamed answer of ``model``
-    (:func:`mail.core.report_usage`)."""
+    """Tell the runtime the tokens of a non-streamed answer of ``model``, and why it
+    ended (:func:`mail.core.report_usage`)."""
     usage = usage_of(_get(response, "usage"))
     if usage is not None:
-        report_usage(usage, model=model)
+        report_usage(usage, model=model, finish_reasons=finish_reasons_of(response))

@@ -13,7 +13,7 @@ from typing import Any
 
 from mail.core import DeltaKind, emit_delta, report_usage
 from mail.core.tools import AgentToolCall
-from mail.factories._live_output import AnswerStreams, usage_of
+from mail.factories._live_output import AnswerStreams, finish_reasons_of, usage_of
 from mail.factories._shared import AgentOutputError, new_call_id, parse_arguments, plain
 
 __all__ = ["request_input", "instructions_for", "build_request", "collect_stream", "parse_response"]
@@ -104,7 +104,7 @@ async def collect_stream(
     if final is None:
         raise AgentOutputError("the response stream ended without a final response", agent=agent)
     if (usage := usage_of(_field(final, "usage"))) is not None:
-        report_usage(usage, model=model)
+        report_usage(usage, model=model, finish_reasons=finish_reasons_of(final))
     return final
 
 

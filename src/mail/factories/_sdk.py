@@ -14,6 +14,7 @@ from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from mail.core import model_call
 from mail.core.agents import AgentOutput
 from mail.core.tools import ToolFormat
 from mail.errors import ConfigurationError, SwarmDefinitionError
@@ -143,6 +144,9 @@ class SDKAgentFunction(MAILAgentFunction):
 
     # --- what a provider supplies ---------------------------------------------------------
 
+    #: the provider, as the GenAI conventions name it (``gen_ai.system`` of its spans)
+    provider: ClassVar[str] = ""
+
     @classmethod
     @abstractmethod
     def _import_sdk(cls) -> Any:
@@ -200,7 +204,10 @@ class SDKAgentFunction(MAILAgentFunction):
         choice = self.default_tool_choice if self.default_tool_choice is not None else tool_choice
         logger.debug("agent %s: LLM call to %s", self.name, self.model, extra={"agent": self.name})
         try:
-            return await self._turn(client, messages, tools, choice)
+            with model_call(self.model, system=self.provider, messages=messages) as call:
+                text, calls = await self._turn(client, messages, tools, choice)
+                call.output = {"content": text, "tool_calls": [c.tool_name for c in calls]}
+                return text, calls
         except AgentOutputError:
             raise
         except self._sdk.APIError as e:

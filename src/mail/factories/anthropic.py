@@ -74,6 +74,8 @@ class AnthropicAgentFunction(SDKAgentFunction):
 
     api_format: ClassVar[ToolFormat] = "completions"
 
+    provider = "anthropic"
+
     @classmethod
     def _import_sdk(cls) -> Any:
         return import_sdk("anthropic", "anthropic")

@@ -24,9 +24,12 @@ import copy
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, ClassVar, Literal, TypeAlias, TypeVar
 
+from mail.core import model_call
 from mail.core.agents import AgentFunction, AgentOutput
+from mail.core.tasks import ModelCall
 from mail.core.tools import ToolFormat, get_agent_tools, tool_name
 from mail.errors import SwarmDefinitionError
 from mail.factories import _completions, _responses
@@ -351,13 +354,17 @@ class LiteLLMAgentFunction(MAILAgentFunction):
             request["thinking"] = self.thinking
 
         async def attempt() -> dict[str, Any]:
-            response = await litellm.acompletion(**request)
-            if self.stream_tokens:
-                return await _completions.collect_stream(
-                    response, self.name, self._log_stream, self.llm
-                )
-            report_response_usage(response, self.llm)
-            return _completions.first_message(response, self.name)
+            with self._model_call(request.get("messages")) as call:
+                response = await litellm.acompletion(**request)
+                if self.stream_tokens:
+                    message = await _completions.collect_stream(
+                        response, self.name, self._log_stream, self.llm
+                    )
+                else:
+                    report_response_usage(response, self.llm)
+                    message = _completions.first_message(response, self.name)
+                call.output = message
+                return message
 
         message = await self._with_retries(litellm, attempt)
         return _completions.parse_message(message, self.name)
@@ -379,16 +386,28 @@ class LiteLLMAgentFunction(MAILAgentFunction):
         request.update(drop_params=True, max_retries=0, **self._connection())
 
         async def attempt() -> Any:
-            response = await litellm.aresponses(**request)
-            if self.stream_tokens:
-                return await _responses.collect_stream(
-                    response, self.name, self._log_stream, self.llm
-                )
-            report_response_usage(response, self.llm)
-            return response
+            with self._model_call(request.get("input")) as call:
+                response = await litellm.aresponses(**request)
+                if self.stream_tokens:
+                    response = await _responses.collect_stream(
+                        response, self.name, self._log_stream, self.llm
+                    )
+                else:
+                    report_response_usage(response, self.llm)
+                call.output = response
+                return response
 
         response = await self._with_retries(litellm, attempt)
         return _responses.parse_response(response, self.name)
+
+    def _model_call(self, messages: Any) -> AbstractContextManager[ModelCall]:
+        """One call to the model, a span of its own when the turn is traced."""
+        provider, _, model = self.llm.rpartition("/")  # LiteLLM's "<provider>/<model>"
+        return model_call(
+            model or self.llm,
+            system=provider.split("/")[-1] or None,
+            messages=messages if isinstance(messages, list) else None,
+        )
 
     async def _with_retries(self, litellm: Any, attempt: Callable[[], Awaitable[_T]]) -> _T:
         transient = tuple(getattr(litellm, n) for n in _TRANSIENT if hasattr(litellm, n))

@@ -48,6 +48,8 @@ _SUPERVISOR = {"can_complete_tasks": "tools"}  # v1.3.6 puts it right after tool
 
 
 class _OpenAIAgentFunction(SDKAgentFunction):
+    provider = "openai"
+
     @classmethod
     def _import_sdk(cls) -> Any:
         return import_sdk("openai", "openai")

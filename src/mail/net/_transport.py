@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Mapping
 from http import HTTPStatus
 from typing import Any
 
@@ -67,10 +68,13 @@ class JsonPoster:
         self.backoff = backoff
         self.user_agent = user_agent
 
-    async def _once(self, url: str, data: bytes, token: str, timeout: float) -> tuple[int, bytes]:
+    async def _once(
+        self, url: str, data: bytes, token: str, timeout: float, extra: Mapping[str, str]
+    ) -> tuple[int, bytes]:
         import aiohttp  # noqa: PLC0415  # imported with the first peer call (see SessionSource)
 
         headers = {
+            **extra,
             "Authorization": f"Bearer {token}",
             "Content-Type": "application/json",
             "User-Agent": self.user_agent,
@@ -81,9 +85,16 @@ class JsonPoster:
             return response.status, await response.content.read(MAX_BODY + 1)
 
     async def post_json(
-        self, url: str, body: Any, token: str, *, timeout: float | None = None
+        self,
+        url: str,
+        body: Any,
+        token: str,
+        *,
+        timeout: float | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> Any:
-        """POST ``body`` as JSON with ``Authorization: Bearer <token>``; the decoded answer.
+        """POST ``body`` as JSON with ``Authorization: Bearer <token>`` (and ``headers``,
+        e.g. the trace's ``traceparent``); the decoded answer.
 
         Only HTTP 200 is success. Raises :class:`DeliveryError` naming the URL and what
         went wrong: an address the policy refuses, no connection (after the retries), a
@@ -96,7 +107,7 @@ class JsonPoster:
         problem, status = "", None
         for attempt in range(1, self.retries + 2):
             try:
-                status, raw = await self._once(url, data, token, limit)
+                status, raw = await self._once(url, data, token, limit, headers or {})
             except TimeoutError as e:
                 raise DeliveryError(
                     f"{url} did not answer within {limit:g} s", attempts=attempt

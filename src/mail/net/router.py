@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
-from mail.core import Subject
+from mail.core import Subject, tracer_of
 from mail.core.events import EventName
 from mail.core.message import (
     MAILInterswarmMessage,
@@ -374,6 +374,24 @@ class InterswarmRouter(V136RouterMethods):
         """
         contributors = contributors_of(task.task_contributors, runtime.this_owner)
         direction = direction_to(swarm, contributors)
+        tracer = tracer_of(task)
+        if tracer is None:
+            return await self._deliver(runtime, task, message, swarm, direction, contributors)
+        with tracer.hop(task, "interswarm", swarm, f"interswarm {direction}") as headers:
+            return await self._deliver(
+                runtime, task, message, swarm, direction, contributors, headers
+            )
+
+    async def _deliver(
+        self,
+        runtime: MAILRuntime,
+        task: MAILTask,
+        message: MAILMessage,
+        swarm: str,
+        direction: Direction,
+        contributors: list[str],
+        headers: Mapping[str, str] | None = None,
+    ) -> Any:
         try:
             endpoint = await self._usable_endpoint(swarm)
             token = self._token(swarm)
@@ -385,10 +403,14 @@ class InterswarmRouter(V136RouterMethods):
                     wire,
                     token,
                     timeout=self.settings.legacy_timeout,
+                    headers=headers,
                 )
             else:
                 answer = await self._http().post_json(
-                    f"{endpoint.base_url}/interswarm/{direction}", {"message": wire}, token
+                    f"{endpoint.base_url}/interswarm/{direction}",
+                    {"message": wire},
+                    token,
+                    headers=headers,
                 )
         except MAILError as e:
             raise RemoteSwarmUnavailableError(

@@ -72,6 +72,7 @@ from mail.server._statuses import server_status
 from mail.server._task_service import RelayedError, TurnCutShortError
 from mail.server.models import PATTERN_RULES, not_an_object
 from mail.stdlib import configure as configure_stdlib
+from mail.telemetry import check_telemetry
 from mail.version import PROTOCOL_VERSION, __version__
 
 if TYPE_CHECKING:
@@ -328,6 +329,7 @@ def create_app(
         try:
             await _open_store(state)
             _open_metrics(state)
+            _open_telemetry(app, state)
             open_conversations(state)
             open_a2a(app, state)  # the swarm as an A2A agent, with the a2a extra
             # the MCP servers' sessions, shared by every caller (already open under
@@ -511,6 +513,23 @@ def _open_metrics(state: ServerState) -> None:
     state.metrics = metrics
 
 
+def _open_telemetry(app: FastAPI, state: ServerState) -> None:
+    """Start the server's traces when ``[server.telemetry]`` or the ``OTEL_*`` variables
+    ask for them: the process's tracer provider, the spans of every caller's tasks, and
+    the HTTP server spans of FastAPI's instrumentation (the middleware stack is built
+    again, with it, for the first request)."""
+    from mail.telemetry import check_telemetry, start_server_tracing, telemetry_wanted  # noqa: PLC0415
+
+    if not telemetry_wanted(state.config):
+        return
+    check_telemetry(state.config)
+    telemetry = start_server_tracing(state.config)
+    state.telemetry = telemetry
+    state.tracing = telemetry.tracing(state.template.name)
+    telemetry.instrument(app)
+    app.middleware_stack = None
+
+
 def run_server(config: MAILConfig) -> None:
     """Serve ``config``'s swarm with uvicorn until interrupted (blocks).
 
@@ -524,6 +543,7 @@ def run_server(config: MAILConfig) -> None:
     server = config.server
     check_port(server.host, server.port)  # one line, before any start-up log
     check_metrics(config)
+    check_telemetry(config)
     preflight(config)  # cluster mode: PostgreSQL store, Redis reachable (one line too)
     # Loaded here rather than in the lifespan, so a broken swarm is reported by the CLI
     # as one line instead of a failed startup.
@@ -582,6 +602,7 @@ def run_server_with_template(  # v1.3.6's positional signature
     )
     check_port(host, port)
     check_metrics(config)
+    check_telemetry(config)
     preflight(config)
     template.validate()
     _serve(config, template)

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from mail.server._metrics import Metrics
     from mail.server._task_service import TaskService
     from mail.server.auth import Authenticator, AuthGate, Caller
+    from mail.telemetry import ServerTracing, Tracing
 
 __all__ = ["CallerSwarms", "ServerState"]
 
@@ -174,6 +175,8 @@ class CallerSwarms:
         key = CallerKey(swarm=state.template.name, role=role, id=caller.id)
         if state.metrics is not None:
             state.metrics.attach(swarm.runtime, key)
+        if state.tracing is not None:
+            state.tracing.attach(swarm.runtime)
         try:
             if state.interceptor is not None:
                 await state.interceptor.attach(swarm.runtime, key)
@@ -312,6 +315,10 @@ class ServerState:
     map_agents: AgentRegistry = field(default_factory=AgentRegistry)
     #: ``GET /metrics``'s counters (``[server.metrics] enabled``), ``None``: off
     metrics: Metrics | None = None
+    #: the traces' provider and exporter (``[server.telemetry]``, ``OTEL_*``), ``None``: off
+    telemetry: ServerTracing | None = None
+    #: the spans of every caller's tasks (with :attr:`telemetry`)
+    tracing: Tracing | None = None
     #: the background prune job (``[database] prune_interval``), ``None``: no job
     retention: RetentionJob | None = None
     #: seconds of silence after which an event stream sends a ``ping`` (CONTRACT 2: 15)
@@ -412,6 +419,8 @@ class ServerState:
             await self.map_status.close()
         if self.metrics is not None:
             await self.metrics.close()
+        if self.telemetry is not None:
+            await asyncio.to_thread(self.telemetry.shutdown)  # the spans still to export
         await self._close_resources(save_registry)
 
     async def _close_resources(self, save_registry: bool) -> None:

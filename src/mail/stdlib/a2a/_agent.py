@@ -19,7 +19,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mail.core import current_task_id
+from mail.core import current_task_id, traced_hop
 from mail.core.message import parse_incoming
 from mail.core.tools import AgentToolCall
 from mail.errors import MAILError
@@ -137,6 +137,11 @@ class A2AAgentFunction:
         return f"error: A2A agent {self.name} ended the task {outcome.state}: {detail}"
 
     async def _send(self, context: str, text: str) -> Outcome:
+        # a span of its own when the turn is traced, its traceparent on every request
+        with traced_hop("a2a", self.name, "a2a send_message") as trace:
+            return await self._send_traced(context, text, trace)
+
+    async def _send_traced(self, context: str, text: str, trace: dict[str, str]) -> Outcome:
         from a2a.client import ClientConfig, create_client  # noqa: PLC0415
         from a2a.types import Message, Part, Role, SendMessageRequest  # noqa: PLC0415
 
@@ -145,6 +150,7 @@ class A2AAgentFunction:
 
         outcome = Outcome()
         async with guarded_async_client(http_policy(), timeout=self.timeout) as http:
+            http.headers.update(trace)
             if self.token:
                 http.headers["Authorization"] = f"Bearer {self.token}"
             config = ClientConfig(streaming=self.streaming, httpx_client=http)

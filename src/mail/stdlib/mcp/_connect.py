@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
+from mail.core import trace_headers
 from mail.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -19,7 +20,14 @@ if TYPE_CHECKING:
 
     from mail.net import AddressPolicy
 
-__all__ = ["describe_error", "http_client", "open_client", "require_sdk", "stdio_command"]
+__all__ = [
+    "describe_error",
+    "http_client",
+    "open_client",
+    "require_sdk",
+    "stdio_command",
+    "trace_meta",
+]
 
 _MISSING = "the MCP support needs the mcp package: pip install 'mail-swarms[mcp]'"
 
@@ -110,3 +118,10 @@ def describe_error(error: BaseException) -> str:
     if name in ("MCPError", "McpError"):
         return text
     return f"{name}: {text}"
+
+
+def trace_meta() -> dict[str, Any]:
+    """``call_tool``'s keyword for a traced turn: the current span's ``traceparent`` in the
+    request's ``_meta`` (MCP carries trace context there); nothing otherwise."""
+    headers = trace_headers()
+    return {"meta": headers} if headers else {}

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from mail.api import MAILAction
 from mail.errors import ConfigurationError
 from mail.stdlib._settings import http_policy
-from mail.stdlib.mcp._connect import describe_error, open_client, require_sdk
+from mail.stdlib.mcp._connect import describe_error, open_client, require_sdk, trace_meta
 from mail.stdlib.mcp._render import (
     render_call,
     render_prompt,
@@ -182,7 +182,7 @@ async def _call_tool(args: dict[str, Any]) -> str:
         return error
 
     async def work(client: Client) -> str:
-        return render_call(await client.call_tool(*call))
+        return render_call(await client.call_tool(*call, **trace_meta()))
 
     return await _run(args, work)
 

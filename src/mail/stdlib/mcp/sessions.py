@@ -25,7 +25,7 @@ from typing import Any
 
 from mail.errors import ConfigurationError
 from mail.stdlib._settings import http_policy
-from mail.stdlib.mcp._connect import describe_error, open_client
+from mail.stdlib.mcp._connect import describe_error, open_client, trace_meta
 from mail.stdlib.mcp._render import render_call
 from mail.swarms_json import MCPServerSpec, env_reference
 
@@ -145,7 +145,7 @@ class MCPConnection:
         client = self._client
         try:
             async with asyncio.timeout(self.spec.timeout):
-                result = await client.call_tool(tool, arguments)
+                result = await client.call_tool(tool, arguments, **trace_meta())
         except Exception as e:  # noqa: BLE001  # every failure becomes the agent's Error: text
             if not self.is_open or _connection_lost(e):
                 self._failure = e
