@@ -43,6 +43,7 @@ from typing import Any, Literal, Protocol
 
 from mail._text import find_bad_text, text_problem
 from mail.core._breakpoints import resume_breakpoints
+from mail.core._budget_keeper import BudgetKeeper
 from mail.core._dispatch import SwarmDirectory, TurnRunner
 from mail.core._manual import ManualSteps
 from mail.core._recorder import COMMITTED, Settled, StoreRecorder, restore
@@ -220,7 +221,10 @@ class MAILRuntime(V136RuntimeMethods):
             run_turn=self._run_turn,
             send_remote=self.send_remote,
         )
+        #: the budgets of the tasks: ``budgets.ceiling`` (the swarm's), ``budgets.pricer``
+        self.budgets = BudgetKeeper(tasks=self.tasks, scheduler=self.scheduler, system=self.system)
         self.turns = TurnRunner(
+            budgets=self.budgets,
             agents=agents,
             actions=actions,
             histories=self.agent_histories,
@@ -245,6 +249,7 @@ class MAILRuntime(V136RuntimeMethods):
             system=self.system,
             open_task=self._open_task,
             notify_completion=self.notify_remote_completion,
+            carried_budget=self.budgets.carried,
         )
         self.manual = ManualSteps(self.tasks, agents, self.scheduler, self.system)
         self._loop_task: asyncio.Task[None] | None = None
@@ -480,6 +485,7 @@ class MAILRuntime(V136RuntimeMethods):
         task = self.tasks.get(task_id)
         _check_step_limit(kwargs)
         _check_text(message, kwargs)
+        asked = self.budgets.check(kwargs.get("budget"))
         refused = self.recorder.refused(task_id) if self.recorder is not None else None
         if refused is not None:
             raise TaskStateError(
@@ -507,6 +513,7 @@ class MAILRuntime(V136RuntimeMethods):
             )
         if "max_steps" in kwargs:
             task.max_steps, task.max_steps_set = kwargs["max_steps"], True
+        self.budgets.open(task, asked)
         if resume_from == "breakpoint_tool_call":
             resume_breakpoints(
                 task,

@@ -30,6 +30,7 @@ from mail.core._task_state import QueueItem, TaskState
 from mail.core.events import EventLog, EventName, LogListener, MAILEvent
 
 if TYPE_CHECKING:
+    from mail.core.budget import TaskBudget
     from mail.core.message import MAILMessage
     from mail.core.tools import AgentToolCall
 
@@ -155,6 +156,8 @@ class MAILTask(V136TaskMethods):
     finished_at: float | None = None
     #: tokens the task's model calls reported, summed (``None`` until one reports)
     usage: dict[str, int] | None = None
+    #: the task's limits and what it spent (``None``: no budget; :mod:`mail.core.budget`)
+    budget: TaskBudget | None = None
     #: what opened the current turn (``None``: a request that gave none, the Python API)
     request: TurnRequest | None = None
     #: told of every change of the task and its log (the runtime's store recorder)

@@ -58,6 +58,8 @@ def task_record(
     }
     if task.usage is not None:
         record["usage"] = dict(task.usage)
+    if task.budget is not None:
+        record["budget"] = task.budget.view()
     if stored is not None:
         record["stored"] = stored
     if not events:
