@@ -173,15 +173,17 @@ class Spent:
             0.0, (time.monotonic() if now is None else now) - self.running_since
         )
 
-    def as_json(self, now: float | None = None) -> dict[str, Any]:
+    def as_json(self, now: float | None = None, *, rounded: bool = False) -> dict[str, Any]:
+        """What was spent, as JSON (``rounded``: seconds to the microsecond, cost to 1e-9)."""
+        seconds, cost = self.elapsed(now), self.cost_usd
         return {
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "total_tokens": self.input_tokens + self.output_tokens,
-            "cost_usd": round(self.cost_usd, 9),
+            "cost_usd": round(cost, 9) if rounded else cost,
             "agent_turns": self.agent_turns,
             "actions": self.actions,
-            "seconds": round(self.elapsed(now), 3),
+            "seconds": round(seconds, 6) if rounded else seconds,
         }
 
     @classmethod
@@ -245,8 +247,11 @@ class TaskBudget:
         now = time.monotonic() if now is None else now
         shown: dict[str, Any] = {
             "limits": self.limits.as_json(),
-            "spent": self.spent.as_json(now),
-            "remaining": self.remaining(now).limits(),
+            "spent": self.spent.as_json(now, rounded=True),
+            "remaining": {
+                k: round(v, 9) if isinstance(v, float) else v
+                for k, v in self.remaining(now).limits().items()
+            },
         }
         if self.stopped is not None:
             shown["stopped_by"] = self.stopped
