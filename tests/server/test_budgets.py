@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.server.conftest import Running, Start, make_config, scripted_template
+from tests.server.conftest import Running, Start, make_config, read_stream, scripted_template
 from tests.server.test_metrics import scrape, value
 from tests.server.test_token_stream import llm_swarm
 
@@ -311,3 +311,19 @@ async def test_a_follow_up_counts_on_and_may_lower_the_limits(start: Start) -> N
     assert "budget exceeded: agent_turns 5 > 4" in again["response"]
     record = await task_of(server, "t-follow")
     assert record["budget"]["limits"] == {"agent_turns": 4}
+
+
+async def test_the_closing_event_of_a_stream_carries_the_budget(start: Start) -> None:
+    server = await start(template=_relay())
+    payload = {"body": "go", "stream": True, "task_id": "t-stream", "budget": {"agent_turns": 2}}
+
+    async with (await server.user()).stream("POST", "/message", json=payload) as response:
+        assert response.status_code == 200
+        stream = await read_stream(response)
+
+    final = stream[-1]
+    assert final.event == "task_error"
+    assert final.data["status"] == "failed"
+    assert "budget exceeded: agent_turns 3 > 2" in final.data["response"]
+    assert final.data["budget"]["stopped_by"] == "agent_turns"
+    assert final.data["budget"]["spent"]["agent_turns"] == 3

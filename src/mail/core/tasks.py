@@ -244,12 +244,18 @@ def turn_status(task: MAILTask) -> str:
 
 def closing_event(task: MAILTask, response: str) -> MAILEvent:
     """The stream's closing event of the task's turn: ``task_error`` for a failed or
-    cancelled turn, else ``task_complete``, with ``status`` and, when a model reported
-    any, the task's token ``usage``."""
+    cancelled turn, else ``task_complete``, with ``status``, when a model reported any, the
+    task's token ``usage``, and its ``budget`` when it has one."""
     status = turn_status(task)
     name = EventName.TASK_ERROR if status in ("failed", "cancelled") else EventName.TASK_COMPLETE
     return MAILEvent.stream_final(
-        name, task.task_id, response, status=status, usage=task.usage, stored=_stored_end(task)
+        name,
+        task.task_id,
+        response,
+        status=status,
+        usage=task.usage,
+        stored=_stored_end(task),
+        budget=task.budget.view() if task.budget is not None else None,
     )
 
 

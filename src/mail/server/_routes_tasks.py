@@ -257,6 +257,8 @@ async def ui_task(state: AppState, caller: UICaller, task_id: TaskId) -> dict[st
     task = await state.tasks.task(caller, task_id)
     record = _summary(task)
     del record["event_count"]
+    if task.budget is not None:
+        record["budget"] = task.budget.view()
     record["events"] = [
         {"event": e.event, "data": e.data(), "id": str(e.seq)} for e in task.log.all()
     ]

@@ -149,7 +149,7 @@ EVENT_STREAM: dict[str, Any] = {
             "(for `Last-Event-ID`), then `event: <name>` and one compact JSON `data:` line; "
             "every line ends with CRLF. The stream ends with `task_complete` or `task_error` "
             "(no `id`; data `{timestamp, task_id, response, status}`, plus `usage` when models "
-            "reported tokens, and `seq` and `timestamp` of the stored event that ended the "
+            "reported tokens, `budget` (limits, spent, remaining) when the task has one, and `seq` and `timestamp` of the stored event that ended the "
             "turn, for which it stands); `ping` events keep it alive; `token_delta` events (no `id`, never "
             "stored) carry the text of streaming models as it is written.",
             "required": ["event", "data"],
