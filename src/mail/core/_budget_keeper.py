@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Protocol
 
 from mail.core.budget import Budget, TaskBudget, budget_problem, format_amount
@@ -116,6 +116,15 @@ class BudgetKeeper:
         if limits:
             task.budget = TaskBudget(limits=limits)
             self._watch()
+            self.task_changed(task)
+
+    def adopt(self, tasks: Iterable[MAILTask]) -> None:
+        """Count on for ``tasks`` loaded back from the store with a budget (a running one,
+        in cluster mode's fail-over, starts its clock again)."""
+        kept = [task for task in tasks if task.budget is not None]
+        if kept:
+            self._watch()
+        for task in kept:
             self.task_changed(task)
 
     def _watch(self) -> None:

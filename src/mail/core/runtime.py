@@ -272,7 +272,7 @@ class MAILRuntime(V136RuntimeMethods):
         """
         if self.store is None:
             return 0
-        return await restore(
+        loaded = await restore(
             self.store,
             self.store_key,
             tasks=self.tasks,
@@ -281,6 +281,8 @@ class MAILRuntime(V136RuntimeMethods):
             next_seq=self.scheduler.next_seq,
             only=only,
         )
+        self.budgets.adopt(self.tasks)  # tasks loaded back count on against their budgets
+        return loaded
 
     async def persisted(self, within: float | None = None) -> bool:
         """Wait until everything that happened so far is in the store (at once without
