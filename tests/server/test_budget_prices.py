@@ -4,11 +4,14 @@ the file the litellm package ships, in a process that never imports litellm."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
 import pytest
 
+from mail.config import load_config
+from mail.errors import ConfigurationError
 from mail.server._budgets import Prices
 
 USAGE = {"input_tokens": 1000, "output_tokens": 500, "cached_input_tokens": 400}
@@ -54,3 +57,19 @@ def test_the_table_of_mail_toml_wins_over_litellm_s() -> None:
     prices = Prices({"gpt-4o-mini": {"input": 0.0, "output": 0.0}})
 
     assert prices("openai/gpt-4o-mini", USAGE) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("budget", "message"),
+    [
+        ({"total_tokens": -1}, "'server.budget.total_tokens': Input should be greater than or"),
+        ({"warn_at": 2}, "'server.budget.warn_at': Input should be less than 1"),
+        ({"tokens": 3}, "unknown key 'server.budget.tokens'"),
+        ({"prices": {"m": {"input": 1}}}, "'server.budget.prices.m.output': Field required"),
+    ],
+)
+def test_a_bad_server_budget_is_a_configuration_error_naming_the_key(
+    budget: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=re.escape(message)):
+        load_config(None, env={}, search=False, overrides={"server": {"budget": budget}})
