@@ -180,15 +180,17 @@ def test_tasks_table_and_json(
 def test_task_and_tasks_show_the_budget(
     live_server: LiveServer, empty_toml: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    headers = {"Authorization": f"Bearer {live_server.user_key}"}
+    # as the admin: the user's task list, shared by other tests, stays without budgets
+    key = live_server.admin_key
+    headers = {"Authorization": f"Bearer {key}"}
     body = {"body": "what is 9*9?", "budget": {"agent_turns": 50, "total_tokens": 1000}}
     answer = httpx.post(f"{live_server.url}/message", json=body, headers=headers, timeout=30)
     assert answer.status_code == 200, answer.text
     task_id = answer.json()["task_id"]
 
-    assert main(["task", task_id, *conn(live_server, empty_toml)]) == 0
+    assert main(["task", task_id, *conn(live_server, empty_toml, key)]) == 0
     shown = capsys.readouterr().out.splitlines()
-    assert main(["tasks", *conn(live_server, empty_toml)]) == 0
+    assert main(["tasks", *conn(live_server, empty_toml, key)]) == 0
     table = capsys.readouterr().out.splitlines()
 
     # the offline swarm reports no tokens: the agent turns are the most spent
