@@ -91,6 +91,17 @@ def test_defaults_are_filled_in() -> None:
     assert worker["exclude_tools"] == []
 
 
+def test_a_swarm_budget_loads_and_is_optional() -> None:
+    budget = {"total_tokens": 10_000, "cost_usd": 0.5, "seconds": 120, "warn_at": 0.8}
+    capped = MAILSwarmTemplate.from_swarms_json(swarm(budget=budget))
+    plain = MAILSwarmTemplate.from_swarms_json(swarm())
+
+    assert capped.budget is not None
+    assert capped.budget.as_json() == budget
+    assert plain.budget is None
+    assert parse_swarm(swarm())["budget"] is None
+
+
 def test_a_valid_swarm_loads_into_a_template() -> None:
     template = MAILSwarmTemplate.from_swarms_json(swarm(public=True, keywords=["demo"]))
     assert template.agent_names == ["supervisor", "worker"]
@@ -112,6 +123,22 @@ def test_swarm_level_tool_format_is_the_agents_default() -> None:
 # Checked when a swarm is loaded: fields, types, references (python::, url::, action and
 # tool names) and unique agent names.
 BROKEN: list[tuple[str, Any, str | None, str | None, str]] = [
+    ("budget not an object", swarm(budget=100), None, "budget", "an object of limits"),
+    ("budget unknown limit", swarm(budget={"tokens": 5}), None, "budget", "unknown limit tokens"),
+    (
+        "budget negative",
+        swarm(budget={"total_tokens": -5}),
+        None,
+        "budget",
+        "total_tokens must be a whole number >= 0, got -5",
+    ),
+    (
+        "budget warn_at not a fraction",
+        swarm(budget={"agent_turns": 5, "warn_at": 80}),
+        None,
+        "budget",
+        "warn_at must be a fraction between 0 and 1",
+    ),
     ("missing entrypoint", without(swarm(), "entrypoint"), None, "entrypoint", "is required"),
     (
         "unknown action",

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from tests.cli.conftest import LiveServer
 from tests.client.conftest import Start
@@ -174,6 +175,30 @@ def test_tasks_table_and_json(
     assert "completed" in row
     assert main(["tasks", "--json", *conn(live_server, empty_toml)]) == 0
     assert json.loads(capsys.readouterr().out)[task_id]["state"] == "completed"
+
+
+def test_task_and_tasks_show_the_budget(
+    live_server: LiveServer, empty_toml: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # as the admin: the user's task list, shared by other tests, stays without budgets
+    key = live_server.admin_key
+    headers = {"Authorization": f"Bearer {key}"}
+    body = {"body": "what is 9*9?", "budget": {"agent_turns": 50, "total_tokens": 1000}}
+    answer = httpx.post(f"{live_server.url}/message", json=body, headers=headers, timeout=30)
+    assert answer.status_code == 200, answer.text
+    task_id = answer.json()["task_id"]
+
+    assert main(["task", task_id, *conn(live_server, empty_toml, key)]) == 0
+    shown = capsys.readouterr().out.splitlines()
+    assert main(["tasks", *conn(live_server, empty_toml, key)]) == 0
+    table = capsys.readouterr().out.splitlines()
+
+    # the offline swarm reports no tokens: the agent turns are the most spent
+    line = next(line for line in shown if line.startswith("budget:"))
+    assert re.fullmatch(r"budget:  agent_turns \d+/50, total_tokens 0/1,000", line), line
+    assert table[0].split() == ["id", "state", "title", "started", "budget"]
+    row = next(line for line in table if line.startswith(task_id))
+    assert re.search(r" turns \d+/50$", row), row
 
 
 def test_tasks_of_another_caller_are_not_listed(

@@ -30,6 +30,7 @@ from mail.api._interswarm import OwnedFederation, SwarmInterswarm
 from mail.api._mcp import TemplateMCP
 from mail.api._messages import caller_message, user_message
 from mail.api._topology import adjacency_matrix, rewired_targets
+from mail.core.budget import Budget, budget_problem
 from mail.core.message import MAILMessage
 from mail.errors import (
     InvalidMessageError,
@@ -56,6 +57,17 @@ if TYPE_CHECKING:
 __all__ = ["MAILSwarm", "MAILSwarmTemplate"]
 
 logger = logging.getLogger("mail.api")
+
+
+def swarm_budget(value: Budget | Mapping[str, Any] | None, swarm: str) -> Budget | None:
+    """A swarm's budget from a :class:`Budget` or its JSON (``None``: none, or no limit
+    set); :class:`SwarmDefinitionError` naming the field when it is malformed."""
+    if value is None or isinstance(value, Budget):
+        return value or None
+    problem = budget_problem(value)
+    if problem is not None:
+        raise SwarmDefinitionError(problem, swarm=swarm, field="budget")
+    return Budget.from_json(value) or None
 
 
 class MAILSwarm(SwarmInterswarm):
@@ -96,6 +108,7 @@ class MAILSwarm(SwarmInterswarm):
         max_finished_tasks: int = 1000,
         finished_task_ttl: float = 3600.0,
         store: TaskStore | None = None,
+        budget: Budget | Mapping[str, Any] | None = None,
     ) -> None:
         check_whole(
             name,
@@ -144,6 +157,9 @@ class MAILSwarm(SwarmInterswarm):
             finished_task_ttl=finished_task_ttl,
             store=store,
         )
+        #: the limits of every task of the swarm (a request may lower them)
+        self.budget = swarm_budget(budget, name)
+        self.runtime.budgets.ceiling = self.budget
 
     def _build_runtime(
         self,
@@ -545,8 +561,11 @@ class MAILSwarmTemplate:
         enable_db_agent_histories: bool = False,
         *,
         mcp_servers: Sequence[MCPServerSpec | Mapping[str, Any]] | None = None,
+        budget: Budget | Mapping[str, Any] | None = None,
     ) -> None:
         self._mcp = TemplateMCP(name, mcp_servers)
+        #: the limits of every task of the swarm (``budget`` in swarms.json)
+        self.budget = swarm_budget(budget, name)
         self.name = name
         self.version = version
         self.agents = list(agents)
@@ -679,6 +698,7 @@ class MAILSwarmTemplate:
             max_finished_tasks=max_finished_tasks,
             finished_task_ttl=finished_task_ttl,
             store=store,
+            budget=self.budget,
         )
 
     def start_server(  # v1.3.6's positional signature
@@ -769,6 +789,7 @@ class MAILSwarmTemplate:
             self.keywords,
             self.public,
             self.enable_db_agent_histories,
+            budget=self.budget,
         )
         subswarm._mcp = self._mcp.subset([s for a in agents for s in a.mcp_servers])
         return subswarm
@@ -819,6 +840,7 @@ class MAILSwarmTemplate:
             mcp_servers=parse_mcp_servers(
                 spec["mcp_servers"], swarm, allow_commands=policy.allow_mcp_commands
             ),
+            budget=spec["budget"],
         )
 
     @classmethod

@@ -222,6 +222,11 @@ def run_task(args: argparse.Namespace) -> int:
     state = task.get("state") or ("completed" if task.get("completed") else "running")
     _say(f"task:    {task['task_id']}\nstate:   {state}\ntitle:   {task.get('title') or ''}")
     _say(f"started: {task.get('start_time', '')}\nevents:  {len(task.get('events') or ())}")
+    from mail.cli._render import budget_line  # noqa: PLC0415
+
+    budget = budget_line(task.get("budget"))
+    if budget is not None:
+        _say(f"budget:  {budget}")
     answer = _answer(task.get("events") or [])
     if answer is not None:
         _say(f"answer:  {answer}")

@@ -405,7 +405,8 @@ WIDE_TABLE = 100
 
 def tasks_table(tasks: Mapping[str, Mapping[str, Any]], width: int | None = None) -> Table:
     """The caller's tasks (``GET /tasks``), oldest first: id, state, title, started (UTC),
-    and the number of events when the records have them.
+    the number of events when the records have them, and when a task has a budget, the
+    limit it spent most of (``turns 4/50``).
 
     The id, the state and the start time are never cut: the title takes what is left of
     ``width`` columns. Narrower than :data:`WIDE_TABLE` columns (a terminal of 80), the start time loses
@@ -419,7 +420,10 @@ def tasks_table(tasks: Mapping[str, Mapping[str, Any]], width: int | None = None
     state_width = max(map(len, states), default=5)
     started_width = 11 if compact else 16
     counted = any("events" in t for t in rows)  # pages of GET /tasks leave events out
+    budgets = [(budget_parts(t.get("budget"), short=True) or [""])[0] for t in rows]
+    budget_width = max(map(len, budgets), default=0)
     others = id_width + state_width + started_width + (7 if counted else 0) + 3
+    others += budget_width + 1 if budget_width else 0
     title_width = max(5, width - others) if width is not None else None
     table.add_column("id", no_wrap=True, min_width=id_width)
     table.add_column("state", no_wrap=True, min_width=state_width)
@@ -427,7 +431,9 @@ def tasks_table(tasks: Mapping[str, Mapping[str, Any]], width: int | None = None
     table.add_column("started", no_wrap=True, min_width=started_width)
     if counted:
         table.add_column("events", no_wrap=True, justify="right", min_width=6)
-    for task, state in zip(rows, states, strict=True):
+    if budget_width:  # the limit each task spent most of
+        table.add_column("budget", no_wrap=True, min_width=budget_width)
+    for task, state, budget in zip(rows, states, budgets, strict=True):
         style = (
             "green"
             if state == "completed"
@@ -444,8 +450,57 @@ def tasks_table(tasks: Mapping[str, Mapping[str, Any]], width: int | None = None
         ]
         if counted:
             cells.append(str(len(task.get("events") or ())))
+        if budget_width:
+            cells.append(budget)
         table.add_row(*cells)
     return table
+
+
+def _amount(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:.4f}".rstrip("0").rstrip(".") or "0"
+    return str(value)
+
+
+#: The limits' short names, in ``mail tasks``'s budget column.
+_SHORT_LIMITS = {
+    "input_tokens": "in",
+    "output_tokens": "out",
+    "total_tokens": "tokens",
+    "cost_usd": "usd",
+    "agent_turns": "turns",
+    "actions": "actions",
+    "seconds": "s",
+}
+
+
+def budget_parts(budget: Any, *, short: bool = False) -> list[str]:
+    """Each limit of a task's ``budget`` (``GET /task``) as ``name spent/limit``, the most
+    spent first (``short``: with short names); empty for no budget."""
+    if not isinstance(budget, Mapping):
+        return []
+    limits, spent = budget.get("limits") or {}, budget.get("spent") or {}
+    shares = []
+    for name, limit in limits.items():
+        if name == "warn_at" or not isinstance(limit, int | float):
+            continue
+        used = spent.get(name, 0)
+        share = used / limit if limit else (1.0 if used else 0.0)
+        label = _SHORT_LIMITS.get(name, name) if short else name
+        shares.append((share, f"{label} {_amount(used)}/{_amount(limit)}"))
+    return [text for _share, text in sorted(shares, key=lambda s: -s[0])]
+
+
+def budget_line(budget: Any) -> str | None:
+    """A task's budget on one line: what it spent of each limit, and the limit that
+    stopped it (``None`` for no budget)."""
+    parts = budget_parts(budget)
+    if not parts:
+        return None
+    stopped = budget.get("stopped_by")
+    return ", ".join(parts) + (f" (stopped: {stopped} exceeded)" if stopped else "")
 
 
 def _task_state(task: Mapping[str, Any]) -> str:

@@ -282,6 +282,9 @@ class _Commands:
         self.say(
             f"task {task.get('task_id')}: {state}, started {task.get('start_time')}, {len(events)} event(s)"
         )
+        budget = render.budget_line(task.get("budget"))
+        if budget is not None:
+            self.say(f"budget: {budget}")
         render.show_events(self.console, events)
         return None
 

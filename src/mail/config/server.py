@@ -21,6 +21,8 @@ from mail.config._base import DEFAULT_DATA_DIR, ConfigModel, NetworkRules, http_
 
 __all__ = [
     "DEFAULT_CORS_ORIGINS",
+    "BudgetConfig",
+    "ModelPrice",
     "ClusterConfig",
     "ServerConfig",
     "SwarmConfig",
@@ -271,6 +273,48 @@ class TelemetryConfig(ConfigModel):
         return self
 
 
+class ModelPrice(ConfigModel):
+    """A model's price in USD per million tokens (``cached_input``: of cached input tokens;
+    default: the ``input`` price)."""
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cached_input: float | None = Field(default=None, ge=0)
+
+
+class BudgetConfig(ConfigModel):
+    """``[server.budget]``: the limits of every task whose swarm does not set its own
+    (swarms.json's ``budget`` wins, limit by limit; see docs/budgets.md) and the prices
+    its ``cost_usd`` is counted with.
+
+    * ``input_tokens``, ``output_tokens``, ``total_tokens``, ``agent_turns``, ``actions``
+      (whole numbers), ``cost_usd``, ``seconds``: limits (absent: none);
+      ``warn_at``: the fraction of a limit (0.8) at which the supervisor is told to finish.
+    * ``prices``: model -> ``{input, output, cached_input}`` USD per million tokens.
+    * ``litellm_prices``: price the models ``prices`` does not list from LiteLLM's table.
+
+    Bad values raise ``pydantic.ValidationError``.
+    """
+
+    input_tokens: int | None = Field(default=None, ge=0)
+    output_tokens: int | None = Field(default=None, ge=0)
+    total_tokens: int | None = Field(default=None, ge=0)
+    cost_usd: float | None = Field(default=None, ge=0)
+    agent_turns: int | None = Field(default=None, ge=0)
+    actions: int | None = Field(default=None, ge=0)
+    seconds: float | None = Field(default=None, ge=0)
+    warn_at: float | None = Field(default=None, gt=0, lt=1)
+    prices: dict[str, ModelPrice] = Field(default_factory=dict)
+    litellm_prices: bool = True
+
+    def limits(self) -> dict[str, float]:
+        """The limits set (and ``warn_at``), as a budget's JSON (:mod:`mail.core.budget`)."""
+        return self.model_dump(exclude={"prices", "litellm_prices"}, exclude_none=True)
+
+    def price_table(self) -> dict[str, dict[str, float]]:
+        return {model: price.model_dump(exclude_none=True) for model, price in self.prices.items()}
+
+
 class ServerConfig(ConfigModel):
     """``[server]``: how the HTTP server listens, what it advertises, where it keeps state.
 
@@ -293,6 +337,7 @@ class ServerConfig(ConfigModel):
     map: MapConfig = Field(default_factory=MapConfig)
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
     base_url: str | None = None
     data_dir: str = Field(default=DEFAULT_DATA_DIR, min_length=1)
     max_body_bytes: int = Field(default=1_048_576, gt=0)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mail._text import clean_text
+from mail.core._budget_keeper import BudgetKeeper
 from mail.core._live import LiveTurn, live_turn, logged_turn, traced_action
 from mail.core._manual import ManualStep
 from mail.core._scheduler import Scheduler
@@ -104,11 +105,13 @@ class TurnRunner:
         exclude_tools: MAIL tools no agent of the swarm may use.
         interswarm: returns the router while interswarm messaging is enabled, else ``None``.
         notify_completion: tells the remote swarms of a task that it completed here.
+        budgets: counts agent turns and actions against the tasks' budgets.
     """
 
     def __init__(
         self,
         *,
+        budgets: BudgetKeeper,
         agents: Mapping[str, AgentCore],
         actions: Mapping[str, ActionCore],
         histories: dict[str, list[dict[str, Any]]],
@@ -130,6 +133,7 @@ class TurnRunner:
         self.exclude_tools = exclude_tools
         self.interswarm = interswarm
         self.notify_completion = notify_completion
+        self.budgets = budgets
         #: replaces every action while set
         self.action_override: ActionOverrideFunction | None = None
 
@@ -162,6 +166,8 @@ class TurnRunner:
         xml: dict[str, str],
         step: ManualStep | None,
     ) -> None:
+        if not self.budgets.turn(task):
+            return  # the turn would go past the task's agent_turns (or it is spent)
         core = self.agents[agent]
         history = self.histories.setdefault(f"{task.task_id}::{agent}", [])
         task.agents.add(agent)
@@ -179,6 +185,8 @@ class TurnRunner:
             retry = not isinstance(e, UnreachableError)  # another turn will not reach it either
             self._agent_failed(task, agent, message, turn, reason, retry=retry)
             return
+        if self.budgets.stopped(task):
+            return  # its model calls spent the budget: what it asked for is not done
         if not calls:
             self._agent_failed(task, agent, message, turn, f"agent {agent} returned no tool calls")
             return
@@ -239,8 +247,13 @@ class TurnRunner:
                 handler = TurnRunner._excluded
             await handler(self, ctx, call)
             if ctx.stop:
+                why = (
+                    "the task's budget is spent"
+                    if self.budgets.stopped(ctx.task)
+                    else "the turn ended with await_message"
+                )
                 for skipped in rest[i + 1 :]:
-                    ctx.result(skipped, "ERROR: not executed: the turn ended with await_message")
+                    ctx.result(skipped, f"ERROR: not executed: {why}")
                 break
         if breakpoints:
             self._pause_on_breakpoints(ctx, breakpoints)
@@ -540,6 +553,10 @@ class TurnRunner:
             ctx.action_errors.append((name, error))
             return
         assert action is not None  # noqa: S101  # narrowed by the checks above
+        if not self.budgets.action(task):
+            ctx.result(call, "ERROR: not executed: the task's budget is spent")
+            ctx.stop = True
+            return
         args = json.dumps(call.tool_args, separators=(",", ":"))
         task.log.emit(
             EventName.ACTION_CALL,

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from mail.core._compact import Compactor, expand
 from mail.core._system_messages import SystemMessages
+from mail.core.budget import TaskBudget
 from mail.core.events import EventLog, EventName, MAILEvent
 from mail.core.tasks import MAILTask, PendingBreakpoint, TaskState, TaskTable, TurnRequest
 from mail.db.store import (
@@ -463,7 +464,7 @@ def _record(task: MAILTask, compact: Compactor | None) -> TaskChanges:
             title=task.title,
             start_time=task.start_time,
             updated_at=task.updated_at,
-            request=task.request.as_json() if task.request is not None else None,
+            request=_request_json(task),
         ),
     )
     if not task.is_running:
@@ -480,6 +481,15 @@ def _record(task: MAILTask, compact: Compactor | None) -> TaskChanges:
         ]
         changes.stash = [StashRow(priority=p, seq=s, message=dict(m)) for p, s, m in task.stash]
     return changes
+
+
+def _request_json(task: MAILTask) -> dict[str, Any] | None:
+    """The task's ``request`` column: what opened its turn and, under ``budget``, its
+    budget (limits and what it spent), which a task loaded back keeps."""
+    request = task.request.as_json() if task.request is not None else None
+    if task.budget is None:
+        return request
+    return {**(request or {}), "budget": task.budget.as_json()}
 
 
 def _records(change: TaskChanges) -> int:
@@ -557,6 +567,7 @@ async def restore(
             listener=tasks.listener,
             events=events,
             request=TurnRequest.from_json(row.request),
+            budget=TaskBudget.from_json(row.request.get("budget")) if row.request else None,
         )
         tasks.add(task, notify=False)  # as stored: nothing to write
         if stored is not None:

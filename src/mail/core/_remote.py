@@ -43,6 +43,8 @@ __all__ = ["Direction", "RemoteLedger", "ReplyWait"]
 Direction = Literal["forward", "back"]
 #: Opens a task here: ``(task_id, owner, contributors)``; refused while shutting down.
 TaskOpener = Callable[[str, str, list[str]], MAILTask]
+#: Gives a task forwarded here its budget: ``(task, the message's metadata)``.
+CarriedBudget = Callable[[MAILTask, Mapping[str, object] | None], None]
 #: Tells remote swarms that a task completed: ``(task, agent, answer, swarms)``.
 NoticeToSwarms = Callable[[MAILTask, str, str, Collection[str]], None]
 
@@ -101,6 +103,8 @@ class RemoteLedger:
         system: the builder of the runtime's own messages.
         open_task: opens a task forwarded here.
         notify_completion: tells other swarms that a task completed.
+        carried_budget: gives a task forwarded here the budget its message's ``metadata``
+            carries (lowering the swarm's own).
     """
 
     def __init__(
@@ -116,6 +120,7 @@ class RemoteLedger:
         system: SystemMessages,
         open_task: TaskOpener,
         notify_completion: NoticeToSwarms,
+        carried_budget: CarriedBudget | None = None,
         seen_limit: int = SEEN_LIMIT,
     ) -> None:
         self.swarm_name = swarm_name
@@ -128,6 +133,7 @@ class RemoteLedger:
         self.system = system
         self.open_task = open_task
         self.notify_completion = notify_completion
+        self.carried_budget = carried_budget
         self._seen: OrderedDict[str, str] = OrderedDict()
         self._seen_limit = seen_limit
         self._links: dict[str, _TaskLinks] = {}
@@ -354,6 +360,8 @@ class RemoteLedger:
             contributors.append(self.owner)
         task_id = message["payload"]["task_id"]
         task = self.open_task(task_id, message["task_owner"], contributors)
+        if self.carried_budget is not None:
+            self.carried_budget(task, message.get("metadata"))
         self._links.setdefault(task_id, _TaskLinks()).upstream = message["source_swarm"]
         return task
 

@@ -60,6 +60,7 @@ class Subject(StrEnum):
     TASK_COMPLETE = "::task_complete::"
     SHUTDOWN_REQUESTED = "::shutdown_requested::"
     MANUAL_STEP = "::manual_step::"
+    BUDGET_WARNING = "::budget_warning::"
 
 
 def is_system_subject(subject: str) -> bool:
@@ -180,6 +181,9 @@ class SystemMessages:
         ]
         body = _MAX_STEPS_BODY + ("\n\n" + "\n\n".join(blocks) if blocks else "")
         return self.response(task_id, entrypoint, Subject.MAXIMUM_STEPS_REACHED, body)
+
+    def budget_warning(self, task_id: str, entrypoint: str, body: str) -> MAILMessage:
+        return self.response(task_id, entrypoint, Subject.BUDGET_WARNING, body)
 
     def breakpoint_tool_call(self, task_id: str, calls: list[dict[str, object]]) -> MAILMessage:
         body = json.dumps(calls, separators=(",", ":"))

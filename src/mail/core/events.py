@@ -130,10 +130,12 @@ class MAILEvent:
         status: str | None = None,
         usage: dict[str, int] | None = None,
         stored: MAILEvent | None = None,
+        budget: dict[str, Any] | None = None,
     ) -> MAILEvent:
         """Build the stream's closing ``task_complete`` or ``task_error`` event; ``status``
         (``completed``, ``waiting_breakpoint``, ``failed`` or ``cancelled``) and the task's
-        token ``usage`` are added to its data when given. With ``stored``, the stored event
+        token ``usage`` (and its ``budget``: limits, spent, remaining) are added to its data
+        when given. With ``stored``, the stored event
         that ended the turn, the closing event stands for it: it takes its ``timestamp``
         and tells its sequence number as ``seq`` in its data (the closing event itself
         keeps no ``id``: clients know the end of a stream by it)."""
@@ -145,6 +147,8 @@ class MAILEvent:
             payload["status"] = status
         if usage is not None:
             payload["usage"] = dict(usage)
+        if budget is not None:
+            payload["budget"] = budget
         return cls(event=name, task_id=task_id, timestamp=ts, payload=payload)
 
     @classmethod

@@ -44,6 +44,7 @@ from typing import Any, Literal, Protocol
 
 from mail._text import find_bad_text, text_problem
 from mail.core._breakpoints import resume_breakpoints
+from mail.core._budget_keeper import BudgetKeeper
 from mail.core._dispatch import SwarmDirectory, TurnRunner
 from mail.core._manual import ManualSteps
 from mail.core._recorder import COMMITTED, Settled, StoreRecorder, restore
@@ -221,7 +222,10 @@ class MAILRuntime(V136RuntimeMethods):
             run_turn=self._run_turn,
             send_remote=self.send_remote,
         )
+        #: the budgets of the tasks: ``budgets.ceiling`` (the swarm's), ``budgets.pricer``
+        self.budgets = BudgetKeeper(tasks=self.tasks, scheduler=self.scheduler, system=self.system)
         self.turns = TurnRunner(
+            budgets=self.budgets,
             agents=agents,
             actions=actions,
             histories=self.agent_histories,
@@ -246,6 +250,7 @@ class MAILRuntime(V136RuntimeMethods):
             system=self.system,
             open_task=self._open_task,
             notify_completion=self.notify_remote_completion,
+            carried_budget=self.budgets.carried,
         )
         self.manual = ManualSteps(self.tasks, agents, self.scheduler, self.system)
         self._loop_task: asyncio.Task[None] | None = None
@@ -268,7 +273,7 @@ class MAILRuntime(V136RuntimeMethods):
         """
         if self.store is None:
             return 0
-        return await restore(
+        loaded = await restore(
             self.store,
             self.store_key,
             tasks=self.tasks,
@@ -277,6 +282,8 @@ class MAILRuntime(V136RuntimeMethods):
             next_seq=self.scheduler.next_seq,
             only=only,
         )
+        self.budgets.adopt(self.tasks)  # tasks loaded back count on against their budgets
+        return loaded
 
     async def persisted(self, within: float | None = None) -> bool:
         """Wait until everything that happened so far is in the store (at once without
@@ -481,6 +488,7 @@ class MAILRuntime(V136RuntimeMethods):
         task = self.tasks.get(task_id)
         _check_step_limit(kwargs)
         _check_text(message, kwargs)
+        asked = self.budgets.check(kwargs.get("budget"))
         refused = self.recorder.refused(task_id) if self.recorder is not None else None
         if refused is not None:
             raise TaskStateError(
@@ -508,6 +516,7 @@ class MAILRuntime(V136RuntimeMethods):
             )
         if "max_steps" in kwargs:
             task.max_steps, task.max_steps_set = kwargs["max_steps"], True
+        self.budgets.open(task, asked)
         if resume_from == "breakpoint_tool_call":
             resume_breakpoints(
                 task,

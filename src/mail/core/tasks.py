@@ -32,6 +32,7 @@ from mail.core.events import EventLog, EventName, LogListener, MAILEvent
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
+    from mail.core.budget import TaskBudget
     from mail.core.message import MAILMessage
     from mail.core.tools import AgentToolCall
 
@@ -160,6 +161,8 @@ class MAILTask(V136TaskMethods):
     finished_at: float | None = None
     #: tokens the task's model calls reported, summed (``None`` until one reports)
     usage: dict[str, int] | None = None
+    #: the task's limits and what it spent (``None``: no budget; :mod:`mail.core.budget`)
+    budget: TaskBudget | None = None
     #: what opened the current turn (``None``: a request that gave none, the Python API)
     request: TurnRequest | None = None
     #: told of every change of the task and its log (the runtime's store recorder)
@@ -246,12 +249,18 @@ def turn_status(task: MAILTask) -> str:
 
 def closing_event(task: MAILTask, response: str) -> MAILEvent:
     """The stream's closing event of the task's turn: ``task_error`` for a failed or
-    cancelled turn, else ``task_complete``, with ``status`` and, when a model reported
-    any, the task's token ``usage``."""
+    cancelled turn, else ``task_complete``, with ``status``, when a model reported any, the
+    task's token ``usage``, and its ``budget`` when it has one."""
     status = turn_status(task)
     name = EventName.TASK_ERROR if status in ("failed", "cancelled") else EventName.TASK_COMPLETE
     return MAILEvent.stream_final(
-        name, task.task_id, response, status=status, usage=task.usage, stored=_stored_end(task)
+        name,
+        task.task_id,
+        response,
+        status=status,
+        usage=task.usage,
+        stored=_stored_end(task),
+        budget=task.budget.view() if task.budget is not None else None,
     )
 
 

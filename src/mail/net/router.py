@@ -433,7 +433,11 @@ class InterswarmRouter(V136RouterMethods):
         *,
         legacy: bool = False,
     ) -> MAILInterswarmMessage:
-        """``message`` of ``task`` wrapped for ``swarm`` (``legacy``: for a protocol 1.1 peer)."""
+        """``message`` of ``task`` wrapped for ``swarm`` (``legacy``: for a protocol 1.1 peer);
+        its ``metadata`` carries what is left of the task's budget, which the peer enforces."""
+        metadata = _legacy_metadata(message) if legacy else {}
+        if task.budget is not None:
+            metadata["budget"] = task.budget.remaining().as_json()
         return make_interswarm_message(
             message=outbound_message(message, self.local_swarm_name, swarm),
             source_swarm=self.local_swarm_name,
@@ -441,7 +445,7 @@ class InterswarmRouter(V136RouterMethods):
             task_owner=task.task_owner,
             task_contributors=contributors,
             auth_token="",  # the token travels in the Authorization header only
-            metadata=_legacy_metadata(message) if legacy else {},
+            metadata=metadata,
         )
 
     async def _usable_endpoint(self, swarm: str) -> SwarmEndpoint:

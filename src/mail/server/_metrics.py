@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from mail.core.budget import LIMITS
 from mail.core.events import EventLog, EventName
 from mail.core.tasks import MAILTask, turn_status
 from mail.errors import ConfigurationError
@@ -163,6 +164,12 @@ class Metrics:
             ["peer", "outcome"],
             registry=r,
         )
+        self.budget_stops = p.Counter(
+            "mail_budget_stops",
+            "Tasks stopped for spending past a limit of their budget, by limit",
+            ["swarm", "limit"],
+            registry=r,
+        )
         for kind in ("sse", "websocket"):
             self.streams.labels(kind)
         # the children updated on every task and turn, looked up once (labels() takes a lock)
@@ -228,6 +235,10 @@ class Metrics:
             name == EventName.ACTION_COMPLETE and event.extra_data.get("status") == "error"
         ):
             self.action_errors.labels(self.swarm, _action(known, event.extra_data)).inc()
+        elif name == EventName.TASK_ERROR and "budget" in event.extra_data:
+            limit = event.extra_data["budget"].get("limit")
+            if limit in LIMITS:  # a label value per limit, never one a payload invented
+                self.budget_stops.labels(self.swarm, limit).inc()
 
     def agent_turn(self, task: MAILTask, agent: str, seconds: float) -> None:
         child = self._agent_turns.get(agent)

@@ -50,6 +50,8 @@ def new_turn(
 ) -> Turn:
     """The turn ``request`` asks for (``InvalidMessageError`` for a bad ``idempotency_key``)."""
     kwargs = dict(request.kwargs)
+    if request.budget is not None:
+        kwargs["budget"] = request.budget.model_dump(exclude_none=True)
     subject = request.subject or "New Message"
     return Turn(
         task_id=request.task_id or new_task_id(),

@@ -58,6 +58,8 @@ def task_record(
     }
     if task.usage is not None:
         record["usage"] = dict(task.usage)
+    if task.budget is not None:
+        record["budget"] = task.budget.view()
     if stored is not None:
         record["stored"] = stored
     if not events:
@@ -258,6 +260,8 @@ async def ui_task(state: AppState, caller: UICaller, task_id: TaskId) -> dict[st
     task = await state.tasks.task(caller, task_id)
     record = _summary(task)
     del record["event_count"]
+    if task.budget is not None:
+        record["budget"] = task.budget.view()
     record["events"] = [
         {"event": e.event, "data": e.data(), "id": str(e.seq)} for e in task.log.all()
     ]

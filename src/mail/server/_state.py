@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 from mail.api import MAILSwarm, MAILSwarmTemplate
 from mail.conversations.events import EventBus
+from mail.core.budget import Budget
 from mail.core.tasks import MAILTask, TaskState
 from mail.db.store import CallerKey
 from mail.errors import StorageError
 from mail.net import InterswarmRouter, SessionSource, SwarmRegistry
+from mail.server._budgets import Prices, ceiling
 from mail.server._map_registry import AgentRegistry
 
 if TYPE_CHECKING:
@@ -172,6 +174,8 @@ class CallerSwarms:
             finished_task_ttl=settings.finished_task_ttl,
             store=state.store,
         )
+        swarm.runtime.budgets.ceiling = state.budget_ceiling()
+        swarm.runtime.budgets.pricer = state.prices
         key = CallerKey(swarm=state.template.name, role=role, id=caller.id)
         if state.metrics is not None:
             state.metrics.attach(swarm.runtime, key)
@@ -334,9 +338,17 @@ class ServerState:
     #: templates replaced by ``POST /swarms/load``: their callers' swarms may still use
     #: their MCP sessions, closed with the server
     replaced: list[MAILSwarmTemplate] = field(default_factory=list)
+    #: what model calls cost, for budgets' ``cost_usd`` (``[server.budget]``'s prices)
+    prices: Prices = field(init=False)
 
     def __post_init__(self) -> None:
         self.swarms = CallerSwarms(self)
+        budget = self.config.server.budget
+        self.prices = Prices(budget.price_table(), litellm=budget.litellm_prices)
+
+    def budget_ceiling(self) -> Budget | None:
+        """The limits of the tasks of the swarm served now (see :func:`ceiling`)."""
+        return ceiling(self.config.server.budget, self.template.budget)
 
     @property
     def uptime(self) -> float:

@@ -193,4 +193,6 @@ def _answer_json(
     }
     if task is not None and task.usage is not None:
         answer["usage"] = dict(task.usage)
+    if task is not None and task.budget is not None:
+        answer["budget"] = task.budget.view()
     return answer

@@ -48,6 +48,7 @@ __all__ = [
     "JSONBody",
     "LoadSwarmRequest",
     "LoadSwarmResponse",
+    "BudgetRequest",
     "MessageRequest",
     "MessageResponse",
     "PATTERN_RULES",
@@ -148,7 +149,7 @@ EVENT_STREAM: dict[str, Any] = {
             "(for `Last-Event-ID`), then `event: <name>` and one compact JSON `data:` line; "
             "every line ends with CRLF. The stream ends with `task_complete` or `task_error` "
             "(no `id`; data `{timestamp, task_id, response, status}`, plus `usage` when models "
-            "reported tokens, and `seq` and `timestamp` of the stored event that ended the "
+            "reported tokens, `budget` (limits, spent, remaining) when the task has one, and `seq` and `timestamp` of the stored event that ended the "
             "turn, for which it stands); `ping` events keep it alive; `token_delta` events (no `id`, never "
             "stored) carry the text of streaming models as it is written.",
             "required": ["event", "data"],
@@ -357,8 +358,38 @@ _RESERVED_KWARGS = frozenset(
         "stream",
         "message",
         "ping_interval",
+        "budget",
     }
 )
+
+
+class BudgetRequest(RequestModel):
+    """A task's budget: limits it may not spend past (each at most the swarm's; absent:
+    the swarm's). See docs/budgets.md."""
+
+    model_config = ConfigDict(strict=True, allow_inf_nan=False, extra="forbid")
+
+    input_tokens: int | None = Field(None, ge=0, description="Input (prompt) tokens")
+    output_tokens: int | None = Field(None, ge=0, description="Output (completion) tokens")
+    total_tokens: int | None = Field(None, ge=0, description="Input plus output tokens")
+    cost_usd: float | None = Field(
+        None, ge=0, description="USD, from the models' prices (mail.toml or LiteLLM's table)"
+    )
+    agent_turns: int | None = Field(None, ge=0, description="Agent turns (agent function calls)")
+    actions: int | None = Field(None, ge=0, description="Action calls")
+    seconds: float | None = Field(None, ge=0, description="Seconds the task runs")
+    warn_at: float | None = Field(
+        None,
+        gt=0,
+        lt=1,
+        description="Tell the supervisor to finish once this fraction of a limit is spent",
+    )
+
+    @field_validator("cost_usd", "seconds", "warn_at", mode="before")
+    @classmethod
+    def _number(cls, value: Any) -> Any:
+        # strict mode takes no int for a float: 10 seconds is 10.0
+        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
 class MessageRequest(RequestModel):
@@ -388,6 +419,11 @@ class MessageRequest(RequestModel):
     )
     stream: bool | None = Field(
         None, description="Answer with server-sent events (default: false; /ui/message: true)"
+    )
+    budget: BudgetRequest | None = Field(
+        None,
+        description="Limits of this task, each at most the swarm's (a higher one is a 400 "
+        "naming the ceiling); on a follow-up they lower the task's. See docs/budgets.md",
     )
 
     @field_validator("msg_type", mode="before")

@@ -55,6 +55,8 @@ class SwarmsJSONSwarm(TypedDict):
     mcp_servers: list[dict[str, Any]]
     #: remote A2A agents (their agent objects are in ``agents`` too)
     a2a_agents: list[dict[str, Any]]
+    #: the limits of each task (:mod:`mail.core.budget`), or ``None``
+    budget: dict[str, Any] | None
 
 
 class SwarmsJSONFile(TypedDict):

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from mail._limits import loads, name_problem
+from mail.core.budget import budget_problem
 from mail.core.message import parse_agent_address
 from mail.core.tools import MAIL_TOOL_NAMES
 from mail.errors import InvalidMessageError, SwarmDefinitionError
@@ -77,6 +78,7 @@ _SWARM_FIELDS: dict[str, tuple[type | tuple[type, ...], str, bool, Any]] = {
     "tool_format": (str, '"completions" or "responses"', False, None),
     "mcp_servers": (list, "a list of MCP server objects", False, []),
     "a2a_agents": (list, "a list of A2A agent objects", False, []),
+    "budget": ((dict, type(None)), "an object of limits or null", False, None),
 }
 _AGENT_FIELDS: dict[str, tuple[type | tuple[type, ...], str, bool, Any]] = {
     "name": (str, "a string", True, None),
@@ -137,6 +139,8 @@ def _fields(
             raise SwarmDefinitionError(
                 f'must be "completions" or "responses", got {value!r}', **where, field=key
             )
+        if key == "budget" and value is not None and (problem := budget_problem(value)):
+            raise SwarmDefinitionError(problem, **where, field=key)
         out[key] = value
     return out
 

@@ -1,6 +1,7 @@
 // The page: sign-in, tabs, theme, and the views wired to the store.
 import { api, session } from "./api.js";
 import { store } from "./store.js";
+import { mountBudget } from "./views/budget.js";
 import { mountChat } from "./views/chat.js";
 import { mountConversation } from "./views/conversation.js";
 import { mountFederation } from "./views/federation.js";
@@ -71,6 +72,7 @@ const conversation = mountConversation($("#view-timeline")); // above the task's
 mountTimeline($("#view-timeline"), { onPick: (index) => { show("graph"); replay.goTo(index); } });
 const history = mountHistory($("#view-history"), { openTask });
 const federation = mountFederation($("#view-federation"));
+mountBudget($("#task-budget"));
 
 function show(view) {
   if (!VIEWS.includes(view) || (view === "federation" && store.me?.role !== "admin")) view = "chat";
