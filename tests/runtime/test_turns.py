@@ -203,6 +203,7 @@ async def test_queue_is_kept_while_the_loop_is_stopped(
     # the loop stopped (run_task's own): the next message waits in the queue ...
     await rt.submit(user_message("two", "t-q2"))
     assert len(rt.scheduler) == 1 and agent.invocations == 1
+    assert rt.queued_messages == 1  # what the server's mail_queue_depth sums
     # ... for the next run, which the stop of the previous one does not end
     assert (await asyncio.wait_for(rt.run_task("t-q2"), 10))["message"]["body"] == "ran two"
-    assert len(rt.scheduler) == 0
+    assert len(rt.scheduler) == 0 and rt.queued_messages == 0

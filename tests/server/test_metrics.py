@@ -80,6 +80,7 @@ async def test_a_task_moves_the_task_action_agent_and_store_counters(
     assert value(after, "mail_agent_turn_duration_seconds_count", agent="supervisor", **swarm) >= 2
     assert value(after, "mail_store_commit_seconds_count") >= 1
     assert ("mail_tasks_unsaved", frozenset()) in after
+    assert after[("mail_queue_depth", frozenset())] == 0  # every message routed
 
 
 async def test_running_tasks_and_open_streams_while_a_task_waits(
@@ -197,6 +198,7 @@ async def test_the_separate_listener_serves_them_without_a_key(
     samples = parse(response.text)
     assert value(samples, "mail_tasks_started_total", swarm="offline") == 1
     assert ("mail_tasks_unsaved", frozenset()) in samples
+    assert ("mail_queue_depth", frozenset()) in samples  # read on the loop from the thread
 
 
 async def test_an_undelivered_interswarm_message_counts_by_peer_and_outcome(

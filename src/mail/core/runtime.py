@@ -336,6 +336,11 @@ class MAILRuntime(V136RuntimeMethods):
         """How many tasks have changes the store has not got yet (0 without a store)."""
         return self.recorder.backlog if self.recorder is not None else 0
 
+    @property
+    def queued_messages(self) -> int:
+        """How many messages wait in the queue to be routed."""
+        return len(self.scheduler)
+
     # --- submission ----------------------------------------------------------------------
 
     async def submit(

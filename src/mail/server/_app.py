@@ -504,7 +504,10 @@ def _open_metrics(state: ServerState) -> None:
     if not config.enabled:
         return
     metrics = Metrics(
-        state.template.name, unsaved=state.swarms.unsaved_tasks, loop=asyncio.get_running_loop()
+        state.template.name,
+        unsaved=state.swarms.unsaved_tasks,
+        queued=state.swarms.queued_messages,
+        loop=asyncio.get_running_loop(),
     )
     if state.store is not None:
         metrics.watch_store(state.store)

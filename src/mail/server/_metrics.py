@@ -89,13 +89,15 @@ def check_metrics(config: MAILConfig) -> None:
 
 class Metrics:
     """The counters of one server (``swarm`` labels them); ``unsaved`` counts the tasks
-    that wait to be stored, read at each scrape on the event loop ``loop``."""
+    that wait to be stored and ``queued`` the messages that wait to be routed, read at each
+    scrape on the event loop ``loop``."""
 
     def __init__(
         self,
         swarm: str,
         *,
         unsaved: Callable[[], int],
+        queued: Callable[[], int],
         loop: asyncio.AbstractEventLoop,
     ) -> None:
         prometheus = load_prometheus()
@@ -104,6 +106,7 @@ class Metrics:
         self._prometheus = prometheus
         self._loop = loop
         self._unsaved = unsaved
+        self._queued = queued
         # (role, caller id, task id) -> when its running turn started
         self._running: dict[tuple[str, str, str], float] = {}
         self._listener: Any = None
@@ -157,7 +160,11 @@ class Metrics:
             registry=r,
         )
         unsaved = p.Gauge("mail_tasks_unsaved", "Tasks with changes not stored yet", registry=r)
-        unsaved.set_function(self._read_unsaved)
+        unsaved.set_function(lambda: self._read(self._unsaved))
+        queued = p.Gauge(
+            "mail_queue_depth", "Messages waiting in the runtimes' queues to be routed", registry=r
+        )
+        queued.set_function(lambda: self._read(self._queued))
         self.deliveries = p.Counter(
             "mail_interswarm_deliveries",
             "Messages sent to peer swarms, by peer and outcome",
@@ -256,22 +263,19 @@ class Metrics:
             if isinstance(value, int) and not isinstance(value, bool) and value > 0:
                 self.llm_tokens.labels(label, kind).inc(value)
 
-    def _read_unsaved(self) -> float:
-        """The runtimes' backlog, read on the event loop (a scrape of the separate
+    def _read(self, count: Callable[[], int]) -> float:
+        """``count()`` of the runtimes, read on the event loop (a scrape of the separate
         listener runs in its thread)."""
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
         if running is self._loop:
-            return float(self._unsaved())
+            return float(count())
         if self._loop.is_closed():
             return 0.0
-        future = asyncio.run_coroutine_threadsafe(self._unsaved_now(), self._loop)
+        future = asyncio.run_coroutine_threadsafe(_now(count), self._loop)
         return float(future.result(timeout=_SCRAPE_TIMEOUT))
-
-    async def _unsaved_now(self) -> int:
-        return self._unsaved()
 
     # --- the separate listener ---------------------------------------------------------
 
@@ -296,6 +300,10 @@ class Metrics:
         if listener is not None:
             server, thread = listener
             await asyncio.to_thread(_stop, server, thread)
+
+
+async def _now(count: Callable[[], int]) -> int:
+    return count()
 
 
 def _stop(server: Any, thread: threading.Thread) -> None:

@@ -220,6 +220,10 @@ class CallerSwarms:
         """How many tasks, over every caller's runtime, wait to be stored."""
         return sum(entry.swarm.runtime.unsaved_tasks for entry in self._entries.values())
 
+    def queued_messages(self) -> int:
+        """How many messages, over every caller's runtime, wait to be routed."""
+        return sum(entry.swarm.runtime.queued_messages for entry in self._entries.values())
+
     async def evict_idle(self, idle_seconds: float) -> int:
         """Shut down the swarms unused for ``idle_seconds`` that can go (see the class);
         return how many. A request arriving meanwhile gets a new swarm, built once the old
