@@ -47,7 +47,9 @@ DELEGATION = [
 _STORED_KEYS = ["description", "extra_data", "task_id", "timestamp"]
 _EXTRA_KEYS = {
     "new_message": ["full_message"],
-    "tool_call": ["tool_args", "tool_call_id", "tool_name"],
+    # each of this sequence's tool calls is the first of its agent turn: it tells when the
+    # turn began (an addition to the contract's keys, as the action events' tool keys)
+    "tool_call": ["tool_args", "tool_call_id", "tool_name", "turn_started"],
     "action_call": ["tool_args", "tool_call_id", "tool_name"],
     "action_complete": ["content", "status", "tool_args", "tool_call_id", "tool_name"],
 }
