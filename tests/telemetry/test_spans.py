@@ -4,6 +4,7 @@ loopback, one of them calling an action."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any
@@ -190,3 +191,49 @@ async def test_model_content_is_recorded_only_when_asked() -> None:
 
 
 pytestmark = pytest.mark.timeout(60)
+
+
+async def test_closing_the_tracing_ends_the_turns_still_running() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    entered = asyncio.Event()
+
+    async def stuck(messages: list[dict[str, Any]], tool_choice: Any = "required") -> Any:
+        entered.set()
+        await asyncio.Event().wait()  # until the runtime stops
+
+    runtime = MAILRuntime(
+        agents={
+            "supervisor": AgentCore(stuck, [], enable_entrypoint=True, can_complete_tasks=True)
+        },
+        actions={},
+        user_id="alice",
+        swarm_name="demo",
+        entrypoint="supervisor",
+    )
+    tracing = trace_runtime(runtime, tracer_provider=provider)
+    runtime.start()
+    try:
+        question = make_request(
+            task_id="t-stuck",
+            sender=create_user_address("alice"),
+            recipient=create_agent_address("supervisor"),
+            subject="New Message",
+            body="anything",
+        )
+        await runtime.submit(question)
+        await asyncio.wait_for(entered.wait(), 10)
+        assert named(list(exporter.get_finished_spans()), "mail task") == []  # still running
+        tracing.close()
+        [turn] = named(list(exporter.get_finished_spans()), "mail task")
+        assert turn.attributes is not None
+        assert (turn.attributes["mail.task.id"], turn.attributes["mail.task.status"]) == (
+            "t-stuck",
+            "stopped",
+        )
+    finally:
+        await runtime.shutdown(timeout=5.0)
+    # the agent turn's span ends with the turn, cancelled by the shutdown, under the task's
+    [agent] = named(list(exporter.get_finished_spans()), "invoke_agent supervisor")
+    assert agent.parent is not None and agent.parent.span_id == turn.context.span_id

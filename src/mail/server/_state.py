@@ -435,6 +435,8 @@ class ServerState:
             await self.map_status.close()
         if self.metrics is not None:
             await self.metrics.close()
+        if self.tracing is not None:
+            self.tracing.close()  # the turns still running: their spans end here
         if self.telemetry is not None:
             await asyncio.to_thread(self.telemetry.shutdown)  # the spans still to export
         await self._close_resources(save_registry)

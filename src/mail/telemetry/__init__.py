@@ -80,7 +80,9 @@ def trace_runtime(
     """Trace the tasks of ``runtime`` (a runtime a program embeds) with
     ``tracer_provider``, by default the provider the program set through OpenTelemetry's
     API (none set: OpenTelemetry's no-op one). ``capture_content`` records the model calls'
-    messages and answers on their spans. Needs the ``otel`` extra."""
+    messages and answers on their spans. Needs the ``otel`` extra. The :class:`Tracing`
+    returned ends the spans of the task turns still running when closed
+    (``tracing.close()``, before the program shuts its provider down)."""
     tracing = load_otel().Tracing(
         tracer_provider=tracer_provider, capture_content=capture_content, swarm=runtime.swarm_name
     )

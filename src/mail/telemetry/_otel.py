@@ -100,6 +100,14 @@ class Tracing:
             span.set_status(Status(StatusCode.ERROR, "the task failed"))
         span.end()
 
+    def close(self) -> None:
+        """End the spans of the task turns still running (the server or the program
+        stops): ``mail.task.status`` ``stopped``, so that they are exported."""
+        turns, self._turns = self._turns, {}
+        for _task, span, _context in turns.values():
+            span.set_attribute("mail.task.status", "stopped")
+            span.end()
+
     def _parent(self, task: MAILTask) -> context.Context | None:
         """The context a span of ``task`` starts in: the current one within one of its
         agent turns (whose span is current, for its model call and actions), else the
