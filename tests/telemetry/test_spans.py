@@ -22,6 +22,7 @@ from mail.core.message import create_agent_address, create_user_address, make_re
 from mail.core.runtime import MAILRuntime
 from mail.factories import LiteLLMAgentFunction, LiteLLMSupervisorFunction
 from mail.telemetry import trace_runtime
+from mail.testing import Incoming, ScriptedAgent, ScriptedCall, tc
 from mail.testing.llm import StubLLMServer, StubReply
 
 SUPERVISOR_PROMPT = "You are the supervisor."
@@ -237,3 +238,48 @@ async def test_closing_the_tracing_ends_the_turns_still_running() -> None:
     # the agent turn's span ends with the turn, cancelled by the shutdown, under the task's
     [agent] = named(list(exporter.get_finished_spans()), "invoke_agent supervisor")
     assert agent.parent is not None and agent.parent.span_id == turn.context.span_id
+
+
+async def test_an_agent_turn_that_raised_has_an_error_status() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    calls = 0
+
+    def rule(incoming: Incoming) -> ScriptedCall:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise RuntimeError("the model is down")
+        return tc("task_complete", finish_message="done")
+
+    flaky = ScriptedAgent(rule=rule)
+
+    runtime = MAILRuntime(
+        agents={
+            "supervisor": AgentCore(flaky, [], enable_entrypoint=True, can_complete_tasks=True)
+        },
+        actions={},
+        user_id="alice",
+        swarm_name="demo",
+        entrypoint="supervisor",
+    )
+    trace_runtime(runtime, tracer_provider=provider)
+    runtime.start()
+    try:
+        question = make_request(
+            task_id="t-flaky",
+            sender=create_user_address("alice"),
+            recipient=create_agent_address("supervisor"),
+            subject="New Message",
+            body="anything",
+        )
+        final = await runtime.submit_and_wait(question, timeout=30)
+    finally:
+        await runtime.shutdown(timeout=5.0)
+
+    assert final["message"]["body"] == "done"
+    failed, *later = named(list(exporter.get_finished_spans()), "invoke_agent supervisor")
+    assert failed.status.status_code is StatusCode.ERROR
+    assert "RuntimeError: the model is down" in (failed.status.description or "")
+    assert later and all(s.status.status_code is not StatusCode.ERROR for s in later)

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from mail._text import clean_text
 from mail.core._budget_keeper import BudgetKeeper
-from mail.core._live import LiveTurn, live_turn, logged_turn, traced_action
+from mail.core._live import LiveTurn, live_turn, logged_turn, traced_action, turn_failed
 from mail.core._manual import ManualStep
 from mail.core._scheduler import Scheduler
 from mail.core._system_messages import Subject, SystemMessages, build_help
@@ -182,6 +182,7 @@ class TurnRunner:
         except Exception as e:  # noqa: BLE001  # an agent's failure is reported, never fatal to the loop
             logger.warning("agent %s failed in task %s: %s", agent, task.task_id, e)
             reason = clean_text(f"agent {agent} raised {type(e).__name__}: {e}")
+            turn_failed(task, reason)
             retry = not isinstance(e, UnreachableError)  # another turn will not reach it either
             self._agent_failed(task, agent, message, turn, reason, retry=retry)
             return

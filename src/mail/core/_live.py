@@ -43,6 +43,7 @@ __all__ = [
     "report_usage",
     "trace_headers",
     "traced_action",
+    "turn_failed",
     "traced_hop",
     "tracer_of",
 ]
@@ -159,6 +160,13 @@ def current_turn() -> tuple[str, str] | None:
     """The ``(task_id, agent)`` of the agent turn handled here, if any (for log records)."""
     turn = _LOGGED.get() or _CURRENT.get()
     return None if turn is None else (turn.task.task_id, turn.agent)
+
+
+def turn_failed(task: MAILTask, reason: str) -> None:
+    """Tell ``task``'s tracer, if any, that the agent turn under way failed."""
+    tracer = tracer_of(task)
+    if tracer is not None:
+        tracer.turn_failed(reason)
 
 
 def trace_headers() -> dict[str, str]:

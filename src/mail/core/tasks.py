@@ -318,6 +318,9 @@ class TurnTracer(Protocol):
     def headers(self) -> dict[str, str]:
         """The headers that carry the current span's trace (``traceparent``)."""
 
+    def turn_failed(self, reason: str) -> None:
+        """The agent turn under way failed (its agent function raised): ``reason``."""
+
 
 @dataclass(slots=True)
 class ModelCall:

@@ -205,6 +205,11 @@ class Tracing:
         propagate.inject(headers)
         return headers
 
+    def turn_failed(self, reason: str) -> None:
+        # the agent turn's span is the current one: its model call and actions are over
+        span = trace.get_current_span()
+        span.set_status(Status(StatusCode.ERROR, reason))
+
 
 @contextmanager
 def _current(span: trace.Span) -> Iterator[None]:
