@@ -18,7 +18,12 @@ from opentelemetry.trace import SpanKind, StatusCode
 from mail._log_format import JSONFormatter
 from mail.core.actions import ActionCore
 from mail.core.agents import AgentCore
-from mail.core.message import create_agent_address, create_user_address, make_request
+from mail.core.message import (
+    MAILMessage,
+    create_agent_address,
+    create_user_address,
+    make_request,
+)
 from mail.core.runtime import MAILRuntime
 from mail.factories import LiteLLMAgentFunction, LiteLLMSupervisorFunction
 from mail.telemetry import trace_runtime
@@ -63,10 +68,40 @@ async def lookup(args: dict[str, Any]) -> str:
     return "42"
 
 
-async def run_traced(capture_content: bool) -> tuple[list[ReadableSpan], list[dict[str, Any]]]:
+def recorded() -> tuple[TracerProvider, InMemorySpanExporter]:
+    """A tracer provider whose ended spans the exporter it comes with keeps."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return provider, exporter
+
+
+def question(task_id: str, body: str) -> MAILMessage:
+    """Alice's ``body`` to the supervisor, starting task ``task_id``."""
+    return make_request(
+        task_id=task_id,
+        sender=create_user_address("alice"),
+        recipient=create_agent_address("supervisor"),
+        subject="New Message",
+        body=body,
+    )
+
+
+def supervisor_only(function: Any) -> MAILRuntime:
+    """Alice's runtime of a swarm of one agent, the supervisor, whose function is
+    ``function``."""
+    supervisor = AgentCore(function, [], enable_entrypoint=True, can_complete_tasks=True)
+    return MAILRuntime(
+        agents={"supervisor": supervisor},
+        actions={},
+        user_id="alice",
+        swarm_name="demo",
+        entrypoint="supervisor",
+    )
+
+
+async def run_traced(capture_content: bool) -> tuple[list[ReadableSpan], list[dict[str, Any]]]:
+    provider, exporter = recorded()
     lines = Lines()
     logger = logging.getLogger("mail.test.lookup")
     logger.addHandler(lines)
@@ -107,14 +142,9 @@ async def run_traced(capture_content: bool) -> tuple[list[ReadableSpan], list[di
         caller = provider.get_tracer("test")
         try:
             with caller.start_as_current_span("caller"):
-                question = make_request(
-                    task_id="t-traced",
-                    sender=create_user_address("alice"),
-                    recipient=create_agent_address("supervisor"),
-                    subject="New Message",
-                    body="What is 2 + 40?",
+                final = await runtime.submit_and_wait(
+                    question("t-traced", "What is 2 + 40?"), timeout=30
                 )
-                final = await runtime.submit_and_wait(question, timeout=30)
         finally:
             await runtime.shutdown(timeout=5.0)
             logger.removeHandler(lines)
@@ -195,35 +225,18 @@ pytestmark = pytest.mark.timeout(60)
 
 
 async def test_closing_the_tracing_ends_the_turns_still_running() -> None:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    provider, exporter = recorded()
     entered = asyncio.Event()
 
     async def stuck(messages: list[dict[str, Any]], tool_choice: Any = "required") -> Any:
         entered.set()
         await asyncio.Event().wait()  # until the runtime stops
 
-    runtime = MAILRuntime(
-        agents={
-            "supervisor": AgentCore(stuck, [], enable_entrypoint=True, can_complete_tasks=True)
-        },
-        actions={},
-        user_id="alice",
-        swarm_name="demo",
-        entrypoint="supervisor",
-    )
+    runtime = supervisor_only(stuck)
     tracing = trace_runtime(runtime, tracer_provider=provider)
     runtime.start()
     try:
-        question = make_request(
-            task_id="t-stuck",
-            sender=create_user_address("alice"),
-            recipient=create_agent_address("supervisor"),
-            subject="New Message",
-            body="anything",
-        )
-        await runtime.submit(question)
+        await runtime.submit(question("t-stuck", "anything"))
         await asyncio.wait_for(entered.wait(), 10)
         assert named(list(exporter.get_finished_spans()), "mail task") == []  # still running
         tracing.close()
@@ -241,9 +254,7 @@ async def test_closing_the_tracing_ends_the_turns_still_running() -> None:
 
 
 async def test_an_agent_turn_that_raised_has_an_error_status() -> None:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    provider, exporter = recorded()
     calls = 0
 
     def rule(incoming: Incoming) -> ScriptedCall:
@@ -253,28 +264,11 @@ async def test_an_agent_turn_that_raised_has_an_error_status() -> None:
             raise RuntimeError("the model is down")
         return tc("task_complete", finish_message="done")
 
-    flaky = ScriptedAgent(rule=rule)
-
-    runtime = MAILRuntime(
-        agents={
-            "supervisor": AgentCore(flaky, [], enable_entrypoint=True, can_complete_tasks=True)
-        },
-        actions={},
-        user_id="alice",
-        swarm_name="demo",
-        entrypoint="supervisor",
-    )
+    runtime = supervisor_only(ScriptedAgent(rule=rule))
     trace_runtime(runtime, tracer_provider=provider)
     runtime.start()
     try:
-        question = make_request(
-            task_id="t-flaky",
-            sender=create_user_address("alice"),
-            recipient=create_agent_address("supervisor"),
-            subject="New Message",
-            body="anything",
-        )
-        final = await runtime.submit_and_wait(question, timeout=30)
+        final = await runtime.submit_and_wait(question("t-flaky", "anything"), timeout=30)
     finally:
         await runtime.shutdown(timeout=5.0)
 
