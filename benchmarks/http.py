@@ -423,6 +423,28 @@ async def in_process(args: argparse.Namespace) -> None:
 
 async def metrics_compare(args: argparse.Namespace) -> None:
     """Metrics off and on, alternating (see the module docstring)."""
+    await off_and_on(
+        "metrics",
+        lambda v, data_dir: build_server(data_dir, metrics=v == "on"),
+        rounds=args.metrics_compare,
+        tasks=args.tasks,
+        clients=args.clients,
+        client_kind=args.client,
+    )
+
+
+async def off_and_on(
+    label: str,
+    build: Callable[[str, Path], uvicorn.Server],
+    *,
+    rounds: int,
+    tasks: int,
+    clients: int,
+    client_kind: str,
+) -> None:
+    """Two servers, ``build("off", dir)`` and ``build("on", dir)``, driven in alternating
+    rounds (sequential, then ``clients`` at once) by ``client_kind`` clients in this
+    process; prints the medians of their rates, sequential p50 and CPU per task."""
     rates: dict[str, dict[str, list[float]]] = {
         v: {"sequential": [], "concurrent": [], "p50": [], "cpu": []} for v in ("off", "on")
     }
@@ -430,31 +452,26 @@ async def metrics_compare(args: argparse.Namespace) -> None:
         tempfile.TemporaryDirectory(prefix="mail-bench-") as off_dir,
         tempfile.TemporaryDirectory(prefix="mail-bench-") as on_dir,
     ):
-        servers = {
-            "off": build_server(Path(off_dir), metrics=False),
-            "on": build_server(Path(on_dir), metrics=True),
-        }
+        servers = {"off": build("off", Path(off_dir)), "on": build("on", Path(on_dir))}
         started = {v: await start(server, WAIT) for v, server in servers.items()}
-        clients = {v: CLIENTS[args.client](url) for v, (_task, url) in started.items()}
+        http = {v: CLIENTS[client_kind](url) for v, (_task, url) in started.items()}
         try:
-            for v, client in clients.items():
-                await sequential(client, 100, f"warm{v}", f"warm-up, metrics {v}")
-            for r in range(args.metrics_compare):
+            for v, client in http.items():
+                await sequential(client, 100, f"warm{v}", f"warm-up, {label} {v}")
+            for r in range(rounds):
                 for v in ("off", "on") if r % 2 == 0 else ("on", "off"):
-                    client = clients[v]
+                    client = http[v]
                     cpu = time.process_time()
-                    seq = await sequential(
-                        client, args.tasks, f"s{v}{r}-", f"metrics {v}, sequential"
-                    )
+                    seq = await sequential(client, tasks, f"s{v}{r}-", f"{label} {v}, sequential")
                     con = await concurrent(
-                        client, args.tasks, args.clients, f"c{v}{r}-", f"metrics {v}, concurrent"
+                        client, tasks, clients, f"c{v}{r}-", f"{label} {v}, concurrent"
                     )
                     rates[v]["sequential"].append(seq["rate"])
                     rates[v]["p50"].append(seq["p50"])
-                    rates[v]["cpu"].append((time.process_time() - cpu) / (2 * args.tasks))
+                    rates[v]["cpu"].append((time.process_time() - cpu) / (2 * tasks))
                     rates[v]["concurrent"].append(con["rate"])
         finally:
-            for client in clients.values():
+            for client in http.values():
                 await client.aclose()
             for v, server in servers.items():
                 server.should_exit = True

@@ -42,7 +42,6 @@ import asyncio
 import importlib.util
 import statistics
 import subprocess
-import tempfile
 import time
 from types import ModuleType
 from typing import Any
@@ -249,49 +248,15 @@ async def compare_llm(args: argparse.Namespace, url: str) -> None:
 
 
 async def compare_http(args: argparse.Namespace, url: str) -> None:
-    rates: dict[str, dict[str, list[float]]] = {
-        v: {"sequential": [], "concurrent": [], "cpu": []} for v in ("off", "on")
-    }
-    with (
-        tempfile.TemporaryDirectory(prefix="mail-bench-") as off_dir,
-        tempfile.TemporaryDirectory(prefix="mail-bench-") as on_dir,
-    ):
-        servers = {
-            "off": web.build_server(Path(off_dir)),
-            "on": web.build_server(Path(on_dir), telemetry=url),
-        }
-        started = {v: await web.start(server, web.WAIT) for v, server in servers.items()}
-        clients = {v: web.CLIENTS["aiohttp"](u) for v, (_task, u) in started.items()}
-        try:
-            for v, client in clients.items():
-                await web.sequential(client, 100, f"warm{v}", f"warm-up, telemetry {v}")
-            for r in range(args.rounds):
-                for v in ("off", "on") if r % 2 == 0 else ("on", "off"):
-                    client = clients[v]
-                    cpu = time.process_time()
-                    seq = await web.sequential(
-                        client, args.http_tasks, f"s{v}{r}-", f"telemetry {v}, sequential"
-                    )
-                    con = await web.concurrent(
-                        client, args.http_tasks, 20, f"c{v}{r}-", f"telemetry {v}, concurrent"
-                    )
-                    rates[v]["sequential"].append(seq["rate"])
-                    rates[v]["concurrent"].append(con["rate"])
-                    rates[v]["cpu"].append((time.process_time() - cpu) / (2 * args.http_tasks))
-        finally:
-            for client in clients.values():
-                await client.aclose()
-            for v, server in servers.items():
-                server.should_exit = True
-                await started[v][0]
-    for phase in ("sequential", "concurrent"):
-        off, on = (statistics.median(rates[v][phase]) for v in ("off", "on"))
-        print(
-            f"median {phase:<11} off {off:>7,.0f} tasks/s  on {on:>7,.0f} tasks/s  ({(on - off) / off * 100:+.1f} %)"
-        )
-    off, on = (statistics.median(rates[v]["cpu"]) * 1e6 for v in ("off", "on"))
-    print(
-        f"median CPU per task (client and server) off {off:,.0f} µs  on {on:,.0f} µs  ({(on - off) / off * 100:+.1f} %)"
+    """``http.py``'s phases against two servers, telemetry off and on (exporting to
+    ``url``), in alternating rounds."""
+    await web.off_and_on(
+        "telemetry",
+        lambda v, data_dir: web.build_server(data_dir, telemetry=url if v == "on" else None),
+        rounds=args.rounds,
+        tasks=args.http_tasks,
+        clients=20,
+        client_kind="aiohttp",
     )
 
 
