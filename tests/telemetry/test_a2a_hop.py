@@ -3,7 +3,6 @@ loopback) is a span of the traced turn, and the remote receives its ``traceparen
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,8 +11,13 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
-from tests._servers import Server, clean_env, free_port
-from tests.a2a.test_members import TOKEN, noted, swarm
+from tests._servers import Server
+from tests.a2a.test_members import (
+    TOKEN,
+    noted,
+    remote,  # noqa: F401  # the fixture: the remote process
+    swarm,
+)
 
 from mail.config import StdlibConfig, StdlibHTTPConfig
 from mail.stdlib._settings import configure
@@ -23,28 +27,19 @@ pytestmark = pytest.mark.timeout(90)
 
 
 @pytest.fixture
-def remote(tmp_path: Path) -> Iterator[tuple[Server, Path]]:
-    events = tmp_path / "remote-events.txt"
-    events.touch()
-    port = free_port()
-    script = Path(__file__).parents[1] / "a2a" / "_remote_agent.py"
-    server = Server(
-        [sys.executable, str(script), str(port), TOKEN, str(events)],
-        env=clean_env(),
-        cwd=tmp_path,
-        log=tmp_path / "remote.log",
-        url=f"http://127.0.0.1:{port}",
-    )
+def loopback_allowed() -> Iterator[None]:
+    """The stdlib's outbound guard lets loopback through (the remote is on it)."""
     previous = configure(StdlibConfig(http=StdlibHTTPConfig(allow_loopback=True)))
     try:
-        with server.start():
-            yield server, events
+        yield
     finally:
         configure(previous)
 
 
+@pytest.mark.usefixtures("loopback_allowed")
 async def test_the_a2a_call_is_a_hop_span_whose_traceparent_the_remote_gets(
-    remote: tuple[Server, Path], monkeypatch: pytest.MonkeyPatch
+    remote: tuple[Server, Path],  # noqa: F811  # the fixture imported above
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     server, events = remote
     monkeypatch.setenv("A2A_TEST_TOKEN", TOKEN)
